@@ -1,0 +1,125 @@
+// Configuration from flags and PERISCOPE_* environment variables (flags win). One table drives the
+// parser, the environment names and --help, so they cannot drift apart.
+import { existsSync, readdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
+
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  recordingsDir: string
+  /** Simulated-camera preset, or null when the mock plugin is off. */
+  simulate: string | null
+  plugins: string[]
+  logLevel: LogLevel
+  corsOrigins: string[]
+  /** When set, mutating operations need `Authorization: Bearer <token>`. */
+  token: string | null
+  bodyLimit: number
+  zipTokenTtlSeconds: number
+  networkRollbackSeconds: number
+}
+
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe']
+
+interface Option {
+  flag: string
+  key: keyof Config
+  help: string
+  parse: (raw: string) => unknown
+  def: () => unknown
+}
+
+const int = (name: string, min: number, max: number) => (raw: string) => {
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}, got '${raw}'`)
+  return n
+}
+const list = (raw: string) => raw.split(',').map((s) => s.trim()).filter(Boolean)
+const LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
+
+/** Simulated cameras are on by default only when the machine has no video node. */
+function defaultSimulate(): string | null {
+  const dir = '/sys/class/video4linux'
+  const hasCameras = existsSync(dir) && readdirSync(dir).some((n) => n.startsWith('video'))
+  return hasCameras ? null : 'default'
+}
+
+const OPTIONS: Option[] = [
+  { flag: 'host', key: 'host', help: 'address to listen on', parse: String, def: () => '0.0.0.0' },
+  { flag: 'port', key: 'port', help: 'TCP port (0 = any free port)', parse: int('port', 0, 65535), def: () => 8080 },
+  { flag: 'data-dir', key: 'dataDir', help: 'settings database and default recordings live here', parse: (r) => resolve(r), def: () => resolve('data') },
+  { flag: 'recordings-dir', key: 'recordingsDir', help: 'where recordings are written (default <data-dir>/recordings)', parse: (r) => resolve(r), def: () => '' },
+  {
+    flag: 'simulate',
+    key: 'simulate',
+    help: "simulated cameras: a preset (default, fleet, single) or 'off'; on by default when no /dev/video* exists",
+    parse: (r) => (r === 'off' || r === 'false' ? null : r === '' || r === 'true' ? 'default' : r),
+    def: defaultSimulate,
+  },
+  { flag: 'plugins', key: 'plugins', help: `comma-separated plugin names or module paths (default ${DEFAULT_PLUGINS.join(',')})`, parse: list, def: () => [...DEFAULT_PLUGINS] },
+  {
+    flag: 'log-level',
+    key: 'logLevel',
+    help: 'debug, info, warn or error',
+    parse: (r) => {
+      if (!LEVELS.includes(r as LogLevel)) throw new Error(`log-level must be one of ${LEVELS.join(', ')}, got '${r}'`)
+      return r
+    },
+    def: () => 'info',
+  },
+  { flag: 'cors-origins', key: 'corsOrigins', help: "origins allowed to call the API from a browser ('*' = any)", parse: list, def: () => ['*'] },
+  { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default)', parse: (r) => r || null, def: () => null },
+  { flag: 'body-limit', key: 'bodyLimit', help: 'largest request body in bytes', parse: int('body-limit', 1, 1 << 30), def: () => 1 << 20 },
+  { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
+  {
+    flag: 'network-rollback',
+    key: 'networkRollbackSeconds',
+    help: 'seconds without any API client after an address change before the old network configuration is restored',
+    parse: int('network-rollback', 1, 3600),
+    def: () => 30,
+  },
+]
+
+const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`
+
+export function helpText(): string {
+  const rows = OPTIONS.map((o) => `  --${o.flag.padEnd(18)} ${envName(o.flag).padEnd(30)} ${o.help}`)
+  return ['Usage: npm start -- [options]', '', '  flag                 environment                    meaning', ...rows, '  --help               show this text', ''].join('\n')
+}
+
+export class ConfigError extends Error {}
+
+/** Builds the effective config: defaults, then PERISCOPE_* variables, then flags, then `overrides`. */
+export function loadConfig(argv: string[] = [], env: Record<string, string | undefined> = {}, overrides: Partial<Config> = {}): Config {
+  const config = {} as Record<string, unknown>
+  for (const o of OPTIONS) {
+    const fromEnv = env[envName(o.flag)]
+    config[o.key] = fromEnv !== undefined ? o.parse(fromEnv) : undefined
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument '${arg}' (see --help)`)
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined]
+    const option = OPTIONS.find((o) => o.flag === name)
+    if (!option) throw new ConfigError(`unknown option --${name} (see --help)`)
+    let raw = inline
+    if (raw === undefined) {
+      const next = argv[i + 1]
+      if (next !== undefined && !next.startsWith('--')) raw = argv[++i]
+      else if (option.key === 'simulate') raw = ''
+      else throw new ConfigError(`--${name} needs a value`)
+    }
+    try {
+      config[option.key] = option.parse(raw!)
+    } catch (e) {
+      throw new ConfigError((e as Error).message)
+    }
+  }
+  for (const o of OPTIONS) if (config[o.key] === undefined) config[o.key] = o.def()
+  Object.assign(config, overrides)
+  if (!config.recordingsDir) config.recordingsDir = join(config.dataDir as string, 'recordings')
+  return config as unknown as Config
+}

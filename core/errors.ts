@@ -1,0 +1,58 @@
+// The error model (DESIGN.md): 422 in pydantic v2's shape (core/validation.ts), every other failure
+// {"detail": "<sentence a person can act on>"} with 404/409/413/502/503/504. A 500 is a bug.
+import { DeviceError } from './types'
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: 404 | 409 | 413 | 401 | 502 | 503 | 504,
+    readonly detail: string,
+  ) {
+    super(detail)
+    this.name = 'HttpError'
+  }
+}
+
+export const notFound = (detail: string) => new HttpError(404, detail)
+export const conflict = (detail: string) => new HttpError(409, detail)
+export const unavailable = (detail: string) => new HttpError(503, detail)
+
+/** One pydantic v2 error entry, as FastAPI writes it (no `url`). */
+export interface PydanticError {
+  type: string
+  loc: (string | number)[]
+  msg: string
+  input: unknown
+  ctx?: Record<string, unknown>
+}
+
+export class RequestValidationError extends Error {
+  constructor(readonly errors: PydanticError[]) {
+    super('request validation failed')
+    this.name = 'RequestValidationError'
+  }
+}
+
+/** A single 422 for a rule that only the device knows (EINVAL from the driver, say). */
+export const valueError = (loc: (string | number)[], msg: string, input: unknown) =>
+  new RequestValidationError([{ type: 'value_error', loc, msg: `Value error, ${msg}`, input, ctx: { error: msg } }])
+
+/** errno → HTTP, for failures reported by hardware backends. */
+export function fromDeviceError(e: DeviceError, what: string, loc: (string | number)[] = ['body', 'value'], input?: unknown): Error {
+  switch (e.code) {
+    case 'EINVAL':
+    case 'ERANGE':
+      return valueError(loc, `${what}: the device refused the value (${e.code}): ${e.message}`, input)
+    case 'EACCES':
+    case 'EBUSY':
+    case 'EPERM':
+      return conflict(`${what}: ${e.message} (${e.code})`)
+    case 'ENODEV':
+    case 'ENOENT':
+    case 'ENXIO':
+      return notFound(`${what}: the device is gone (${e.code})`)
+    case 'ETIMEDOUT':
+      return new HttpError(504, `${what}: the device did not answer in time (ETIMEDOUT)`)
+    default:
+      return new HttpError(502, `${what}: the device failed (${e.code}): ${e.message}`)
+  }
+}
