@@ -15,6 +15,8 @@ export interface PluginContext {
   events: EventBus
   store: SettingsStore
   log: Logger
+  /** When any API client was last heard from (ms since epoch); the network rollback watches it. */
+  activity: { lastRequestAt: number }
 }
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }
