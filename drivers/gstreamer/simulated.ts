@@ -1,0 +1,21 @@
+// What a simulated camera outputs, as a gst-launch fragment: the same caps a real camera's node gives
+// for that encode type (H.264 byte-stream, or MJPG which SOFTWARE_H264 re-encodes). One place, shared
+// by the mock camera driver and the streamer's tests; it imports nothing but core/types on purpose.
+import type { EncodeType, Interval } from '../../core/types'
+
+/** Frames per second as a GStreamer fraction: interval is seconds per frame, so fps = denominator/numerator. */
+export function framerate(interval: Interval): string {
+  return `${interval.denominator}/${interval.numerator}`
+}
+
+export function simulatedSource(encode_type: EncodeType, width: number, height: number, interval: Interval, pattern = 'ball'): string {
+  const fps = framerate(interval)
+  const raw = `videotestsrc is-live=true pattern=${pattern} ! video/x-raw,format=I420,width=${width},height=${height},framerate=${fps}`
+  if (encode_type === 'H264') {
+    // A key frame every second, like a UVC H.264 camera's default GOP.
+    const gop = Math.max(1, Math.round(interval.denominator / interval.numerator))
+    return `${raw} ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${gop} bitrate=2000 ! video/x-h264,stream-format=byte-stream,alignment=au`
+  }
+  // MJPG and SOFTWARE_H264 both read the camera's MJPG output; NONE is given one too, it just is not streamed.
+  return `${raw} ! jpegenc ! image/jpeg,width=${width},height=${height},framerate=${fps}`
+}
