@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# GStreamer 1.22 from Debian for the streamer and its tests; python3 for the pseudo-terminal test of
+# the frame-sync module. Idempotent: installs only what is missing, runs apt-get update only if needed.
+set -euo pipefail
+
+PACKAGES=(
+  gstreamer1.0-tools          # gst-launch-1.0, gst-inspect-1.0
+  gstreamer1.0-plugins-base   # videotestsrc, videoconvert, videorate
+  gstreamer1.0-plugins-base-apps # gst-discoverer-1.0 (the tests read recordings with it)
+  gstreamer1.0-plugins-good   # v4l2src, jpegenc/jpegdec, rtp(h264|jpeg)(pay|depay), udp, matroskamux, mp4mux, splitmuxsink
+  gstreamer1.0-plugins-bad    # h264parse, fakevideosink
+  gstreamer1.0-plugins-ugly   # x264enc
+  gstreamer1.0-libav          # avdec_h264 (receivers in the tests)
+  python3                     # os.openpty for the frame-sync test
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"; then
+    apt-get -o DPkg::Lock::Timeout=600 update
+    apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" || { echo "gstreamer setup: could not install ${missing[*]}" >&2; exit 1; }
+  fi
+fi
+
+for tool in gst-launch-1.0 gst-inspect-1.0 gst-discoverer-1.0; do
+  command -v "$tool" >/dev/null || { echo "gstreamer setup: $tool missing after install" >&2; exit 1; }
+done
+for element in videotestsrc x264enc jpegenc jpegdec h264parse rtph264pay rtpjpegpay rtph264depay rtpjpegdepay avdec_h264 multiudpsink udpsrc matroskamux splitmuxsink identity; do
+  gst-inspect-1.0 "$element" >/dev/null 2>&1 || { echo "gstreamer setup: element $element missing" >&2; exit 1; }
+done
+echo "gstreamer setup: ok"
