@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Kernel tier prerequisites: QEMU (TCG), busybox for the initramfs, v4l-utils (the second opinion inside
+# the VM), a C compiler and the kernel's UAPI headers (the struct-layout test), and a Debian kernel
+# unpacked (not installed) under tests/kernel/.cache/ with its vivid module.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+CACHE=tests/kernel/.cache
+PKGS=(qemu-system-x86 busybox-static v4l-utils gcc libc6-dev linux-libc-dev cpio kmod)
+
+missing=()
+for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p"); done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "${missing[@]}" || { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; } \
+    || { echo "kernel.sh: could not install ${missing[*]}" >&2; exit 1; }
+fi
+
+# The guest kernel: Debian 12's 6.1 image (vivid is a module there), unpacked with dpkg -x.
+mkdir -p "$CACHE"
+if ! ls "$CACHE"/root/boot/vmlinuz-* >/dev/null 2>&1; then
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  if [ -z "$pkg" ]; then apt-get update >/dev/null; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi
+  [ -n "$pkg" ] || { echo "kernel.sh: cannot find the Debian kernel package behind linux-image-amd64" >&2; exit 1; }
+  (cd "$CACHE" && rm -f linux-image-*.deb && apt-get download "$pkg") || { echo "kernel.sh: apt-get download $pkg failed" >&2; exit 1; }
+  rm -rf "$CACHE/root" && dpkg -x "$CACHE"/linux-image-*.deb "$CACHE/root" && rm -f "$CACHE"/linux-image-*.deb
+fi
+ls "$CACHE"/root/boot/vmlinuz-* >/dev/null || { echo "kernel.sh: no vmlinuz after unpacking" >&2; exit 1; }
+# The package's postinst (not run by dpkg -x) is what writes modules.dep; modprobe in the guest needs it.
+ver=$(basename "$(ls -d "$CACHE"/root/lib/modules/*/ | head -1)")
+[ -f "$CACHE/root/lib/modules/$ver/modules.dep" ] || depmod -b "$CACHE/root" "$ver" || { echo "kernel.sh: depmod failed" >&2; exit 1; }
+echo "kernel.sh: ready ($(basename "$(ls "$CACHE"/root/boot/vmlinuz-* | head -1)"))"
