@@ -1,0 +1,107 @@
+// The pipeline builder: a pure function from a StreamJob to gst-launch-1.0 arguments. Everything the
+// supervisor needs to watch the child is named here: `cam<i>` (a member's v4l2src, whose QoS messages
+// count lost frames) and `mon<i>` (an identity after each member's source; its per-buffer line is the
+// proof that frames flow, and carries the PTS the group step counter compares).
+import type { Endpoint, StreamJob, StreamMember, VideoSource } from '../../core/types'
+import { framerate } from './simulated'
+
+/** Every encode type records into Matroska: it stays playable after kill -9 and holds several video tracks. */
+export const RECORDING_EXT = 'mkv'
+
+/**
+ * Port rule for groups: member i (0 = leader) sends to every endpoint's port + i, one RTP stream per
+ * camera; all payloaders of a group share timestamp-offset 0, so equal RTP timestamps mean the same
+ * capture instant on the group's one pipeline clock.
+ */
+export function memberEndpoints(endpoints: Endpoint[], index: number): Endpoint[] {
+  return endpoints.map((e) => ({ host: e.host, port: e.port + index }))
+}
+
+export function fps(job: Pick<StreamJob, 'stream'>): number {
+  return job.stream.interval.denominator / job.stream.interval.numerator
+}
+
+/** Software H.264 bitrate (kbit/s): ~0.1 bit per pixel per frame, 500..20000; 1080p30 ≈ 6200. */
+export function softwareBitrateKbps(width: number, height: number, framesPerSecond: number): number {
+  return Math.min(20000, Math.max(500, Math.round((width * height * framesPerSecond * 0.1) / 1000)))
+}
+
+export interface PipelineOptions {
+  /** Absolute path of the recording file (RECORDING jobs only). */
+  recordingPath?: string
+  /** Overrides softwareBitrateKbps for SOFTWARE_H264. */
+  bitrateKbps?: number
+  /** Leave out the monitoring identities (the benchmark's bare baseline). */
+  bare?: boolean
+}
+
+/** gst-launch-1.0 pipeline tokens (one argv element each), or null when the job streams nothing. */
+export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): string[] | null {
+  const { stream, members } = job
+  if (stream.encode_type === 'NONE' || members.length === 0) return null
+  if (stream.stream_type === 'UDP' && stream.endpoints.length === 0) throw new Error('a UDP stream needs at least one endpoint')
+  if (stream.stream_type === 'RECORDING' && !options.recordingPath) throw new Error('a recording needs a file path')
+
+  const group = members.length > 1
+  const tokens: string[] = []
+  if (stream.stream_type === 'RECORDING') {
+    // Short clusters, unbuffered writes: a kill -9 or power cut loses at most the last quarter second or so.
+    tokens.push('matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true')
+    tokens.push('!', 'filesink', `location=${options.recordingPath}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false')
+  }
+  members.forEach((member, i) => {
+    tokens.push(...sourceTokens(job, member, i))
+    if (!options.bare) tokens.push('!', 'identity', `name=mon${i}`, 'silent=false')
+    tokens.push(...encodeTokens(job, options))
+    if (stream.stream_type === 'UDP') {
+      tokens.push('!', ...payloaderTokens(job, group))
+      const clients = memberEndpoints(stream.endpoints, i).map((e) => `${e.host}:${e.port}`).join(',')
+      tokens.push('!', 'multiudpsink', `clients=${clients}`, 'sync=false', 'async=false')
+    } else {
+      tokens.push('!', 'queue', '!', 'mux.')
+    }
+  })
+  return tokens
+}
+
+function sourceTokens(job: StreamJob, member: StreamMember, index: number): string[] {
+  return sourceDescription(member.source, job, index)
+}
+
+/** The member's source up to the camera's native caps. */
+function sourceDescription(source: VideoSource, job: StreamJob, index: number): string[] {
+  if (source.kind === 'gst') return source.description.trim().split(/\s+/)
+  const { encode_type, width, height, interval } = job.stream
+  const media = encode_type === 'H264' ? 'video/x-h264' : 'image/jpeg'
+  return ['v4l2src', `name=cam${index}`, `device=${source.device}`, '!', `${media},width=${width},height=${height},framerate=${framerate(interval)}`]
+}
+
+/** From the camera's output to the stream's codec: H.264 parsed, MJPG as is, SOFTWARE_H264 re-encoded. */
+function encodeTokens(job: StreamJob, options: PipelineOptions): string[] {
+  const { encode_type, width, height } = job.stream
+  const recording = job.stream.stream_type === 'RECORDING'
+  if (encode_type === 'MJPG') return []
+  const parse = recording ? ['!', 'h264parse'] : ['!', 'h264parse', 'config-interval=-1']
+  if (encode_type === 'H264') return parse
+  const rate = fps(job)
+  const bitrate = options.bitrateKbps ?? softwareBitrateKbps(width, height, rate)
+  return [
+    '!', 'jpegdec',
+    // 4:2:2 JPEG (most UVC cameras) would otherwise become High 4:2:2 H.264, which few decoders play.
+    '!', 'videoconvert', '!', 'video/x-raw,format=I420',
+    '!', 'x264enc', 'tune=zerolatency', 'speed-preset=ultrafast', `bitrate=${bitrate}`, `key-int-max=${Math.max(1, Math.round(rate))}`,
+    ...parse,
+  ]
+}
+
+function payloaderTokens(job: StreamJob, group: boolean): string[] {
+  const sync = group ? ['timestamp-offset=0'] : []
+  if (job.stream.encode_type === 'MJPG') return ['rtpjpegpay', 'pt=26', ...sync]
+  return ['rtph264pay', 'aggregate-mode=zero-latency', 'config-interval=-1', 'pt=96', ...sync]
+}
+
+/** The command line, quoted for a shell: for logs and for running a pipeline by hand. */
+export function shellCommand(tokens: string[]): string {
+  const quote = (t: string) => (/^[\w@%+=:,./!-]+$/.test(t) ? t : `'${t.replace(/'/g, `'\\''`)}'`)
+  return ['gst-launch-1.0', ...tokens.map(quote)].join(' ')
+}

@@ -1,0 +1,261 @@
+// The supervisor of one stream job: one gst-launch-1.0 child for the job (the whole group), restarted
+// with backoff 1, 2, 4 … 60 s after an error, an unexpected exit or a stall (no buffer at any member's
+// monitor for 5 s), the backoff forgotten after a stable minute. A vanished V4L2 device parks the job
+// until its node returns, instead of a restart storm. A full disk ends a recording for good.
+import { existsSync, mkdirSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import type { Logger } from '../../core/log'
+import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
+import { recordingFileName } from '../storage/naming'
+import { lostFrames, parseChildLine, StepCounter } from './monitor'
+import { buildPipeline, RECORDING_EXT, shellCommand } from './pipeline'
+import { children } from './children'
+
+export interface RunnerOptions {
+  gstLaunch: string
+  /** Prepended to the child's command line; the streamer puts `setpriv --pdeathsig KILL` here. */
+  prefix: string[]
+  stallMs: number
+  stableMs: number
+  maxBackoffMs: number
+  stopTimeoutMs: number
+  bitrateKbps?: number
+}
+
+export interface RunnerHooks {
+  log: Logger
+  /** State changes and failures, as the 'stream_error' event's data. */
+  onState(status: StreamStatus): void
+  onDrops(drops: number): void
+}
+
+const DISK_FULL = /No space left on device/i
+
+export class StreamRunner {
+  private state: StreamState = 'stopped'
+  private error: string | null = null
+  private restarts = 0
+  private failures = 0
+  private wanted = false
+  private child: Subprocess | null = null
+  private generation = 0
+  private recording: string | null = null
+  private lastBufferAt = 0
+  private runningSince = 0
+  private lost = 0
+  private steps: StepCounter | null = null
+  private lastError: string | null = null
+  private stderrTail: string[] = []
+  private timer: ReturnType<typeof setTimeout> | null = null
+  private watchdog: ReturnType<typeof setInterval> | null = null
+  private dropsReported = -1
+  private readonly frameNs: number
+
+  constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks) {
+    this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
+  }
+
+  status(): StreamStatus {
+    return { state: this.state, error: this.error, restarts: this.restarts }
+  }
+
+  get drops(): number {
+    return this.lost + (this.steps?.dropped ?? 0)
+  }
+
+  /** The file the child is writing, while it runs. */
+  get activeRecording(): string | null {
+    return this.child ? this.recording : null
+  }
+
+  get pid(): number | null {
+    return this.child?.pid ?? null
+  }
+
+  start(): void {
+    this.wanted = true
+    this.hooks.onDrops(0)
+    this.dropsReported = 0
+    this.launch()
+    this.watchdog = setInterval(() => this.tick(), 1000)
+  }
+
+  async stop(): Promise<void> {
+    this.wanted = false
+    this.clearTimers()
+    await this.endChild(this.options.stopTimeoutMs)
+    this.setState('stopped', null)
+  }
+
+  private clearTimers(): void {
+    if (this.timer) clearTimeout(this.timer)
+    if (this.watchdog) clearInterval(this.watchdog)
+    this.timer = this.watchdog = null
+  }
+
+  private missingDevice(): string | null {
+    for (const m of this.job.members) if (m.source.kind === 'v4l2' && !existsSync(m.source.device)) return m.source.device
+    return null
+  }
+
+  private launch(): void {
+    this.timer = null
+    if (!this.wanted) return
+    const missing = this.missingDevice()
+    if (missing) return this.waitForDevice(missing)
+    const { stream } = this.job
+    this.recording = null
+    if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
+      mkdirSync(this.job.recordings_dir, { recursive: true })
+      this.recording = join(this.job.recordings_dir, recordingFileName(this.job.recordings_dir, this.job.members[0]!.label, RECORDING_EXT))
+    }
+    let tokens: string[] | null
+    try {
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps })
+    } catch (err) {
+      this.wanted = false
+      return this.setState('error', (err as Error).message)
+    }
+    if (!tokens) return this.setState('stopped', null) // NONE streams nothing
+
+    const generation = ++this.generation
+    this.lastError = null
+    this.stderrTail = []
+    this.steps = new StepCounter(this.job.members.length, this.frameNs)
+    this.lastBufferAt = Date.now()
+    this.hooks.log.info('starting pipeline', { bus_info: this.job.bus_info, command: shellCommand(tokens) })
+    try {
+      // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages (QoS, errors); -v: monitor lines.
+      this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', '-v', ...tokens], {
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+    } catch (err) {
+      this.child = null
+      return this.failure(`cannot run ${this.options.gstLaunch}: ${(err as Error).message}`)
+    }
+    const child = this.child
+    children.add(child.pid)
+    this.setState('starting', null)
+    void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onLine(line))
+    void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onStderr(line))
+    void child.exited.then((code) => {
+      children.delete(child.pid)
+      if (generation !== this.generation) return
+      this.child = null
+      if (!this.wanted) return
+      this.failure(this.lastError ?? `gst-launch-1.0 exited unexpectedly (${child.signalCode ?? `code ${code}`})`)
+    })
+  }
+
+  private onLine(line: string): void {
+    const event = parseChildLine(line)
+    if (!event) return
+    if (event.kind === 'buffer') {
+      this.lastBufferAt = Date.now()
+      this.steps?.add(event.member, event.ptsNs)
+      if (this.state === 'starting') {
+        this.runningSince = Date.now()
+        this.setState('running', null)
+      }
+    } else if (event.kind === 'lost') {
+      this.lost += lostFrames(event.durationNs, this.frameNs)
+    } else {
+      this.lastError = event.text
+    }
+  }
+
+  private onStderr(line: string): void {
+    if (!line.trim()) return
+    this.stderrTail = [...this.stderrTail.slice(-9), line]
+    const event = parseChildLine(line)
+    if (event?.kind === 'error') this.lastError = event.text
+    // The useful part of a write error is on the "Additional debug info" line.
+    if (DISK_FULL.test(line)) this.lastError = 'No space left on device'
+  }
+
+  private tick(): void {
+    const now = Date.now()
+    if (this.child && (this.state === 'starting' || this.state === 'running') && now - this.lastBufferAt > this.options.stallMs) {
+      this.hooks.log.warn('pipeline stalled', { bus_info: this.job.bus_info })
+      this.lastError = `stalled: no buffers for ${Math.round(this.options.stallMs / 1000)} s`
+      this.child.kill('SIGKILL') // a stalled pipeline ignores EOS; the recording survives a kill by design
+    }
+    if (this.state === 'running' && this.failures > 0 && now - this.runningSince >= this.options.stableMs) this.failures = 0
+    const drops = this.drops
+    if (drops !== this.dropsReported) {
+      this.dropsReported = drops
+      this.hooks.onDrops(drops)
+    }
+    // A power cut keeps what the kernel has written out: push the recording to the disk every second.
+    const file = this.activeRecording
+    if (file) void open(file, 'r').then((fd) => fd.sync().finally(() => fd.close())).catch(() => {})
+  }
+
+  private failure(reason: string): void {
+    if (!this.wanted) return
+    this.hooks.log.warn('pipeline failed', { bus_info: this.job.bus_info, reason, stderr: this.stderrTail })
+    if (this.recording && DISK_FULL.test(reason)) {
+      this.wanted = false
+      this.clearTimers()
+      return this.setState('error', `disk full: recording stopped, ${this.recording} kept`)
+    }
+    const missing = this.missingDevice()
+    if (missing) return this.waitForDevice(missing)
+    this.failures++
+    this.restarts++
+    const delay = Math.min(this.options.maxBackoffMs, 1000 * 2 ** (this.failures - 1))
+    this.setState('backoff', `${reason}; restarting in ${delay / 1000} s`)
+    this.timer = setTimeout(() => this.launch(), delay)
+  }
+
+  private waitForDevice(device: string): void {
+    this.setState('error', `device ${device} is gone; the stream resumes when it returns`)
+    const poll = () => {
+      if (!this.wanted) return
+      if (this.missingDevice()) this.timer = setTimeout(poll, 1000)
+      else this.launch()
+    }
+    this.timer = setTimeout(poll, 1000)
+  }
+
+  private setState(state: StreamState, error: string | null): void {
+    if (state === this.state && error === this.error) return
+    this.state = state
+    this.error = error
+    this.hooks.onState(this.status())
+  }
+
+  /** EOS first (SIGINT with -e), then SIGKILL after the timeout. */
+  private async endChild(timeoutMs: number): Promise<void> {
+    const child = this.child
+    this.generation++ // the old child's output and exit no longer concern us
+    this.child = null
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGINT')
+    const timedOut = await Promise.race([child.exited.then(() => false), Bun.sleep(timeoutMs).then(() => true)])
+    if (timedOut) {
+      child.kill('SIGKILL')
+      await child.exited
+    }
+    children.delete(child.pid)
+  }
+}
+
+async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder()
+  let rest = ''
+  try {
+    for await (const chunk of stream) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
+      rest = lines.pop()!
+      for (const line of lines) onLine(line)
+    }
+  } catch {
+    // the child is gone
+  }
+  if (rest) onLine(rest)
+}

@@ -1,0 +1,45 @@
+// Provides the 'streamer' backend: gst-launch-1.0 children per stream, and the frame-sync board of
+// leader/follower groups. Without GStreamer installed it provides nothing and reports itself down,
+// so the cameras plugin answers 503 when a stream must start.
+import { definePlugin, type PluginHealth } from '../../core/plugin'
+import { FrameSync } from '../../drivers/gstreamer/framesync'
+import { GstStreamer } from '../../drivers/gstreamer/streamer'
+
+interface Preferences { frequency_offset?: number }
+
+let streamer: GstStreamer | null = null
+let frameSync: FrameSync | null = null
+let unsubscribe: (() => void) | null = null
+let health: PluginHealth = { state: 'ok' }
+
+export default definePlugin({
+  name: 'gstreamer',
+  setup({ registry, events, store, log }) {
+    const gstLaunch = Bun.which('gst-launch-1.0')
+    if (!gstLaunch) {
+      health = { state: 'down', detail: 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)' }
+      log.warn(health.detail!)
+      return
+    }
+    const offset = () => store.get<Preferences>('preferences', 'current')?.frequency_offset ?? 0
+    frameSync = new FrameSync({ log: log.child({ part: 'frame-sync' }), frequencyOffset: offset() })
+    streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
+    unsubscribe = events.subscribe((event) => {
+      if (event.type !== 'preferences_updated') return
+      const next = (event.data as Preferences | null)?.frequency_offset
+      frameSync?.setFrequencyOffset(typeof next === 'number' ? next : offset())
+    })
+    registry.provide('streamer', streamer, 'gstreamer')
+    health = { state: 'ok' }
+  },
+  start() {
+    frameSync?.start()
+  },
+  async stop() {
+    unsubscribe?.()
+    unsubscribe = null
+    await streamer?.stopAll()
+    frameSync?.stop()
+  },
+  health: () => health,
+})

@@ -1,0 +1,168 @@
+// The pure parts of the streamer: pipeline builder, child-output parser, group step counter, frame-sync command.
+import { describe, expect, test } from 'bun:test'
+import type { StreamJob } from '../../core/types'
+import { frameSyncCommand } from '../../drivers/gstreamer/framesync'
+import { lostFrames, parseChildLine, StepCounter } from '../../drivers/gstreamer/monitor'
+import { buildPipeline, memberEndpoints, shellCommand, softwareBitrateKbps } from '../../drivers/gstreamer/pipeline'
+import { simulatedSource } from '../../drivers/gstreamer/simulated'
+
+function v4l2Job(encode_type: StreamJob['stream']['encode_type'], stream_type: StreamJob['stream']['stream_type'], members = 1): StreamJob {
+  return {
+    bus_info: 'usb-1',
+    recordings_dir: '/rec',
+    stream: {
+      device_path: '/dev/video2',
+      encode_type,
+      stream_type,
+      endpoints: [
+        { host: '192.168.2.1', port: 5600 },
+        { host: '10.0.0.5', port: 6000 },
+      ],
+      width: 1920,
+      height: 1080,
+      interval: { numerator: 1, denominator: 30 },
+      enabled: true,
+    },
+    members: Array.from({ length: members }, (_, i) => ({ bus_info: `usb-${i + 1}`, label: `cam${i}`, source: { kind: 'v4l2' as const, device: `/dev/video${2 * i + 2}` } })),
+  }
+}
+
+const line = (tokens: string[] | null) => (tokens ?? []).join(' ')
+
+describe('buildPipeline', () => {
+  test('H264 over UDP: v4l2src caps, h264parse and rtph264pay with in-band parameters, every endpoint', () => {
+    const p = line(buildPipeline(v4l2Job('H264', 'UDP')))
+    expect(p).toBe(
+      'v4l2src name=cam0 device=/dev/video2 ! video/x-h264,width=1920,height=1080,framerate=30/1 ! identity name=mon0 silent=false' +
+        ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
+        ' ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false async=false',
+    )
+  })
+
+  test('MJPG over UDP: rtpjpegpay', () => {
+    const p = line(buildPipeline(v4l2Job('MJPG', 'UDP')))
+    expect(p).toContain('v4l2src name=cam0 device=/dev/video2 ! image/jpeg,width=1920,height=1080,framerate=30/1')
+    expect(p).toContain('! rtpjpegpay pt=26 ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false')
+  })
+
+  test('SOFTWARE_H264: the camera MJPG decoded, converted to 4:2:0 and re-encoded with a bitrate', () => {
+    const p = line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP')))
+    expect(p).toContain('image/jpeg,width=1920,height=1080')
+    expect(p).toContain(`jpegdec ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast bitrate=${softwareBitrateKbps(1920, 1080, 30)} key-int-max=30`)
+    expect(p).toContain('rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96')
+    expect(line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP'), { bitrateKbps: 1234 }))).toContain('bitrate=1234')
+  })
+
+  test('RECORDING goes into Matroska with short clusters and unbuffered writes', () => {
+    for (const enc of ['H264', 'MJPG', 'SOFTWARE_H264'] as const) {
+      const p = line(buildPipeline(v4l2Job(enc, 'RECORDING'), { recordingPath: '/rec/cam0_2024-01-01_00-00-00.mkv' }))
+      expect(p).toStartWith('matroskamux name=mux')
+      expect(p).toContain('filesink location=/rec/cam0_2024-01-01_00-00-00.mkv buffer-mode=unbuffered')
+      expect(p).toEndWith('! queue ! mux.')
+      expect(p).not.toContain('multiudpsink')
+    }
+    expect(() => buildPipeline(v4l2Job('H264', 'RECORDING'))).toThrow(/file path/)
+  })
+
+  test('NONE streams nothing', () => {
+    expect(buildPipeline(v4l2Job('NONE', 'UDP'))).toBeNull()
+    expect(buildPipeline(v4l2Job('NONE', 'RECORDING'))).toBeNull()
+  })
+
+  test('a UDP stream without endpoints is refused', () => {
+    const job = v4l2Job('H264', 'UDP')
+    job.stream.endpoints = []
+    expect(() => buildPipeline(job)).toThrow(/endpoint/)
+  })
+
+  test('a simulated camera brings its own description', () => {
+    const job = v4l2Job('H264', 'UDP')
+    const description = simulatedSource('H264', 1280, 720, { numerator: 1, denominator: 30 })
+    job.members[0]!.source = { kind: 'gst', description }
+    expect(line(buildPipeline(job))).toStartWith(`${description} ! identity name=mon0`)
+    expect(description).toContain('video/x-h264,stream-format=byte-stream,alignment=au')
+    expect(simulatedSource('MJPG', 640, 480, { numerator: 1, denominator: 15 })).toEndWith('jpegenc ! image/jpeg,width=640,height=480,framerate=15/1')
+  })
+
+  test('a group: one chain per member, ports by the port rule, one clock-aligned RTP timeline', () => {
+    const p = line(buildPipeline(v4l2Job('H264', 'UDP', 2)))
+    expect(p).toContain('v4l2src name=cam0 device=/dev/video2')
+    expect(p).toContain('v4l2src name=cam1 device=/dev/video4')
+    expect(p).toContain('identity name=mon1')
+    expect(p).toContain('clients=192.168.2.1:5600,10.0.0.5:6000')
+    expect(p).toContain('clients=192.168.2.1:5601,10.0.0.5:6001')
+    expect(p.match(/timestamp-offset=0/g)?.length).toBe(2)
+    expect(memberEndpoints([{ host: 'h', port: 5600 }], 3)).toEqual([{ host: 'h', port: 5603 }])
+  })
+
+  test('a group recording: every member into the one muxer', () => {
+    const p = line(buildPipeline(v4l2Job('MJPG', 'RECORDING', 3), { recordingPath: '/rec/x.mkv' }))
+    expect(p.match(/! queue ! mux\./g)?.length).toBe(3)
+    expect(p.match(/matroskamux/g)?.length).toBe(1)
+  })
+
+  test('bare leaves out the monitors', () => {
+    expect(line(buildPipeline(v4l2Job('H264', 'UDP'), { bare: true }))).not.toContain('identity')
+  })
+
+  test('shellCommand quotes what a shell would split', () => {
+    expect(shellCommand(['filesink', 'location=/a b/c.mkv'])).toBe("gst-launch-1.0 filesink 'location=/a b/c.mkv'")
+  })
+})
+
+describe('child output', () => {
+  test('a monitor buffer line', () => {
+    const l =
+      '/GstPipeline:pipeline0/GstIdentity:mon1: last-message = chain   ******* (mon1:sink) (614400 bytes, dts: none, pts: 1:02:03.001759628, duration: 0:00:00.033333333, offset: 0, offset_end:  1, flags: 00000040 discont , meta: none) 0x55cb8c24d5a0'
+    expect(parseChildLine(l)).toEqual({ kind: 'buffer', member: 1, ptsNs: 3723 * 1e9 + 1759628 })
+  })
+
+  test('an event line of the monitor is not a buffer', () => {
+    expect(parseChildLine('/GstPipeline:pipeline0/GstIdentity:mon0: last-message = event   ******* (mon0:sink) E (type: segment (17934), …')).toBeNull()
+  })
+
+  test('a v4l2src QoS message reports lost frames', () => {
+    const l =
+      'Got message #57 from element "cam0" (qos): GstMessageQOS, live=(boolean)true, running-time=(guint64)1000000000, stream-time=(guint64)1000000000, timestamp=(guint64)1000000000, duration=(guint64)100000000, jitter=(gint64)0, proportion=(double)1, quality=(int)1000000, format=(GstFormat)GST_FORMAT_UNDEFINED, processed=(guint64)18446744073709551615, dropped=(guint64)18446744073709551615;'
+    const e = parseChildLine(l)
+    expect(e).toEqual({ kind: 'lost', member: 0, durationNs: 100000000 })
+    expect(lostFrames(100000000, 1e9 / 30)).toBe(3)
+    expect(parseChildLine(l.replace('"cam0"', '"jpegdec0"'))).toBeNull()
+  })
+
+  test('an error line', () => {
+    expect(parseChildLine('ERROR: from element /GstPipeline:pipeline0/GstV4l2Src:cam0: Could not read from resource.')).toEqual({
+      kind: 'error',
+      text: 'Could not read from resource.',
+    })
+  })
+})
+
+describe('StepCounter', () => {
+  const frame = 1e9 / 30
+  test('members in step drop nothing; a missing partner drops the lone frame', () => {
+    const c = new StepCounter(2, frame, 2)
+    for (let i = 0; i < 10; i++) {
+      c.add(0, i * frame)
+      if (i !== 5) c.add(1, i * frame + 1e6)
+    }
+    expect(c.dropped).toBe(1)
+  })
+  test('a lone camera is never out of step', () => {
+    const c = new StepCounter(1, frame, 2)
+    for (let i = 0; i < 10; i += 2) c.add(0, i * frame)
+    expect(c.dropped).toBe(0)
+  })
+  test('frames before every member started do not count', () => {
+    const c = new StepCounter(2, frame, 2)
+    for (let i = 0; i < 5; i++) c.add(0, i * frame)
+    for (let i = 5; i < 20; i++) (c.add(0, i * frame), c.add(1, i * frame))
+    expect(c.dropped).toBe(0)
+  })
+})
+
+test('frame-sync command: fps plus offset, duty 30; stop is 0,0', () => {
+  expect(frameSyncCommand(30, 0)).toBe('30,30\n')
+  expect(frameSyncCommand(30, 2)).toBe('32,30\n')
+  expect(frameSyncCommand(0, 2)).toBe('0,0\n')
+})

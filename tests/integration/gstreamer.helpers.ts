@@ -1,0 +1,195 @@
+// Shared by the GStreamer tests: jobs on simulated cameras, a real GStreamer receiver, an RTP socket,
+// gst-discoverer, and process bookkeeping so every test stops what it started.
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { createLogger } from '../../core/log'
+import type { EncodeType, StreamJob, StreamType } from '../../core/types'
+import { simulatedSource } from '../../drivers/gstreamer/simulated'
+import { GstStreamer, type GstStreamerOptions } from '../../drivers/gstreamer/streamer'
+
+export function requireGStreamer(): void {
+  for (const tool of ['gst-launch-1.0', 'gst-discoverer-1.0']) {
+    if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/gstreamer.sh (GStreamer 1.22 tools and plugins)`)
+  }
+}
+
+export const tempDir = (prefix = 'periscope-gst-') => mkdtempSync(join(tmpdir(), prefix))
+
+let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2
+/** A pair of free-looking UDP ports per call (random base; loopback only). */
+export const freePort = () => (nextPort += 4)
+
+export interface JobSpec {
+  encode_type: EncodeType
+  stream_type: StreamType
+  width?: number
+  height?: number
+  fps?: number
+  ports?: number[]
+  members?: number
+  dir?: string
+  bus_info?: string
+}
+
+export function simulatedJob(spec: JobSpec): StreamJob {
+  const width = spec.width ?? 320
+  const height = spec.height ?? 240
+  const interval = { numerator: 1, denominator: spec.fps ?? 30 }
+  const patterns = ['ball', 'smpte', 'snow', 'pinwheel']
+  const bus = spec.bus_info ?? `usb-sim-${Math.random().toString(36).slice(2, 8)}`
+  return {
+    bus_info: bus,
+    recordings_dir: spec.dir ?? tempDir(),
+    stream: {
+      device_path: '/dev/video0',
+      encode_type: spec.encode_type,
+      stream_type: spec.stream_type,
+      endpoints: (spec.ports ?? [freePort()]).map((port) => ({ host: '127.0.0.1', port })),
+      width,
+      height,
+      interval,
+      enabled: true,
+    },
+    members: Array.from({ length: spec.members ?? 1 }, (_, i) => ({
+      bus_info: i === 0 ? bus : `${bus}-f${i}`,
+      label: i === 0 ? 'Sim Cam' : `follower ${i}`,
+      source: { kind: 'gst' as const, description: simulatedSource(spec.encode_type, width, height, interval, patterns[i % patterns.length]) },
+    })),
+  }
+}
+
+export interface Recorded { type: string; data: any }
+
+export function testStreamer(options: Partial<GstStreamerOptions> = {}): { streamer: GstStreamer; events: Recorded[] } {
+  const events: Recorded[] = []
+  const streamer = new GstStreamer({
+    log: createLogger('error'),
+    emit: (type, data) => events.push({ type, data }),
+    ...options,
+  })
+  return { streamer, events }
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | null | false, timeoutMs = 10_000, stepMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = probe()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await Bun.sleep(stepMs)
+  }
+}
+
+export const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** gst processes whose parent is `ppid` (or any, without it). */
+export function gstChildrenOf(ppid: number): number[] {
+  const out = Bun.spawnSync(['ps', '-eo', 'pid=,ppid=,comm=']).stdout.toString()
+  return out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, parent, comm]) => Number(parent) === ppid && comm?.startsWith('gst-launch'))
+    .map(([pid]) => Number(pid))
+}
+
+/** A real GStreamer receiver: depayloads, decodes, and reports each decoded frame with its size. */
+export class Receiver {
+  frames: number[] = [] // arrival times (ms)
+  width = 0
+  height = 0
+  private proc: Subprocess
+
+  constructor(port: number, encode: EncodeType) {
+    const depay =
+      encode === 'MJPG'
+        ? ['application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'jpegdec']
+        : ['application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96', '!', 'rtph264depay', '!', 'avdec_h264']
+    this.proc = Bun.spawn(
+      ['gst-launch-1.0', '-v', 'udpsrc', `port=${port}`, 'address=127.0.0.1', '!', ...depay, '!', 'identity', 'name=rx', 'silent=false', '!', 'fakesink', 'sync=false'],
+      { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' },
+    )
+    void this.read()
+  }
+
+  private async read(): Promise<void> {
+    const decoder = new TextDecoder()
+    let rest = ''
+    for await (const chunk of this.proc.stdout as ReadableStream<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
+      rest = lines.pop()!
+      for (const line of lines) {
+        if (line.includes('GstIdentity:rx: last-message = chain')) this.frames.push(Date.now())
+        const caps = /GstIdentity:rx\.GstPad:src: caps = video\/x-raw.*?width=\(int\)(\d+), height=\(int\)(\d+)/.exec(line)
+        if (caps) [this.width, this.height] = [Number(caps[1]), Number(caps[2])]
+      }
+    }
+  }
+
+  /** Waits until udpsrc is bound (a packet sent before would be lost and blur the timing). */
+  async ready(): Promise<void> {
+    await Bun.sleep(300)
+  }
+
+  firstFrameAfter(t: number): number | undefined {
+    return this.frames.find((f) => f >= t)
+  }
+
+  framesBetween(from: number, to: number): number {
+    return this.frames.filter((f) => f >= from && f < to).length
+  }
+
+  async stop(): Promise<void> {
+    this.proc.kill('SIGKILL')
+    await this.proc.exited
+  }
+}
+
+/** RTP packets on a UDP socket: per frame (marker bit), the arrival time and the RTP timestamp. */
+export class RtpCounter {
+  frames: { at: number; ts: number }[] = []
+  packets = 0
+  private socket!: Awaited<ReturnType<typeof Bun.udpSocket>>
+
+  static async open(port: number): Promise<RtpCounter> {
+    const counter = new RtpCounter()
+    counter.socket = await Bun.udpSocket({
+      hostname: '127.0.0.1',
+      port,
+      socket: {
+        data: (_s, buf) => {
+          counter.packets++
+          if (buf.length >= 12 && buf[1]! & 0x80) counter.frames.push({ at: performance.now(), ts: buf.readUInt32BE(4) })
+        },
+      },
+    })
+    return counter
+  }
+
+  close(): void {
+    this.socket.close()
+  }
+}
+
+export interface Discovered { codec: string; width: number; height: number; durationS: number; videoStreams: number }
+
+export function discover(path: string): Discovered {
+  const r = Bun.spawnSync(['gst-discoverer-1.0', path])
+  const out = r.stdout.toString()
+  const d = /Duration: (\d+):(\d+):([\d.]+)/.exec(out)
+  return {
+    codec: /video #\d+: (.*)/.exec(out)?.[1]?.trim() ?? '',
+    width: Number(/Width: (\d+)/.exec(out)?.[1] ?? 0),
+    height: Number(/Height: (\d+)/.exec(out)?.[1] ?? 0),
+    durationS: d ? Number(d[1]) * 3600 + Number(d[2]) * 60 + Number(d[3]) : 0,
+    videoStreams: (out.match(/video #\d+:/g) ?? []).length,
+  }
+}
