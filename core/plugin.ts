@@ -21,9 +21,22 @@ export interface PluginContext {
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }
 
+/** What setup() may hand back: routes plus a lifecycle bound to this one app instance. */
+export interface PluginInstance {
+  routes?: AnyElysia
+  start?(): void | Promise<void>
+  stop?(): void | Promise<void>
+  health?(): PluginHealth
+}
+
 export interface PeriscopePlugin {
   name: string
-  setup(ctx: PluginContext): AnyElysia | void | Promise<AnyElysia | void>
+  /**
+   * Registers backends and returns the routes (an Elysia instance) or a PluginInstance. A plugin whose
+   * state lives in setup()'s closure and comes back as a PluginInstance can serve several apps in one
+   * process (the tests do that); start/stop/health on the plugin object itself suit single-instance plugins.
+   */
+  setup(ctx: PluginContext): AnyElysia | PluginInstance | void | Promise<AnyElysia | PluginInstance | void>
   start?(): void | Promise<void>
   stop?(): void | Promise<void>
   health?(): PluginHealth

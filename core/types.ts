@@ -193,8 +193,9 @@ export interface NetworkBackend {
   readonly name: string
   wiredDevices(): Promise<WiredDevice[]>
   profiles(): Promise<ConnectionProfile[]>
-  updateProfile(path: string, ipv4: IpConfiguration): Promise<void>
-  activateProfile(iface: string, path: string): Promise<void>
+  /** Resolves with the rollback window armed for the change (null when no active address changed). */
+  updateProfile(path: string, ipv4: IpConfiguration): Promise<{ rollback_seconds: number | null } | void>
+  activateProfile(iface: string, path: string): Promise<{ rollback_seconds: number | null } | void>
 }
 
 // ---- recordings (drivers/storage) ----

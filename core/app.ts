@@ -1,0 +1,236 @@
+// createApp(config, plugins): one isolated Periscope instance (its own store, bus and registry), so a
+// test can run many side by side on port 0. The app itself is an Elysia plugin tree: core routes, then
+// every plugin's routes composed with .use().
+import { openapi } from '@elysiajs/openapi'
+import { Elysia } from 'elysia'
+import { dirname, join } from 'node:path'
+import type { Config } from './config'
+import { fromDeviceError, HttpError, RequestValidationError } from './errors'
+import { EventBus } from './events'
+import { createLogger, type Logger } from './log'
+import { componentSchemas, docs } from './openapi'
+import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
+import { t } from 'elysia'
+import { SettingsStore } from './store'
+import { DeviceError } from './types'
+import { setBodyLimit } from './validation'
+import { VERSION } from './version'
+
+export interface PeriscopeApp {
+  app: Elysia
+  ctx: PluginContext
+  plugins: PeriscopePlugin[]
+  /** Starts the plugins (hardware) and listens; resolves with the bound address. */
+  listen(): Promise<{ url: string; port: number }>
+  stop(): Promise<void>
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
+
+export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
+  setBodyLimit(config.bodyLimit)
+  const store = SettingsStore.open(config.dataDir)
+  const ctx: PluginContext = { config, registry: new Registry(), events: new EventBus(), store, log, activity: { lastRequestAt: 0 } }
+  const startedAt = Date.now()
+  const failed = new Map<string, string>() // plugin → why start() failed
+  const requestStart = new WeakMap<Request, number>()
+
+  const corsHeaders = (origin: string | null): Record<string, string> => {
+    if (!origin) return {}
+    const any = config.corsOrigins.includes('*')
+    if (!any && !config.corsOrigins.includes(origin)) return {}
+    return {
+      'access-control-allow-origin': any ? '*' : origin,
+      'access-control-allow-methods': 'GET, POST, PATCH, DELETE, OPTIONS',
+      'access-control-allow-headers': 'content-type, authorization',
+      'access-control-max-age': '600',
+      ...(any ? {} : { vary: 'Origin' }),
+    }
+  }
+
+  const app = new Elysia({ serve: { maxRequestBodySize: Math.max(config.bodyLimit * 2, 16 << 20), idleTimeout: 60 } })
+    .onRequest(({ request, set }) => {
+      requestStart.set(request, performance.now())
+      ctx.activity.lastRequestAt = Date.now()
+      Object.assign(set.headers, corsHeaders(request.headers.get('origin')))
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(request.headers.get('origin')) })
+      if (config.token && MUTATING.has(request.method) && new URL(request.url).pathname.startsWith('/api/')) {
+        if (request.headers.get('authorization') !== `Bearer ${config.token}`) {
+          set.status = 401
+          set.headers['www-authenticate'] = 'Bearer'
+          return { detail: 'This operation needs the bearer token: send Authorization: Bearer <token>' }
+        }
+      }
+    })
+    .onError(({ error: raised, code, request, set }) => {
+      // Elysia wraps whatever a parse hook throws in a ParseError; ours are in its cause.
+      const error = code === 'PARSE' && (raised as Error).cause instanceof Error ? ((raised as Error).cause as Error) : raised
+      const body = (status: number, detail: unknown) => {
+        set.status = status
+        return { detail }
+      }
+      if (error instanceof RequestValidationError) return body(422, error.errors)
+      if (error instanceof HttpError) return body(error.status, error.detail)
+      if (error instanceof DeviceError) {
+        const mapped = fromDeviceError(error, 'device')
+        if (mapped instanceof RequestValidationError) return body(422, mapped.errors)
+        return body((mapped as HttpError).status, (mapped as HttpError).detail)
+      }
+      if (code === 'NOT_FOUND') return body(404, 'Not Found')
+      if (code === 'PARSE') return body(422, [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }])
+      log.error('unhandled error', { method: request.method, path: new URL(request.url).pathname, err: error })
+      return body(500, `Internal error (a bug; the log has the details): ${(error as Error)?.message ?? String(error)}`)
+    })
+    .onAfterResponse(({ request, set }) => {
+      const began = requestStart.get(request)
+      log.info('request', {
+        method: request.method,
+        path: new URL(request.url).pathname,
+        status: typeof set.status === 'number' ? set.status : 200,
+        duration_ms: began === undefined ? null : Math.round((performance.now() - began) * 100) / 100,
+      })
+    })
+    .use(
+      openapi({
+        path: '/docs',
+        specPath: '/openapi.json',
+        provider: 'swagger-ui',
+        openapiVersion: '3.1.0',
+        // Served from the package, not a CDN: a vehicle at sea has no internet.
+        swagger: { version: '5', cdn: '/docs/assets/swagger-ui-bundle.js', theme: '/docs/assets/swagger-ui.css' } as never,
+        documentation: {
+          info: { title: 'Periscope', version: VERSION, description: 'Camera and network management for robots: UVC cameras, RTP streams, recordings, wired network.' },
+          tags: [
+            { name: 'cameras', description: 'Devices, controls, streams, leader/follower groups' },
+            { name: 'network', description: 'Wired network through NetworkManager' },
+            { name: 'preferences', description: 'Stored preferences' },
+            { name: 'recordings', description: 'Recordings on disk: list, rename, delete, download, zip' },
+            { name: 'system', description: 'Health and events' },
+          ],
+          components: { schemas: componentSchemas() as never },
+        },
+      }),
+    )
+    .get('/docs/assets/:file', ({ params }) => {
+      if (!/^swagger-ui(-bundle\.js|\.css)$/.test(params.file)) throw new HttpError(404, 'Not Found')
+      return Bun.file(join(SWAGGER_DIR, params.file))
+    }, { detail: { hide: true } })
+    .get(
+      '/api/health',
+      () => ({
+        status: failed.size ? 'degraded' : 'ok',
+        version: VERSION,
+        uptime_s: Math.round((Date.now() - startedAt) / 1000),
+        plugins: Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)])),
+        backends: ctx.registry.describe(),
+      }),
+      { ...docs({ tag: 'system', summary: 'Version, uptime, and the state of every plugin and backend' }) },
+    )
+    .get('/api/events', ({ request }) => eventStream(ctx.events, request.signal), {
+      ...docs({
+        tag: 'system',
+        summary: 'Server-sent events',
+        description:
+          'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, preferences_updated, network_changed, zip_progress. `data:` is JSON.',
+        ok: { content: { 'text/event-stream': { schema: t.String() } } },
+      }),
+    })
+
+  function pluginHealth(p: PeriscopePlugin): PluginHealth {
+    if (failed.has(p.name)) return { state: 'down', detail: failed.get(p.name) }
+    try {
+      return instances.get(p)!.health?.() ?? { state: 'ok' }
+    } catch (e) {
+      return { state: 'down', detail: (e as Error).message }
+    }
+  }
+
+  const instances = new Map<PeriscopePlugin, PluginInstance>()
+  for (const plugin of plugins) {
+    const result = await plugin.setup({ ...ctx, log: log.child({ plugin: plugin.name }) })
+    const instance: PluginInstance = result instanceof Elysia ? { routes: result } : (result ?? {})
+    instances.set(plugin, {
+      routes: instance.routes,
+      start: instance.start ?? plugin.start?.bind(plugin),
+      stop: instance.stop ?? plugin.stop?.bind(plugin),
+      health: instance.health ?? plugin.health?.bind(plugin),
+    })
+    if (instance.routes) app.use(instance.routes)
+  }
+
+  let server: { stop(closeActive?: boolean): void } | null = null
+  let stopping: Promise<void> | null = null
+
+  return {
+    app: app as unknown as Elysia,
+    ctx,
+    plugins,
+    async listen() {
+      for (const plugin of plugins) {
+        try {
+          await instances.get(plugin)!.start?.()
+        } catch (e) {
+          // A plugin whose hardware is missing must not take the service down with it.
+          failed.set(plugin.name, (e as Error).message)
+          log.error('plugin failed to start', { plugin: plugin.name, err: e })
+        }
+      }
+      app.listen({ hostname: config.host, port: config.port })
+      server = app.server!
+      const port = app.server!.port!
+      const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+      return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port }
+    },
+    stop() {
+      stopping ??= (async () => {
+        for (const plugin of [...plugins].reverse()) {
+          try {
+            await instances.get(plugin)!.stop?.()
+          } catch (e) {
+            log.error('plugin failed to stop', { plugin: plugin.name, err: e })
+          }
+        }
+        server?.stop(true)
+        store.close()
+      })()
+      return stopping
+    },
+  }
+}
+
+function eventStream(events: EventBus, signal: AbortSignal): Response {
+  const encoder = new TextEncoder()
+  let unsubscribe = () => {}
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (text: string) => {
+        try {
+          controller.enqueue(encoder.encode(text))
+        } catch {
+          close()
+        }
+      }
+      const close = () => {
+        unsubscribe()
+        clearInterval(heartbeat)
+      }
+      send('retry: 2000\n: connected\n\n')
+      unsubscribe = events.subscribe((e) => send(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`))
+      // Comments keep proxies and Bun's idle timeout from closing a quiet stream, and reveal dead clients.
+      heartbeat = setInterval(() => send(': keep-alive\n\n'), 5000)
+      signal.addEventListener('abort', () => {
+        close()
+        try {
+          controller.close()
+        } catch {}
+      })
+    },
+    cancel() {
+      unsubscribe()
+      clearInterval(heartbeat)
+    },
+  })
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } })
+}

@@ -1,0 +1,97 @@
+// OpenAPI documentation of each route: `docs()` builds the operation object (tags, request body,
+// parameters, every success and error response) from the same TypeBox schemas that validate requests,
+// and names nested models as components (`#/components/schemas/DeviceModel`, …) as the spec does.
+import { Kind, type TSchema } from '@sinclair/typebox'
+import { COMPONENTS } from './schemas'
+import { unwrapElysiaNumeric, validated, type ValidatedSchemas } from './validation'
+
+const NAME_OF = new Map<TSchema, string>(Object.entries(COMPONENTS).map(([name, schema]) => [schema, name]))
+
+/** JSON Schema for the document: known models by $ref, literal unions as `enum`. */
+export function toJsonSchema(schema: TSchema, root = true): Record<string, unknown> {
+  schema = unwrapElysiaNumeric(schema)
+  const name = NAME_OF.get(schema)
+  if (name && !root) return { $ref: `#/components/schemas/${name}` }
+  if (schema[Kind] === 'Union' && (schema.anyOf as TSchema[]).every((m) => m[Kind] === 'Literal')) {
+    const values = (schema.anyOf as TSchema[]).map((m) => m.const)
+    return { type: typeof values[0] === 'number' ? 'integer' : 'string', enum: values, ...(schema.description ? { description: schema.description } : {}) }
+  }
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'properties' || key === 'patternProperties') {
+      out[key] = Object.fromEntries(Object.entries(value as Record<string, TSchema>).map(([k, v]) => [k, toJsonSchema(v, false)]))
+    } else if (key === 'items' && typeof value === 'object') out[key] = toJsonSchema(value as TSchema, false)
+    else if (key === 'anyOf') out[key] = (value as TSchema[]).map((v) => toJsonSchema(v, false))
+    else out[key] = value
+  }
+  if (name) out.title = name
+  return out
+}
+
+export function componentSchemas(): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(COMPONENTS).map(([name, schema]) => [name, toJsonSchema(schema)]))
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
+const json = (schema: unknown) => ({ 'application/json': { schema } })
+
+const ERROR_TEXT: Record<number, string> = {
+  401: 'A bearer token is configured and the request did not carry it',
+  404: 'Not found: the device, profile, recording or token does not exist',
+  409: 'Refused by a rule: the reason is in `detail`',
+  413: 'The request body is larger than the configured limit',
+  502: 'The device or a daemon refused or failed: the errno is in `detail`',
+  503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
+  504: 'The device did not answer in time',
+}
+
+export interface DocsOptions extends ValidatedSchemas {
+  tag: 'cameras' | 'network' | 'preferences' | 'recordings' | 'system' | 'simulation' | (string & {})
+  summary: string
+  description?: string
+  /** The 200 body: a schema, or a ready OpenAPI content object for non-JSON answers. */
+  ok?: TSchema | { content: Record<string, unknown>; description?: string }
+  /** Failure statuses besides 422 (added whenever the route validates input or has path parameters). */
+  errors?: number[]
+  /** Path parameters validated by the handler itself: documented as strings with 422s. */
+  pathParams?: string[]
+  /** Mutating operations need the bearer token when one is configured. */
+  mutating?: boolean
+}
+
+/**
+ * Route options: the OpenAPI operation, and FastAPI-style validation of `body`/`query` when given.
+ * Spread into Elysia's route options: `{ ...docs({ tag: 'cameras', summary: '…', body: X, ok: Y, errors: [404] }) }`.
+ */
+export function docs(options: DocsOptions) {
+  const responses: Record<string, unknown> = {}
+  if (options.ok && 'content' in options.ok && !(Kind in options.ok)) {
+    responses['200'] = { description: options.ok.description ?? 'Successful Response', content: options.ok.content }
+  } else {
+    responses['200'] = { description: 'Successful Response', ...(options.ok ? { content: json(toJsonSchema(options.ok as TSchema, false)) } : {}) }
+  }
+  for (const status of options.errors ?? []) responses[String(status)] = { description: ERROR_TEXT[status] ?? 'Error', content: json(ref('ErrorModel')) }
+  if (options.body || options.query || options.pathParams?.length) {
+    responses['422'] = { description: 'Validation Error', content: json(ref('HTTPValidationError')) }
+  }
+  if (options.mutating !== false && options.body) responses['401'] ??= { description: ERROR_TEXT[401], content: json(ref('ErrorModel')) }
+
+  const parameters: Record<string, unknown>[] = []
+  for (const name of options.pathParams ?? []) parameters.push({ name, in: 'path', required: true, schema: { type: 'string' } })
+  if (options.query) {
+    const required = new Set<string>(options.query.required ?? [])
+    for (const [name, schema] of Object.entries(options.query.properties as Record<string, TSchema>)) {
+      parameters.push({ name, in: 'query', required: required.has(name), schema: toJsonSchema(schema, false) })
+    }
+  }
+  const detail: Record<string, unknown> = {
+    tags: [options.tag],
+    summary: options.summary,
+    ...(options.description ? { description: options.description } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(options.body ? { requestBody: { required: true, content: json(toJsonSchema(options.body, false)) } } : {}),
+    responses,
+  }
+  const hooks = options.body || options.query ? validated({ body: options.body, query: options.query }) : {}
+  return { ...hooks, detail }
+}

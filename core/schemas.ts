@@ -1,0 +1,195 @@
+// One TypeBox schema per wire model, named as in spec/api.md. They drive both request validation
+// (core/validation.ts, pydantic semantics) and the OpenAPI components (core/openapi.ts).
+import { Type as t, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
+
+/** A string enum, validated as pydantic validates an Enum (type 'enum', ctx.expected). */
+export const Enum = <const V extends string>(values: readonly V[], description?: string) =>
+  t.Union(values.map((v) => t.Literal(v)), description ? { description } : {}) as unknown as TUnion<TLiteral<V>[]>
+
+export const CONTROL_TYPES = ['INTEGER', 'BOOLEAN', 'MENU', 'BUTTON', 'INTEGER64', 'CTRL_CLASS', 'STRING', 'BITMASK', 'INTEGER_MENU'] as const
+export const ENCODE_TYPES = ['MJPG', 'H264', 'SOFTWARE_H264', 'NONE'] as const
+export const STREAM_TYPES = ['UDP', 'RECORDING'] as const
+export const NOTIFY_EVENTS = ['DEVICE_MANAGED', 'DEVICE_UNMANAGED', 'STREAM_START'] as const
+
+// ---- cameras ----
+
+export const IntervalModel = t.Object(
+  { numerator: t.Integer({ minimum: 1 }), denominator: t.Integer({ minimum: 1 }) },
+  { description: 'Seconds per frame as a fraction: 1/30 is 30 fps.' },
+)
+export const FormatSizeModel = t.Object({ width: t.Integer(), height: t.Integer(), intervals: t.Array(IntervalModel) })
+export const CameraModel = t.Object({
+  path: t.String(),
+  formats: t.Record(t.String(), t.Array(FormatSizeModel), { description: 'Keyed by pixel format: H264, MJPG, YUYV, …' }),
+})
+export const MenuItemModel = t.Object({ index: t.Integer(), name: t.String() })
+const ControlValue = t.Union([t.Number(), t.Integer(), t.Boolean(), t.String()])
+export const ControlFlagsModel = t.Object({
+  default_value: ControlValue,
+  max_value: t.Number({ default: 0 }),
+  min_value: t.Number({ default: 0 }),
+  step: t.Number({ default: 0 }),
+  control_type: Enum(CONTROL_TYPES),
+  menu: t.Optional(t.Array(MenuItemModel)),
+  read_only: t.Optional(t.Boolean({ description: 'Beyond the spec: the control cannot be set.' })),
+  inactive: t.Optional(t.Boolean({ description: 'Beyond the spec: another control disables it now (e.g. exposure under auto-exposure).' })),
+  disabled: t.Optional(t.Boolean({ description: 'Beyond the spec: permanently unusable.' })),
+})
+export const ControlModel = t.Object({ flags: ControlFlagsModel, control_id: t.Integer(), name: t.String(), value: ControlValue })
+export const StreamEndpointModel = t.Object({ host: t.String({ minLength: 1 }), port: t.Integer({ minimum: 1, maximum: 65535 }) })
+export const StreamModel = t.Object({
+  device_path: t.String(),
+  encode_type: Enum(ENCODE_TYPES),
+  stream_type: Enum(STREAM_TYPES),
+  endpoints: t.Array(StreamEndpointModel),
+  width: t.Integer(),
+  height: t.Integer(),
+  interval: IntervalModel,
+  enabled: t.Boolean(),
+})
+export const DeviceInfoModel = t.Object({
+  device_name: t.String(),
+  bus_info: t.String(),
+  device_paths: t.Array(t.String()),
+  vid: t.Integer(),
+  pid: t.Integer(),
+})
+export const FrameDropStats = t.Object({ num_drops: t.Integer() })
+export const StreamStatusModel = t.Object(
+  {
+    state: Enum(['stopped', 'starting', 'running', 'backoff', 'error'] as const),
+    error: t.Union([t.String(), t.Null()]),
+    restarts: t.Integer(),
+  },
+  { description: 'Beyond the spec: what the stream is doing now.' },
+)
+export const DeviceModel = t.Object({
+  cameras: t.Union([t.Array(CameraModel), t.Null()]),
+  controls: t.Array(ControlModel),
+  stream: StreamModel,
+  name: t.Union([t.String(), t.Null()]),
+  vid: t.Integer(),
+  pid: t.Integer(),
+  bus_info: t.String(),
+  manufacturer: t.Union([t.String(), t.Null()]),
+  nickname: t.String(),
+  device_info: t.Union([DeviceInfoModel, t.Null()]),
+  device_type: t.Integer({ enum: [0, 1, 2, 3, 4], description: '0 exploreHD (and any camera without a group role), 1 stellarHD leader, 2 stellarHD follower, 3 stellarHD leader Pro, 4 stellarHD follower Pro' }),
+  followers: t.Array(t.String()),
+  is_managed: t.Boolean(),
+  frame_stats: FrameDropStats,
+  is_externally_managed: t.Boolean(),
+  string3: t.String(),
+  stream_status: t.Optional(StreamStatusModel),
+  leader: t.Optional(t.Union([t.String(), t.Null()], { description: 'Beyond the spec: bus_info of the leader this device follows.' })),
+  connected: t.Optional(t.Boolean({ description: 'Beyond the spec: false for a device that is known but unplugged.' })),
+})
+
+// ---- camera requests ----
+
+export const SetUVCControlRequest = t.Object({ bus_info: t.String(), control_id: t.Integer(), value: t.Number() })
+export const FollowerRequest = t.Object({ leader_bus_info: t.String(), follower_bus_info: t.String() })
+export const BusInfoRequest = t.Object({ bus_info: t.String() })
+export const NotifyCameraRequest = t.Object({
+  bus_info: t.String(),
+  event: t.Optional(Enum(NOTIFY_EVENTS, 'DEVICE_MANAGED when absent (the spec sends bus_info only)')),
+})
+export const StreamFormatModel = t.Object({ width: t.Integer({ minimum: 1 }), height: t.Integer({ minimum: 1 }), interval: IntervalModel })
+export const ConfigureStreamRequest = t.Object({
+  bus_info: t.String(),
+  stream_type: Enum(STREAM_TYPES),
+  stream_format: StreamFormatModel,
+  encode_type: Enum(ENCODE_TYPES),
+  enabled: t.Boolean(),
+  endpoints: t.Array(StreamEndpointModel),
+})
+export const SetNicknameRequest = t.Object({ bus_info: t.String(), nickname: t.String({ maxLength: 64 }) })
+export const SuccessModel = t.Object({ success: t.Boolean() })
+
+// ---- preferences ----
+
+export const PreferencesModel = t.Object({
+  default_stream: t.Object({ host: t.String({ minLength: 1 }), port: t.Integer({ minimum: 1, maximum: 65535 }) }, { default: { host: '192.168.2.1', port: 5600 } }),
+  suggest_host: t.Boolean({ default: true }),
+  frequency_offset: t.Number({ default: 0, description: 'Added to the stream fps in the frame-sync command (Hz).' }),
+})
+export const RecommendedHostModel = t.Object({ host: t.String() })
+
+// ---- network ----
+
+export const IpAddressModel = t.Object({ address: t.String(), prefix: t.Integer() })
+export const IpConfiguration = t.Object({
+  ip_addresses: t.Array(IpAddressModel, { default: [] }),
+  gateway: t.Union([t.String(), t.Null()], { default: null }),
+  method: t.String({ default: 'auto', description: 'auto, manual, link-local, shared or disabled' }),
+  dns: t.Array(t.String(), { default: [] }),
+  never_default: t.Boolean({ default: false }),
+})
+export const WiredDeviceModel = t.Object({
+  interface: t.String(),
+  state: t.Integer(),
+  is_active: t.Boolean(),
+  available_profiles: t.Array(t.String()),
+  active_profile_id: t.Union([t.String(), t.Null()]),
+  active_ip_configuration: t.Union([IpConfiguration, t.Null()]),
+})
+export const ConnectionProfileModel = t.Object({ id: t.String(), path: t.String(), ipv4_settings: IpConfiguration })
+export const StatusModel = t.Object({ status: t.Boolean() })
+
+// ---- recordings ----
+
+export const RecordingModel = t.Object({
+  path: t.String(),
+  name: t.String(),
+  format: t.String(),
+  duration: t.String({ description: 'HH:MM:SS' }),
+  size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
+  created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
+})
+
+// ---- errors ----
+
+export const ValidationError = t.Object({
+  loc: t.Array(t.Union([t.String(), t.Integer()])),
+  msg: t.String(),
+  type: t.String(),
+  input: t.Optional(t.Any()),
+  ctx: t.Optional(t.Object({})),
+})
+export const HTTPValidationError = t.Object({ detail: t.Array(ValidationError) })
+export const ErrorModel = t.Object({ detail: t.String() }, { description: 'Every failure but validation: a sentence a person can act on.' })
+
+/** The named components of the OpenAPI document; nested occurrences become $refs. */
+export const COMPONENTS: Record<string, TSchema> = {
+  DeviceModel,
+  CameraModel,
+  FormatSizeModel,
+  IntervalModel,
+  ControlModel,
+  ControlFlagsModel,
+  MenuItemModel,
+  StreamModel,
+  StreamEndpointModel,
+  DeviceInfoModel,
+  FrameDropStats,
+  StreamStatusModel,
+  SetUVCControlRequest,
+  FollowerRequest,
+  BusInfoRequest,
+  NotifyCameraRequest,
+  ConfigureStreamRequest,
+  StreamFormatModel,
+  SetNicknameRequest,
+  SuccessModel,
+  PreferencesModel,
+  RecommendedHostModel,
+  IpConfiguration,
+  IpAddressModel,
+  WiredDeviceModel,
+  ConnectionProfileModel,
+  StatusModel,
+  RecordingModel,
+  HTTPValidationError,
+  ValidationError,
+  ErrorModel,
+}

@@ -1,0 +1,320 @@
+// Request validation with pydantic v2's semantics and wording, driven by the TypeBox schemas of
+// core/schemas.ts: the UI written against the FastAPI anchor reads these 422s, so they must match it
+// (lax coercion such as "5" → 5, error types, messages, `loc` paths, `ctx` only where pydantic has one).
+// Elysia's own validator is not used for bodies or queries: it disagrees with pydantic in both directions.
+import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox'
+import type { Context } from 'elysia'
+import { HttpError, RequestValidationError, type PydanticError } from './errors'
+import { parsePythonJson, PyJsonError } from './pyjson'
+
+type Loc = (string | number)[]
+
+interface Outcome {
+  value: unknown
+  errors: PydanticError[]
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** pydantic's "'A', 'B' or 'C'". */
+export function expectedList(values: readonly unknown[]): string {
+  const quoted = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)))
+  return quoted.length <= 1 ? quoted.join('') : `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`
+}
+
+/** The literal values of an enum-like union (t.Union of t.Literal), or null. */
+function enumValues(schema: TSchema): unknown[] | null {
+  if (schema[Kind] !== 'Union') return null
+  const members = schema.anyOf as TSchema[]
+  return members.every((m) => m[Kind] === 'Literal') ? members.map((m) => m.const) : null
+}
+
+const err = (type: string, loc: Loc, msg: string, input: unknown, ctx?: Record<string, unknown>): PydanticError =>
+  ctx ? { type, loc, msg, input, ctx } : { type, loc, msg, input }
+
+// pydantic-core strips a decimal tail of zeros before parsing a string as an integer ("5.00" → 5).
+const INT_STRING = /^[+-]?\d+(?:\.0*)?$/
+
+function validateInteger(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  let n: number
+  if (typeof input === 'boolean') n = input ? 1 : 0
+  else if (typeof input === 'number') {
+    if (!Number.isFinite(input)) return { value: input, errors: [err('finite_number', loc, 'Input should be a finite number', input)] }
+    if (!Number.isInteger(input)) return { value: input, errors: [err('int_from_float', loc, 'Input should be a valid integer, got a number with a fractional part', input)] }
+    n = input
+  } else if (typeof input === 'string') {
+    const s = input.trim()
+    if (!INT_STRING.test(s)) return { value: input, errors: [err('int_parsing', loc, 'Input should be a valid integer, unable to parse string as an integer', input)] }
+    n = Number.parseInt(s, 10)
+  } else return { value: input, errors: [err('int_type', loc, 'Input should be a valid integer', input)] }
+  return bounds(schema, n, input, loc)
+}
+
+function validateNumber(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  let n: number
+  if (typeof input === 'boolean') n = input ? 1 : 0
+  else if (typeof input === 'number') n = input
+  else if (typeof input === 'string') {
+    const s = input.trim().toLowerCase()
+    const special: Record<string, number> = { inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity, nan: NaN, '+nan': NaN, '-nan': NaN }
+    if (s in special) n = special[s]!
+    else if (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(s)) n = Number(s)
+    else return { value: input, errors: [err('float_parsing', loc, 'Input should be a valid number, unable to parse string as a number', input)] }
+  } else return { value: input, errors: [err('float_type', loc, 'Input should be a valid number', input)] }
+  return bounds(schema, n, input, loc)
+}
+
+function bounds(schema: TSchema, n: number, input: unknown, loc: Loc): Outcome {
+  if (schema.minimum !== undefined && !(n >= schema.minimum))
+    return { value: n, errors: [err('greater_than_equal', loc, `Input should be greater than or equal to ${schema.minimum}`, input, { ge: schema.minimum })] }
+  if (schema.maximum !== undefined && !(n <= schema.maximum))
+    return { value: n, errors: [err('less_than_equal', loc, `Input should be less than or equal to ${schema.maximum}`, input, { le: schema.maximum })] }
+  return { value: n, errors: [] }
+}
+
+const TRUE_STRINGS = new Set(['1', 'on', 't', 'true', 'y', 'yes'])
+const FALSE_STRINGS = new Set(['0', 'off', 'f', 'false', 'n', 'no'])
+
+function validateBoolean(input: unknown, loc: Loc): Outcome {
+  if (typeof input === 'boolean') return { value: input, errors: [] }
+  if (typeof input === 'number' && (input === 0 || input === 1)) return { value: input === 1, errors: [] }
+  if (typeof input === 'string') {
+    const s = input.trim().toLowerCase()
+    if (TRUE_STRINGS.has(s)) return { value: true, errors: [] }
+    if (FALSE_STRINGS.has(s)) return { value: false, errors: [] }
+  }
+  if (typeof input === 'number' || typeof input === 'string')
+    return { value: input, errors: [err('bool_parsing', loc, 'Input should be a valid boolean, unable to interpret input', input)] }
+  return { value: input, errors: [err('bool_type', loc, 'Input should be a valid boolean', input)] }
+}
+
+function validateString(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  if (typeof input !== 'string') return { value: input, errors: [err('string_type', loc, 'Input should be a valid string', input)] }
+  const length = [...input].length
+  if (schema.minLength !== undefined && length < schema.minLength) {
+    const unit = schema.minLength === 1 ? 'character' : 'characters'
+    return { value: input, errors: [err('string_too_short', loc, `String should have at least ${schema.minLength} ${unit}`, input, { min_length: schema.minLength })] }
+  }
+  if (schema.maxLength !== undefined && length > schema.maxLength) {
+    const unit = schema.maxLength === 1 ? 'character' : 'characters'
+    return { value: input, errors: [err('string_too_long', loc, `String should have at most ${schema.maxLength} ${unit}`, input, { max_length: schema.maxLength })] }
+  }
+  return { value: input, errors: [] }
+}
+
+function validateObject(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  if (!isPlainObject(input))
+    return { value: input, errors: [err('model_attributes_type', loc, 'Input should be a valid dictionary or object to extract fields from', input)] }
+  const out: Record<string, unknown> = {}
+  const errors: PydanticError[] = []
+  const required = new Set<string>(schema.required ?? [])
+  for (const [key, prop] of Object.entries(schema.properties as Record<string, TSchema>)) {
+    if (!(key in input)) {
+      // As in pydantic, a field with a default is optional.
+      if (prop.default !== undefined) out[key] = structuredClone(prop.default)
+      else if (required.has(key) && prop[OptionalKind] !== 'Optional') errors.push(err('missing', [...loc, key], 'Field required', input))
+      continue
+    }
+    const r = validateValue(prop, input[key], [...loc, key])
+    out[key] = r.value
+    errors.push(...r.errors)
+  }
+  return { value: out, errors }
+}
+
+function validateArray(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  if (!Array.isArray(input)) return { value: input, errors: [err('list_type', loc, 'Input should be a valid list', input)] }
+  const out: unknown[] = []
+  const errors: PydanticError[] = []
+  input.forEach((item, i) => {
+    const r = validateValue(schema.items as TSchema, item, [...loc, i])
+    out.push(r.value)
+    errors.push(...r.errors)
+  })
+  if (errors.length === 0 && schema.minItems !== undefined && input.length < schema.minItems) {
+    const unit = schema.minItems === 1 ? 'item' : 'items'
+    errors.push(err('too_short', loc, `List should have at least ${schema.minItems} ${unit} after validation, not ${input.length}`, input, { field_type: 'List', min_length: schema.minItems, actual_length: input.length }))
+  }
+  return { value: out, errors }
+}
+
+function validateRecord(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  if (!isPlainObject(input)) return { value: input, errors: [err('dict_type', loc, 'Input should be a valid dictionary', input)] }
+  const valueSchema = Object.values(schema.patternProperties as Record<string, TSchema>)[0]!
+  const out: Record<string, unknown> = {}
+  const errors: PydanticError[] = []
+  for (const [k, v] of Object.entries(input)) {
+    const r = validateValue(valueSchema, v, [...loc, k])
+    out[k] = r.value
+    errors.push(...r.errors)
+  }
+  return { value: out, errors }
+}
+
+function validateUnion(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  const members = schema.anyOf as TSchema[]
+  const literals = enumValues(schema)
+  if (literals) {
+    if (literals.includes(input)) return { value: input, errors: [] }
+    const expected = expectedList(literals)
+    return { value: input, errors: [err('enum', loc, `Input should be ${expected}`, input, { expected })] }
+  }
+  // Optional[X] is pydantic's "nullable": null passes, anything else is X's business.
+  const nonNull = members.filter((m) => m[Kind] !== 'Null')
+  if (nonNull.length < members.length && input === null) return { value: null, errors: [] }
+  if (nonNull.length === 1) return validateValue(nonNull[0]!, input, loc)
+  // A smart-mode union: the first member that accepts the input wins; otherwise every member's errors.
+  const errors: PydanticError[] = []
+  for (const m of nonNull) {
+    const r = validateValue(m, input, loc)
+    if (r.errors.length === 0) return r
+    errors.push(...r.errors.map((e) => ({ ...e, loc: [...loc, unionTag(m), ...e.loc.slice(loc.length)] })))
+  }
+  return { value: input, errors }
+}
+
+const unionTag = (m: TSchema): string =>
+  ({ Integer: 'int', Number: 'float', String: 'str', Boolean: 'bool', Array: 'list[any]', Object: 'dict' })[m[Kind] as string] ?? String(m[Kind]).toLowerCase()
+
+/**
+ * Elysia's `t.Integer()`/`t.Numeric()` are unions of the number with a numeric string (for query
+ * strings); pydantic's int already parses strings, so they mean the plain number here.
+ */
+export function unwrapElysiaNumeric(schema: TSchema): TSchema {
+  if (schema[Kind] !== 'Union' || (schema.anyOf as TSchema[]).length !== 2) return schema
+  const [a, b] = schema.anyOf as TSchema[]
+  const numeric = (x: TSchema) => x[Kind] === 'Integer' || x[Kind] === 'Number'
+  const numericString = (x: TSchema) => x[Kind] === 'String' && (x.format === 'integer' || x.format === 'numeric')
+  if (numericString(a!) && numeric(b!)) return b!
+  if (numericString(b!) && numeric(a!)) return a!
+  return schema
+}
+
+export function validateValue(schema: TSchema, input: unknown, loc: Loc): Outcome {
+  schema = unwrapElysiaNumeric(schema)
+  switch (schema[Kind]) {
+    case 'Integer':
+      return validateInteger(schema, input, loc)
+    case 'Number':
+      return validateNumber(schema, input, loc)
+    case 'Boolean':
+      return validateBoolean(input, loc)
+    case 'String':
+      return validateString(schema, input, loc)
+    case 'Object':
+      return validateObject(schema, input, loc)
+    case 'Array':
+      return validateArray(schema, input, loc)
+    case 'Record':
+      return validateRecord(schema, input, loc)
+    case 'Union':
+      return validateUnion(schema, input, loc)
+    case 'UnionEnum': // Elysia's t.UnionEnum
+      return validateUnion({ [Kind]: 'Union', anyOf: (schema.enum as unknown[]).map((v) => ({ [Kind]: 'Literal', const: v })) } as unknown as TSchema, input, loc)
+    case 'Literal':
+      return validateUnion({ [Kind]: 'Union', anyOf: [schema] } as unknown as TSchema, input, loc)
+    case 'Null':
+      return input === null ? { value: null, errors: [] } : { value: input, errors: [err('none_required', loc, 'Input should be None', input)] }
+    case 'Any':
+    case 'Unknown':
+      return { value: input, errors: [] }
+    default:
+      throw new Error(`validation: schema kind ${String(schema[Kind])} is not supported`)
+  }
+}
+
+/** Validates and coerces, or throws RequestValidationError with every error found. */
+export function check<T = unknown>(schema: TSchema, input: unknown, loc: Loc): T {
+  const { value, errors } = validateValue(schema, input, loc)
+  if (errors.length) throw new RequestValidationError(errors)
+  return value as T
+}
+
+/** Reads a body up to `limit` bytes, answering 413 past it even when no Content-Length was sent. */
+export async function readBodyText(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? NaN)
+  if (declared > limit) throw tooLarge(limit)
+  if (!request.body) return ''
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > limit) throw tooLarge(limit)
+    chunks.push(chunk)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
+const tooLarge = (limit: number) => new HttpError(413, `Request body is larger than the limit of ${limit} bytes`)
+
+let bodyLimit = 1 << 20
+/** Set once by createApp from config.bodyLimit. */
+export const setBodyLimit = (bytes: number) => {
+  bodyLimit = bytes
+}
+
+/** FastAPI's reading of a body: JSON when the content type is JSON or absent, raw text otherwise. */
+export async function parseBody(request: Request): Promise<unknown> {
+  const text = await readBodyText(request, bodyLimit)
+  if (text.length === 0) return undefined
+  const type = request.headers.get('content-type')
+  const isJson = !type || /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())
+  if (!isJson) return text
+  try {
+    return parsePythonJson(text)
+  } catch (e) {
+    if (!(e instanceof PyJsonError)) throw e
+    throw new RequestValidationError([{ type: 'json_invalid', loc: ['body', e.pos], msg: 'JSON decode error', input: {}, ctx: { error: e.pyMessage } }])
+  }
+}
+
+export interface ValidatedSchemas {
+  body?: TSchema
+  query?: TSchema
+}
+
+/**
+ * Route hooks that validate the body and/or query the way FastAPI does, before the handler runs; the
+ * handler then sees the coerced values in `body` and `query`. Spread into Elysia's route options.
+ */
+export function validated(schemas: ValidatedSchemas) {
+  return {
+    // `parse` replaces Elysia's body parser (which would answer malformed JSON with its own 400).
+    async parse({ request }: Context) {
+      if (!schemas.body) return {}
+      const raw = await parseBody(request)
+      const errors: PydanticError[] = []
+      let body: unknown = raw
+      if (raw === undefined) errors.push({ type: 'missing', loc: ['body'], msg: 'Field required', input: null })
+      else {
+        const r = validateValue(schemas.body, raw, ['body'])
+        body = r.value
+        errors.push(...r.errors)
+      }
+      // FastAPI validates parameters before the body and reports their errors first.
+      const all = [...(schemas.query ? queryOutcome(schemas.query, request).errors : []), ...errors]
+      if (all.length) throw new RequestValidationError(all)
+      return body
+    },
+    transform(ctx: Context) {
+      if (!schemas.query) return
+      // Query parameters arrive as strings (repeated keys: the last one, as Starlette does for scalars).
+      const { value, errors } = queryOutcome(schemas.query, ctx.request)
+      if (errors.length) throw new RequestValidationError(errors)
+      ctx.query = value as Record<string, string>
+    },
+  }
+}
+
+function queryOutcome(schema: TSchema, request: Request): Outcome {
+  const r = validateValue(schema, requestQuery(request), ['query'])
+  // A missing parameter's input is None in FastAPI, not the whole query.
+  return { value: r.value, errors: r.errors.map((e) => (e.type === 'missing' ? { ...e, input: null } : e)) }
+}
+
+function requestQuery(request: Request): Record<string, string> {
+  const params = new URL(request.url).searchParams
+  const out: Record<string, string> = {}
+  for (const [k, v] of params) out[k] = v
+  return out
+}

@@ -1,0 +1,233 @@
+// Simulated cameras that behave like hardware: values clamp and quantize as UVC firmware does, automatic
+// modes make controls inactive, read-only controls refuse, failures can be injected, devices unplug and
+// come back (on another port too), and each camera describes the real video it would produce.
+import type { ActiveFormat, CameraBackend, Control, RawDevice, VideoSource, XuQuery } from '../../core/types'
+import { DeviceError } from '../../core/types'
+import { simulatedSource } from '../gstreamer/simulated'
+import type { MockDeviceSpec, MockModel } from './cameras'
+
+const PATTERNS = ['ball', 'smpte', 'snow', 'pinwheel', 'spokes', 'gradient', 'circular', 'checkers-8']
+
+// exploreHD H.264 extension unit (FIELD-NOTES §1): unit 4, selector 2, command transfer then value.
+const XU_UNIT = 0x04
+const XU_SELECTOR = 0x02
+const XU_COMMAND = 0x9a
+const UVC_SET_CUR = 0x01
+const UVC_GET_CUR = 0x81
+const XU_LENGTH = 11
+const XU_VALUE_BYTES: Record<number, number> = { 0x02: 4, 0x03: 2, 0x06: 1 } // bitrate u32, GOP u16, mode u8
+
+interface Failure {
+  errno: string
+  remaining: number
+  control_id?: number
+}
+
+class MockDevice {
+  bus_info: string
+  plugged = true
+  readonly values = new Map<number, number | boolean>()
+  readonly paths: string[]
+  readonly xu = new Map<number, number>([
+    [0x02, 6_000_000],
+    [0x03, 29],
+    [0x06, 2],
+  ])
+  xuPending: number | null = null
+  failure: Failure | null = null
+  active: ActiveFormat | null = null
+
+  constructor(
+    readonly model: MockModel,
+    bus_info: string,
+    readonly serial: string,
+    firstNode: number,
+    readonly pattern: string,
+  ) {
+    this.bus_info = bus_info
+    this.paths = model.nodes.map((_, i) => `/dev/sim/video${firstNode + i}`)
+    for (const c of model.controls) this.values.set(c.control_id, c.flags.default_value as number)
+  }
+
+  raw(): RawDevice {
+    const cameras = this.model.nodes.flatMap((formats, i) => (formats ? [{ path: this.paths[i]!, formats }] : []))
+    const controls: Control[] = this.model.controls.map((def) => {
+      const inactive = def.inactiveWhen?.(this.values) ?? false
+      return { control_id: def.control_id, name: def.name, value: this.values.get(def.control_id)!, flags: { ...def.flags, ...(inactive ? { inactive } : {}) } }
+    })
+    return {
+      bus_info: this.bus_info,
+      name: this.model.name,
+      vid: this.model.vid,
+      pid: this.model.pid,
+      manufacturer: this.model.manufacturer,
+      serial: this.serial,
+      device_paths: this.paths,
+      cameras,
+      controls,
+    }
+  }
+}
+
+export class MockCameraBackend implements CameraBackend {
+  readonly name = 'mock'
+  private devices: MockDevice[] = []
+  private listeners = new Set<(c: { kind: 'added' | 'removed'; bus_info: string }) => void>()
+
+  constructor(specs: MockDeviceSpec[]) {
+    let node = 0
+    specs.forEach((spec, i) => {
+      this.devices.push(new MockDevice(spec.model, spec.bus_info, spec.serial, node, PATTERNS[i % PATTERNS.length]!))
+      node += spec.model.nodes.length
+    })
+  }
+
+  async list(): Promise<RawDevice[]> {
+    return this.devices.filter((d) => d.plugged).map((d) => d.raw())
+  }
+
+  private plugged(bus_info: string): MockDevice {
+    const d = this.devices.find((x) => x.plugged && x.bus_info === bus_info)
+    if (!d) throw new DeviceError('ENODEV', `no simulated device at ${bus_info}`)
+    return d
+  }
+
+  private byPath(path: string): MockDevice {
+    const d = this.devices.find((x) => x.plugged && x.paths.includes(path))
+    if (!d) throw new DeviceError('ENODEV', `no simulated node ${path}`)
+    return d
+  }
+
+  private consumeFailure(d: MockDevice, control_id?: number): void {
+    const f = d.failure
+    if (!f || (f.control_id !== undefined && f.control_id !== control_id)) return
+    if (--f.remaining <= 0) d.failure = null
+    throw new DeviceError(f.errno, `injected failure (${f.errno})`)
+  }
+
+  async setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean> {
+    const d = this.plugged(bus_info)
+    const def = d.model.controls.find((c) => c.control_id === control_id)
+    if (!def) throw new DeviceError('EINVAL', `no control ${control_id}`)
+    this.consumeFailure(d, control_id)
+    if (def.flags.read_only) throw new DeviceError('EACCES', 'read-only control')
+    if (def.inactiveWhen?.(d.values)) throw new DeviceError('EACCES', 'inactive control')
+    const f = def.flags
+    let v = typeof value === 'boolean' ? Number(value) : Number(value)
+    if (!Number.isFinite(v)) throw new DeviceError('EINVAL', 'not a number')
+    if (f.control_type === 'MENU') {
+      if (!f.menu?.some((m) => m.index === v)) throw new DeviceError('EINVAL', `no menu item ${v}`)
+    } else {
+      // As V4L2 does: clamp to the range, round to the step; then the firmware's own granularity.
+      v = Math.min(f.max_value, Math.max(f.min_value, v))
+      if (f.step > 1) v = f.min_value + Math.round((v - f.min_value) / f.step) * f.step
+      if (def.quantum) v = Math.round(v / def.quantum) * def.quantum
+      v = Math.min(f.max_value, Math.max(f.min_value, Math.round(v)))
+    }
+    const held = f.control_type === 'BOOLEAN' ? (v ? 1 : 0) : v
+    d.values.set(control_id, held)
+    return held
+  }
+
+  async activeFormat(bus_info: string): Promise<ActiveFormat | null> {
+    const d = this.plugged(bus_info)
+    if (d.active) return d.active
+    const index = d.model.nodes.findIndex((n) => n?.H264 || n?.MJPG)
+    const node = d.model.nodes[index]!
+    const encode_type = node.H264 ? 'H264' : 'MJPG'
+    const size = (node.H264 ?? node.MJPG)![0]!
+    return { device_path: d.paths[index]!, encode_type, width: size.width, height: size.height, interval: size.intervals[0]! }
+  }
+
+  videoSource(device_path: string, format: ActiveFormat): VideoSource {
+    const d = this.byPath(device_path)
+    d.active = format
+    return { kind: 'gst', description: simulatedSource(format.encode_type, format.width, format.height, format.interval, d.pattern) }
+  }
+
+  async xuQuery(device_path: string, q: XuQuery): Promise<Uint8Array> {
+    const d = this.byPath(device_path)
+    const node = d.paths.indexOf(device_path)
+    if (!d.model.h264ExtensionUnit || !d.model.nodes[node]?.H264) throw new DeviceError('ENOENT', 'no such extension unit on this node')
+    if (q.unit !== XU_UNIT || q.selector !== XU_SELECTOR) throw new DeviceError('ENOENT', `no extension unit ${q.unit} selector ${q.selector}`)
+    this.consumeFailure(d)
+    if (q.query === UVC_SET_CUR) {
+      if (q.data.length !== XU_LENGTH) throw new DeviceError('EINVAL', `extension unit transfers are ${XU_LENGTH} bytes`)
+      if (d.xuPending === null) {
+        if (q.data[0] !== XU_COMMAND || !(q.data[1]! in XU_VALUE_BYTES)) throw new DeviceError('EPROTO', 'unknown extension unit command')
+        d.xuPending = q.data[1]!
+        return q.data
+      }
+      const cmd = d.xuPending
+      d.xuPending = null
+      let value = 0
+      for (let i = 0; i < XU_VALUE_BYTES[cmd]!; i++) value = value * 256 + q.data[i]!
+      d.xu.set(cmd, value)
+      return q.data
+    }
+    if (q.query === UVC_GET_CUR) {
+      if (d.xuPending === null) throw new DeviceError('EPROTO', 'GET_CUR without a command transfer first')
+      const cmd = d.xuPending
+      d.xuPending = null
+      const out = new Uint8Array(XU_LENGTH)
+      let value = d.xu.get(cmd)!
+      for (let i = XU_VALUE_BYTES[cmd]! - 1; i >= 0; i--) {
+        out[i] = value % 256
+        value = Math.floor(value / 256)
+      }
+      return out
+    }
+    throw new DeviceError('EINVAL', `query 0x${q.query.toString(16)} is not supported`)
+  }
+
+  onChange(listener: (c: { kind: 'added' | 'removed'; bus_info: string }) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  // ---- the simulation's own controls (POST /api/mock/…) ----
+
+  /** Every simulated device, plugged or not. */
+  describe(): { bus_info: string; serial: string; name: string; plugged: boolean }[] {
+    return this.devices.map((d) => ({ bus_info: d.bus_info, serial: d.serial, name: d.model.name, plugged: d.plugged }))
+  }
+
+  unplug(bus_info: string): boolean {
+    const d = this.devices.find((x) => x.plugged && x.bus_info === bus_info)
+    if (!d) return false
+    d.plugged = false
+    d.xuPending = null
+    this.emit('removed', bus_info)
+    return true
+  }
+
+  /** Plugs an unplugged device back, optionally into another port. Firmware state resets, as on a power cycle. */
+  plug(bus_info: string, new_bus_info?: string): 'plugged' | 'unknown' | 'already' | 'port_taken' {
+    const d = this.devices.find((x) => x.bus_info === bus_info && !x.plugged) ?? this.devices.find((x) => x.bus_info === bus_info)
+    if (!d) return 'unknown'
+    if (d.plugged) return 'already'
+    const target = new_bus_info ?? bus_info
+    if (this.devices.some((x) => x !== d && x.plugged && x.bus_info === target)) return 'port_taken'
+    d.bus_info = target
+    d.plugged = true
+    for (const c of d.model.controls) d.values.set(c.control_id, c.flags.default_value as number)
+    this.emit('added', target)
+    return 'plugged'
+  }
+
+  injectFailure(bus_info: string, errno: string, count: number, control_id?: number): boolean {
+    const d = this.devices.find((x) => x.plugged && x.bus_info === bus_info)
+    if (!d) return false
+    d.failure = { errno, remaining: count, control_id }
+    return true
+  }
+
+  /** An external tool changed the camera's format (for notify_camera STREAM_START). */
+  setActiveFormat(bus_info: string, format: ActiveFormat): void {
+    this.plugged(bus_info).active = format
+  }
+
+  private emit(kind: 'added' | 'removed', bus_info: string): void {
+    for (const l of this.listeners) l({ kind, bus_info })
+  }
+}

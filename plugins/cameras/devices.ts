@@ -1,0 +1,532 @@
+// The device logic, once, above any CameraBackend: identity and settings restore, controls, streams,
+// leader/follower groups, external management. Mutations run one at a time (a queue), reads never wait.
+import { conflict, fromDeviceError, notFound, valueError, HttpError } from '../../core/errors'
+import type { PluginContext } from '../../core/plugin'
+import type {
+  CameraBackend,
+  Control,
+  Endpoint,
+  EncodeType,
+  GroupRole,
+  RawDevice,
+  Stream,
+  StreamJob,
+  StreamType,
+  VendorControl,
+} from '../../core/types'
+import { DeviceError } from '../../core/types'
+import { checkStreamFormat, defaultStream } from './formats'
+
+/** What is remembered about a device, keyed by its identity (serial when it has one, else bus_info). */
+export interface DeviceSettings {
+  bus_info: string // where it was last seen
+  nickname: string
+  controls: Record<string, number | boolean>
+  stream: Stream
+  leader: string | null // identity of the leader it follows
+  followers: string[] // identities
+  externally_managed: boolean
+}
+
+interface Present {
+  raw: RawDevice
+  backend: CameraBackend
+  identity: string
+  device_type: number
+  role: GroupRole
+  vendorControls: { def: VendorControl; value: number | boolean }[]
+}
+
+const NS = 'devices'
+const DEFAULT_PREFS = { default_stream: { host: '192.168.2.1', port: 5600 } }
+
+export class DeviceManager {
+  private present = new Map<string, Present>() // by bus_info
+  private settings = new Map<string, DeviceSettings>() // by identity
+  private queue: Promise<unknown> = Promise.resolve()
+  private cachedList: string | null = null
+  private unsubscribers: (() => void)[] = []
+
+  constructor(private readonly ctx: PluginContext) {
+    for (const { key, value } of ctx.store.list<DeviceSettings>(NS)) this.settings.set(key, value)
+    // Any event may change what GET /api/devices shows (stream state, frame stats, …).
+    this.unsubscribers.push(ctx.events.subscribe(() => (this.cachedList = null)))
+  }
+
+  // ---- lifecycle ----
+
+  async start(): Promise<void> {
+    for (const backend of this.ctx.registry.cameraBackends()) {
+      await backend.start?.()
+      this.unsubscribers.push(
+        backend.onChange((change) => {
+          void this.serial(() => (change.kind === 'added' ? this.deviceArrived(backend, change.bus_info) : this.deviceLeft(change.bus_info))).catch((e) =>
+            this.ctx.log.error('hot-plug handling failed', { bus_info: change.bus_info, err: e }),
+          )
+        }),
+      )
+      for (const raw of await backend.list()) await this.serial(() => this.adopt(backend, raw, false))
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribers.forEach((u) => u())
+    await this.queue.catch(() => {})
+    for (const backend of this.ctx.registry.cameraBackends()) await backend.stop?.()
+  }
+
+  /** Runs mutations one after another so that groups and settings never interleave. */
+  private serial<T>(fn: () => Promise<T> | T): Promise<T> {
+    const run = this.queue.then(fn, fn)
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  // ---- identity ----
+
+  private identityOf(raw: RawDevice): string {
+    if (raw.serial) {
+      const key = `serial:${raw.vid.toString(16)}:${raw.pid.toString(16)}:${raw.serial}`
+      // Two cameras that share a serial (cheap clones do) must not share settings.
+      const holder = [...this.present.values()].find((p) => p.identity === key && p.raw.bus_info !== raw.bus_info)
+      if (!holder) return key
+    }
+    return `bus:${raw.bus_info}`
+  }
+
+  private model(raw: RawDevice): { device_type: number; role: GroupRole } {
+    for (const vendor of this.ctx.registry.vendors()) {
+      const m = vendor.models.find((x) => x.vid === raw.vid && x.pids.includes(raw.pid))
+      if (m) return { device_type: m.device_type, role: m.role }
+    }
+    return { device_type: 0, role: 'none' }
+  }
+
+  private async deviceArrived(backend: CameraBackend, bus_info: string): Promise<void> {
+    const raw = (await backend.list()).find((d) => d.bus_info === bus_info)
+    if (raw) await this.adopt(backend, raw, true)
+  }
+
+  /** A device appeared: remember it, restore its controls first, then its stream. */
+  private async adopt(backend: CameraBackend, raw: RawDevice, announce: boolean): Promise<void> {
+    const identity = this.identityOf(raw)
+    const { device_type, role } = this.model(raw)
+    const vendorControls: Present['vendorControls'] = []
+    for (const vendor of this.ctx.registry.vendors()) {
+      for (const def of vendor.controls ?? []) {
+        if (!def.appliesTo(raw)) continue
+        const value = await def.get(raw, backend).catch(() => def.flags.default_value as number | boolean)
+        vendorControls.push({ def, value })
+      }
+    }
+    const entry: Present = { raw, backend, identity, device_type, role, vendorControls }
+    this.present.set(raw.bus_info, entry)
+    let saved = this.settings.get(identity)
+    if (!saved) {
+      saved = { bus_info: raw.bus_info, nickname: '', controls: {}, stream: defaultStream(raw, this.freeEndpoint()), leader: null, followers: [], externally_managed: false }
+    }
+    saved.bus_info = raw.bus_info
+    this.save(identity, saved)
+    await this.restoreControls(entry, saved)
+    this.invalidate()
+    if (announce) this.ctx.events.emit('device_added', { bus_info: raw.bus_info, device: this.toModel(entry) })
+    await this.resumeStream(entry)
+  }
+
+  private async restoreControls(entry: Present, saved: DeviceSettings): Promise<void> {
+    for (const [id, value] of Object.entries(saved.controls)) {
+      try {
+        await this.applyControl(entry, Number(id), value)
+      } catch (e) {
+        this.ctx.log.warn('could not restore a control', { bus_info: entry.raw.bus_info, control_id: Number(id), err: e })
+      }
+    }
+  }
+
+  private async deviceLeft(bus_info: string): Promise<void> {
+    const entry = this.present.get(bus_info)
+    if (!entry) return
+    this.present.delete(bus_info)
+    this.invalidate()
+    const saved = this.settingsOf(entry)
+    // Its stream stops; its settings stay. A follower leaving regroups its leader without it.
+    const streamer = this.ctx.registry.get('streamer')
+    if (streamer) await streamer.stop(bus_info).catch(() => {})
+    const leader = saved.leader ? this.presentByIdentity(saved.leader) : undefined
+    if (leader) await this.resumeStream(leader).catch((e) => this.ctx.log.warn('could not regroup', { err: e }))
+    this.ctx.events.emit('device_removed', { bus_info })
+  }
+
+  // ---- reading ----
+
+  private settingsOf(entry: Present): DeviceSettings {
+    return this.settings.get(entry.identity)!
+  }
+
+  private presentByIdentity(identity: string): Present | undefined {
+    return [...this.present.values()].find((p) => p.identity === identity)
+  }
+
+  private get(bus_info: string): Present {
+    const entry = this.present.get(bus_info)
+    if (!entry) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+    return entry
+  }
+
+  private busInfoOf(identity: string): string {
+    return this.presentByIdentity(identity)?.raw.bus_info ?? this.settings.get(identity)?.bus_info ?? identity
+  }
+
+  private controlsOf(entry: Present): Control[] {
+    return [
+      ...entry.raw.controls,
+      ...entry.vendorControls.map(({ def, value }) => ({ control_id: def.control_id, name: def.name, flags: def.flags, value })),
+    ]
+  }
+
+  toModel(entry: Present) {
+    const { raw } = entry
+    const saved = this.settingsOf(entry)
+    const streamer = this.ctx.registry.get('streamer')
+    const streamKey = saved.leader ? this.busInfoOf(saved.leader) : raw.bus_info
+    return {
+      cameras: raw.cameras,
+      controls: this.controlsOf(entry),
+      stream: saved.stream,
+      name: raw.name,
+      vid: raw.vid,
+      pid: raw.pid,
+      bus_info: raw.bus_info,
+      manufacturer: raw.manufacturer,
+      nickname: saved.nickname,
+      device_info: { device_name: raw.name, bus_info: raw.bus_info, device_paths: raw.device_paths, vid: raw.vid, pid: raw.pid },
+      device_type: entry.device_type,
+      followers: saved.followers.map((f) => this.busInfoOf(f)),
+      is_managed: saved.leader !== null,
+      frame_stats: { num_drops: streamer?.frameDrops(streamKey) ?? 0 },
+      is_externally_managed: saved.externally_managed,
+      string3: raw.serial,
+      stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
+      leader: saved.leader ? this.busInfoOf(saved.leader) : null,
+    }
+  }
+
+  /** GET /api/devices, sorted by device_type then bus_info; cached as JSON until anything changes. */
+  listJson(): string {
+    if (this.cachedList === null) {
+      const entries = [...this.present.values()].sort((a, b) => a.device_type - b.device_type || (a.raw.bus_info < b.raw.bus_info ? -1 : a.raw.bus_info > b.raw.bus_info ? 1 : 0))
+      this.cachedList = JSON.stringify(entries.map((e) => this.toModel(e)))
+    }
+    return this.cachedList
+  }
+
+  private invalidate(): void {
+    this.cachedList = null
+  }
+
+  private save(identity: string, settings: DeviceSettings): void {
+    this.settings.set(identity, settings)
+    this.ctx.store.set(NS, identity, settings)
+    this.invalidate()
+  }
+
+  private updated(entry: Present): void {
+    this.invalidate()
+    this.ctx.events.emit('device_updated', { bus_info: entry.raw.bus_info, device: this.toModel(entry) })
+  }
+
+  /** A port for a new device's default endpoint that no other device uses. */
+  private freeEndpoint(): Endpoint {
+    const prefs = this.ctx.store.get<typeof DEFAULT_PREFS>('preferences', 'current') ?? DEFAULT_PREFS
+    const used = new Set([...this.settings.values()].flatMap((s) => s.stream.endpoints.map((e) => e.port)))
+    let port = prefs.default_stream.port
+    while (used.has(port)) port++
+    return { host: prefs.default_stream.host, port }
+  }
+
+  // ---- controls ----
+
+  setControl(bus_info: string, control_id: number, value: number): Promise<{ success: true; value: number | boolean | string }> {
+    return this.serial(async () => {
+      const entry = this.get(bus_info)
+      const control = this.controlsOf(entry).find((c) => c.control_id === control_id)
+      if (!control) throw notFound(`${entry.raw.name} (${bus_info}) has no control with id ${control_id}`)
+      const coerced = checkControlValue(control, value)
+      const held = await this.applyControl(entry, control_id, coerced)
+      const saved = this.settingsOf(entry)
+      if (control.flags.control_type !== 'BUTTON') saved.controls[String(control_id)] = held as number | boolean
+      this.save(entry.identity, saved)
+      this.updated(entry)
+      return { success: true as const, value: held }
+    })
+  }
+
+  /** Applies through the vendor or the backend; updates the cached device; answers what the hardware holds. */
+  private async applyControl(entry: Present, control_id: number, value: number | boolean): Promise<number | boolean | string> {
+    const vendor = entry.vendorControls.find((v) => v.def.control_id === control_id)
+    const what = `${entry.raw.name} (${entry.raw.bus_info}) control ${control_id}`
+    try {
+      if (vendor) {
+        await vendor.def.set(entry.raw, entry.backend, value)
+        vendor.value = await vendor.def.get(entry.raw, entry.backend)
+        return vendor.value
+      }
+      const held = await entry.backend.setControl(entry.raw.bus_info, control_id, value)
+      // A control can change others' flags (auto exposure makes exposure inactive): re-read the device.
+      const fresh = (await entry.backend.list()).find((d) => d.bus_info === entry.raw.bus_info)
+      if (fresh) entry.raw = fresh
+      return held
+    } catch (e) {
+      if (e instanceof DeviceError) throw fromDeviceError(e, what, ['body', 'value'], value)
+      throw e
+    }
+  }
+
+  // ---- streams ----
+
+  configureStream(req: {
+    bus_info: string
+    stream_type: StreamType
+    encode_type: EncodeType
+    stream_format: { width: number; height: number; interval: { numerator: number; denominator: number } }
+    enabled: boolean
+    endpoints: Endpoint[]
+  }) {
+    return this.serial(async () => {
+      const entry = this.get(req.bus_info)
+      const saved = this.settingsOf(entry)
+      if (saved.leader) throw conflict(`${req.bus_info} follows ${this.busInfoOf(saved.leader)} and streams with it: configure the leader instead`)
+      if (req.enabled && saved.externally_managed) throw conflict(`${req.bus_info} is managed by an external tool (notify_camera DEVICE_MANAGED); send DEVICE_UNMANAGED first`)
+      const { width, height, interval } = req.stream_format
+      const device_path = checkStreamFormat(entry.raw, req.encode_type, width, height, interval)
+      if (req.enabled && req.stream_type === 'UDP' && req.encode_type !== 'NONE' && req.endpoints.length === 0) {
+        throw valueError(['body', 'endpoints'], 'a UDP stream needs at least one endpoint', req.endpoints)
+      }
+      saved.stream = { device_path, encode_type: req.encode_type, stream_type: req.stream_type, endpoints: req.endpoints, width, height, interval, enabled: req.enabled }
+      this.save(entry.identity, saved)
+      this.updated(entry)
+      // Saved first: a missing streamer must not lose the configuration.
+      if (!req.enabled) await this.stopStream(entry)
+      else {
+        try {
+          await this.startGroup(entry)
+        } catch (e) {
+          if (e instanceof HttpError && e.status === 503) throw new HttpError(503, `The stream configuration is saved, but the stream cannot start: ${e.detail}`)
+          throw e
+        }
+      }
+      return { success: true }
+    })
+  }
+
+  unconfigureStream(bus_info: string) {
+    return this.serial(async () => {
+      const entry = this.get(bus_info)
+      const saved = this.settingsOf(entry)
+      saved.stream = { ...saved.stream, enabled: false, endpoints: [] }
+      this.save(entry.identity, saved)
+      await this.stopStream(entry)
+      this.updated(entry)
+      return { success: true }
+    })
+  }
+
+  restartStream(bus_info: string) {
+    return this.serial(async () => {
+      let entry = this.get(bus_info)
+      const saved = this.settingsOf(entry)
+      if (saved.externally_managed) throw conflict(`${bus_info} is managed by an external tool; its stream is not ours to restart`)
+      // A follower's stream is its leader's group stream: restart that.
+      if (saved.leader) {
+        const leader = this.presentByIdentity(saved.leader)
+        if (!leader) throw conflict(`${bus_info} follows ${this.busInfoOf(saved.leader)}, which is not connected`)
+        entry = leader
+      }
+      const s = this.settingsOf(entry)
+      s.stream.enabled = true
+      this.save(entry.identity, s)
+      await this.startGroup(entry)
+      this.updated(entry)
+      return { success: true }
+    })
+  }
+
+  setNickname(bus_info: string, nickname: string) {
+    return this.serial(async () => {
+      const entry = this.get(bus_info)
+      const saved = this.settingsOf(entry)
+      saved.nickname = nickname
+      this.save(entry.identity, saved)
+      this.updated(entry)
+      return { success: true }
+    })
+  }
+
+  /** (Re)starts the stream a device leads, with its present followers, in one job. */
+  private async startGroup(leader: Present): Promise<void> {
+    const saved = this.settingsOf(leader)
+    const stream = saved.stream
+    if (stream.encode_type === 'NONE') return this.stopStream(leader)
+    const streamer = this.ctx.registry.require('streamer')
+    const followers = saved.followers.map((f) => this.presentByIdentity(f)).filter((p): p is Present => !!p)
+    const format = { device_path: stream.device_path, encode_type: stream.encode_type, width: stream.width, height: stream.height, interval: stream.interval }
+    const members = [leader, ...followers].map((p) => {
+      const path = p === leader ? stream.device_path : safeCheck(p.raw, stream)
+      return { bus_info: p.raw.bus_info, label: this.settingsOf(p).nickname || p.raw.name, source: p.backend.videoSource(path, { ...format, device_path: path }) }
+    })
+    const job: StreamJob = { bus_info: leader.raw.bus_info, stream, members, recordings_dir: this.ctx.config.recordingsDir }
+    await streamer.start(job)
+    this.invalidate()
+  }
+
+  private async stopStream(entry: Present): Promise<void> {
+    const streamer = this.ctx.registry.get('streamer')
+    if (streamer) await streamer.stop(entry.raw.bus_info)
+    this.invalidate()
+  }
+
+  /** After a plug: an enabled stream comes back; a follower brings its leader's group back. */
+  private async resumeStream(entry: Present): Promise<void> {
+    const saved = this.settingsOf(entry)
+    if (saved.externally_managed) return
+    const leader = saved.leader ? this.presentByIdentity(saved.leader) : entry
+    if (!leader || !this.settingsOf(leader).stream.enabled) return
+    if (!this.ctx.registry.get('streamer')) return // nothing to resume with; GET shows the stream as stopped
+    try {
+      await this.startGroup(leader)
+    } catch (e) {
+      this.ctx.log.warn('could not resume a stream', { bus_info: leader.raw.bus_info, err: e })
+      this.ctx.events.emit('stream_error', { bus_info: leader.raw.bus_info, state: 'error', error: (e as Error).message })
+    }
+  }
+
+  // ---- groups ----
+
+  addFollower(leader_bus_info: string, follower_bus_info: string, external: boolean) {
+    return this.serial(async () => {
+      const leader = this.get(leader_bus_info)
+      const follower = this.get(follower_bus_info)
+      if (leader === follower) throw conflict(`${leader_bus_info} cannot follow itself`)
+      if (leader.role !== 'leader') throw conflict(`${leader.raw.name} (${leader_bus_info}) cannot lead a group: it is not a leader-capable camera`)
+      if (follower.role !== 'follower') throw conflict(`${follower.raw.name} (${follower_bus_info}) cannot follow: it is not a follower-capable camera`)
+      const fs = this.settingsOf(follower)
+      const ls = this.settingsOf(leader)
+      if (!external && fs.externally_managed) throw conflict(`${follower_bus_info} is managed by an external tool; use external/add_follower`)
+      if (fs.leader === leader.identity) throw conflict(`${follower_bus_info} already follows ${leader_bus_info}`)
+      if (fs.leader) throw conflict(`${follower_bus_info} already follows ${this.busInfoOf(fs.leader)}; remove it there first`)
+      if (ls.leader) throw conflict(`${leader_bus_info} is itself a follower of ${this.busInfoOf(ls.leader)}`)
+      await this.stopStream(follower)
+      fs.leader = leader.identity
+      fs.stream = { ...fs.stream, enabled: false, endpoints: [] }
+      ls.followers = [...ls.followers, follower.identity]
+      this.ctx.store.transaction(() => {
+        this.save(follower.identity, fs)
+        this.save(leader.identity, ls)
+      })
+      if (ls.stream.enabled && !ls.externally_managed) await this.startGroup(leader)
+      this.updated(follower)
+      this.updated(leader)
+      return { success: true }
+    })
+  }
+
+  removeFollower(leader_bus_info: string, follower_bus_info: string) {
+    return this.serial(async () => {
+      const leader = this.get(leader_bus_info)
+      const follower = this.get(follower_bus_info)
+      if (!this.settingsOf(leader).followers.includes(follower.identity)) throw conflict(`${follower_bus_info} is not a follower of ${leader_bus_info}`)
+      await this.detach(leader, follower)
+      this.updated(follower)
+      this.updated(leader)
+      return { success: true }
+    })
+  }
+
+  private async detach(leader: Present, follower: Present): Promise<void> {
+    const ls = this.settingsOf(leader)
+    const fs = this.settingsOf(follower)
+    ls.followers = ls.followers.filter((f) => f !== follower.identity)
+    fs.leader = null
+    this.ctx.store.transaction(() => {
+      this.save(leader.identity, ls)
+      this.save(follower.identity, fs)
+    })
+    if (ls.stream.enabled && !ls.externally_managed && this.ctx.registry.get('streamer')) await this.startGroup(leader)
+  }
+
+  // ---- external management ----
+
+  notifyCamera(bus_info: string, event: 'DEVICE_MANAGED' | 'DEVICE_UNMANAGED' | 'STREAM_START') {
+    return this.serial(async () => {
+      const entry = this.get(bus_info)
+      const saved = this.settingsOf(entry)
+      if (event === 'DEVICE_MANAGED') {
+        saved.externally_managed = true
+        this.save(entry.identity, saved)
+        await this.stopStream(entry)
+        // Out of any group: an external tool owns the camera now.
+        const leader = saved.leader ? this.presentByIdentity(saved.leader) : undefined
+        if (leader) await this.detach(leader, entry)
+        for (const f of saved.followers.map((id) => this.presentByIdentity(id)).filter((p): p is Present => !!p)) await this.detach(entry, f)
+      } else if (event === 'DEVICE_UNMANAGED') {
+        saved.externally_managed = false
+        this.save(entry.identity, saved)
+        await this.resumeStream(entry)
+      } else {
+        if (!entry.backend.activeFormat) throw new HttpError(503, `The ${entry.backend.name} backend cannot read a camera's active format`)
+        const active = await entry.backend.activeFormat(bus_info).catch((e) => {
+          throw e instanceof DeviceError ? fromDeviceError(e, `${bus_info} active format`) : e
+        })
+        if (!active) throw conflict(`${bus_info} reports no active format`)
+        saved.stream = { ...saved.stream, ...active }
+        this.save(entry.identity, saved)
+      }
+      this.updated(entry)
+      return { success: true }
+    })
+  }
+}
+
+/** The follower's node for the leader's format (a follower model offers the leader's formats). */
+function safeCheck(raw: RawDevice, stream: Stream): string {
+  try {
+    return checkStreamFormat(raw, stream.encode_type, stream.width, stream.height, stream.interval)
+  } catch {
+    throw conflict(`follower ${raw.bus_info} cannot stream ${stream.encode_type} ${stream.width}x${stream.height}: the group cannot start`)
+  }
+}
+
+/** Checks a value against a control's flags before the hardware sees it; answers the value to send. */
+export function checkControlValue(control: Control, value: number): number | boolean {
+  const f = control.flags
+  const loc = ['body', 'value']
+  const name = `'${control.name}' (${control.control_id})`
+  if (f.read_only) throw conflict(`Control ${name} is read-only`)
+  if (f.disabled) throw conflict(`Control ${name} is disabled`)
+  if (f.inactive) throw conflict(`Control ${name} is inactive now (another control, such as an automatic mode, drives it)`)
+  switch (f.control_type) {
+    case 'BOOLEAN':
+      if (value !== 0 && value !== 1) throw valueError(loc, `control ${name} is a boolean: send 0 or 1`, value)
+      return value
+    case 'BUTTON':
+      return 1
+    case 'MENU':
+    case 'INTEGER_MENU': {
+      const indexes = (f.menu ?? []).map((m) => m.index)
+      if (!indexes.includes(value)) throw valueError(loc, `control ${name} accepts the menu indexes ${indexes.join(', ')}`, value)
+      return value
+    }
+    case 'INTEGER':
+    case 'INTEGER64':
+    case 'BITMASK': {
+      if (!Number.isInteger(value)) throw valueError(loc, `control ${name} takes an integer`, value)
+      if (value < f.min_value || value > f.max_value) throw valueError(loc, `control ${name} takes a value from ${f.min_value} to ${f.max_value}`, value)
+      if (f.control_type !== 'BITMASK' && f.step > 1 && (value - f.min_value) % f.step !== 0) {
+        throw valueError(loc, `control ${name} moves in steps of ${f.step} from ${f.min_value}`, value)
+      }
+      return value
+    }
+    default:
+      throw valueError(loc, `control ${name} is of type ${f.control_type} and cannot be set with a number`, value)
+  }
+}

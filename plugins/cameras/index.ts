@@ -1,0 +1,127 @@
+// The cameras plugin: spec operations 1–6 and the anchor's stream/nickname/follower extras, over the
+// DeviceManager. Camera backends (mock, v4l2) and vendor definitions arrive through the registry.
+import { Elysia } from 'elysia'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import {
+  BusInfoRequest,
+  ConfigureStreamRequest,
+  DeviceModel,
+  FollowerRequest,
+  NotifyCameraRequest,
+  SetNicknameRequest,
+  SetUVCControlRequest,
+  SuccessModel,
+} from '../../core/schemas'
+import { t, type Static } from 'elysia'
+import { DeviceManager } from './devices'
+
+export default definePlugin({
+  name: 'cameras',
+  setup(ctx) {
+    const devices = new DeviceManager(ctx)
+    const tag = 'cameras'
+    const routes = new Elysia()
+      .get('/api/devices', () => new Response(devices.listJson(), { headers: { 'content-type': 'application/json' } }), {
+        ...docs({ tag, summary: 'Every device with its cameras, controls, stream and group', ok: t.Array(DeviceModel) }),
+      })
+      .post(
+        '/api/devices/set_uvc_control',
+        ({ body }) => {
+          const b = body as Static<typeof SetUVCControlRequest>
+          return devices.setControl(b.bus_info, b.control_id, b.value)
+        },
+        {
+          ...docs({
+            tag,
+            summary: 'Set a UVC control',
+            description:
+              'Checked against the control\'s flags first (type, range, step, menu, read-only, inactive); answers the value the hardware holds afterwards and saves it. Negative ids are vendor options.',
+            body: SetUVCControlRequest,
+            ok: t.Object({ success: t.Boolean(), value: t.Union([t.Number(), t.Boolean(), t.String()]) }),
+            errors: [404, 409, 502, 504],
+          }),
+        },
+      )
+      .post(
+        '/api/devices/add_follower',
+        ({ body }) => {
+          const b = body as Static<typeof FollowerRequest>
+          return devices.addFollower(b.leader_bus_info, b.follower_bus_info, false)
+        },
+        { ...docs({ tag, summary: 'Add a follower to a leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503] }) },
+      )
+      .post(
+        '/api/devices/external/add_follower',
+        ({ body }) => {
+          const b = body as Static<typeof FollowerRequest>
+          return devices.addFollower(b.leader_bus_info, b.follower_bus_info, true)
+        },
+        {
+          ...docs({
+            tag,
+            summary: 'Add a follower to a leader, even when the follower is externally managed',
+            body: FollowerRequest,
+            ok: SuccessModel,
+            errors: [404, 409, 503],
+          }),
+        },
+      )
+      .post(
+        '/api/devices/remove_follower',
+        ({ body }) => {
+          const b = body as Static<typeof FollowerRequest>
+          return devices.removeFollower(b.leader_bus_info, b.follower_bus_info)
+        },
+        { ...docs({ tag, summary: 'Remove a follower from its leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503] }) },
+      )
+      .post(
+        '/api/devices/external/notify_camera',
+        ({ body }) => {
+          const b = body as Static<typeof NotifyCameraRequest>
+          return devices.notifyCamera(b.bus_info, b.event ?? 'DEVICE_MANAGED')
+        },
+        {
+          ...docs({
+            tag,
+            summary: 'An external tool took, released or reconfigured a camera',
+            description: 'DEVICE_MANAGED (the default): we stop our stream and leave the camera alone. DEVICE_UNMANAGED: ours again. STREAM_START: re-read the active format into the stream.',
+            body: NotifyCameraRequest,
+            ok: SuccessModel,
+            errors: [404, 409, 502, 503],
+          }),
+        },
+      )
+      .post('/api/devices/restart_stream', ({ body }) => devices.restartStream((body as Static<typeof BusInfoRequest>).bus_info), {
+        ...docs({
+          tag,
+          summary: "Restart a device's stream (enables it; a follower restarts its leader's group)",
+          body: BusInfoRequest,
+          ok: SuccessModel,
+          errors: [404, 409, 503],
+        }),
+      })
+      .post('/api/devices/configure_stream', ({ body }) => devices.configureStream(body as Static<typeof ConfigureStreamRequest>), {
+        ...docs({
+          tag,
+          summary: 'Configure, and start or stop, a device stream',
+          description: 'The format must be one the camera offers; a 422 says what it offers. The configuration is saved before the stream starts.',
+          body: ConfigureStreamRequest,
+          ok: SuccessModel,
+          errors: [404, 409, 503],
+        }),
+      })
+      .post('/api/devices/unconfigure_stream', ({ body }) => devices.unconfigureStream((body as Static<typeof BusInfoRequest>).bus_info), {
+        ...docs({ tag, summary: 'Stop a stream and clear its endpoints', body: BusInfoRequest, ok: SuccessModel, errors: [404] }),
+      })
+      .post(
+        '/api/devices/set_nickname',
+        ({ body }) => {
+          const b = body as Static<typeof SetNicknameRequest>
+          return devices.setNickname(b.bus_info, b.nickname)
+        },
+        { ...docs({ tag, summary: 'Name a device', body: SetNicknameRequest, ok: SuccessModel, errors: [404] }) },
+      )
+    return { routes, start: () => devices.start(), stop: () => devices.stop() }
+  },
+})

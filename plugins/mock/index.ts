@@ -1,0 +1,63 @@
+// Simulated cameras (--simulate [preset]): a camera backend for demos and contract tests, plus routes
+// that let a black-box test or a demo plug, unplug and break them.
+import { Elysia, t, type Static } from 'elysia'
+import { conflict, notFound } from '../../core/errors'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { Enum } from '../../core/schemas'
+import { MockCameraBackend } from '../../drivers/mock/backend'
+import { PRESETS } from '../../drivers/mock/cameras'
+
+const PlugRequest = t.Object({ bus_info: t.String(), new_bus_info: t.Optional(t.String({ description: 'plug into another port' })) })
+const UnplugRequest = t.Object({ bus_info: t.String() })
+const ERRNOS = ['EIO', 'EPROTO', 'ETIMEDOUT', 'EBUSY', 'EACCES', 'EINVAL', 'ENODEV'] as const
+const FailRequest = t.Object({
+  bus_info: t.String(),
+  errno: Enum(ERRNOS),
+  count: t.Integer({ minimum: 1, default: 1 }),
+  control_id: t.Optional(t.Integer()),
+})
+
+export default definePlugin({
+  name: 'mock',
+  setup({ config, registry }) {
+    const preset = config.simulate ?? 'default'
+    const specs = PRESETS[preset]
+    if (!specs) throw new Error(`unknown --simulate preset '${preset}': choose one of ${Object.keys(PRESETS).join(', ')}`)
+    const backend = new MockCameraBackend(specs)
+    registry.addCameraBackend(backend, 'mock')
+    const tag = 'simulation'
+    const routes = new Elysia()
+      .get('/api/mock/devices', () => backend.describe(), { ...docs({ tag, summary: 'Simulated devices, plugged or not' }) })
+      .post(
+        '/api/mock/unplug',
+        ({ body }) => {
+          if (!backend.unplug((body as Static<typeof UnplugRequest>).bus_info)) throw notFound(`No plugged simulated device at '${(body as Static<typeof UnplugRequest>).bus_info}'`)
+          return { success: true }
+        },
+        { ...docs({ tag, summary: 'Unplug a simulated camera', body: UnplugRequest, errors: [404] }) },
+      )
+      .post(
+        '/api/mock/plug',
+        ({ body }) => {
+          const b = body as Static<typeof PlugRequest>
+          const outcome = backend.plug(b.bus_info, b.new_bus_info)
+          if (outcome === 'unknown') throw notFound(`No simulated device was ever at '${b.bus_info}'`)
+          if (outcome === 'already') throw conflict(`The simulated device at '${b.bus_info}' is already plugged`)
+          if (outcome === 'port_taken') throw conflict(`Port '${b.new_bus_info}' is taken by another simulated device`)
+          return { success: true }
+        },
+        { ...docs({ tag, summary: 'Plug a simulated camera back in, optionally on another port', body: PlugRequest, errors: [404, 409] }) },
+      )
+      .post(
+        '/api/mock/fail',
+        ({ body }) => {
+          const b = body as Static<typeof FailRequest>
+          if (!backend.injectFailure(b.bus_info, b.errno, b.count, b.control_id)) throw notFound(`No plugged simulated device at '${b.bus_info}'`)
+          return { success: true }
+        },
+        { ...docs({ tag, summary: 'Make the next control transfers of a simulated camera fail with an errno', body: FailRequest, errors: [404] }) },
+      )
+    return routes
+  },
+})

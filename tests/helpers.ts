@@ -1,0 +1,53 @@
+// Test helpers: an isolated Periscope on port 0 with its own temporary data dir.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createApp, type PeriscopeApp } from '../core/app'
+import { loadConfig, type Config } from '../core/config'
+import { createLogger } from '../core/log'
+import type { PeriscopePlugin, PluginContext } from '../core/plugin'
+
+export interface TestServer {
+  url: string
+  dataDir: string
+  ctx: PluginContext
+  app: PeriscopeApp
+  stop(): Promise<void>
+  /** fetch + JSON: `await s.call('POST', '/api/x', body)` → { status, body } */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
+}
+
+export function tempDir(prefix = 'periscope-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+export async function startTestServer(options: { plugins: PeriscopePlugin[]; config?: Partial<Config>; dataDir?: string; keepDataDir?: boolean }): Promise<TestServer> {
+  const dataDir = options.dataDir ?? tempDir()
+  const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config })
+  const app = await createApp(config, options.plugins, createLogger(process.env.PERISCOPE_TEST_LOG === '1' ? 'debug' : 'error'))
+  const { url } = await app.listen()
+  return {
+    url,
+    dataDir,
+    ctx: app.ctx,
+    app,
+    async stop() {
+      await app.stop()
+      if (!options.keepDataDir && !options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    },
+    async call(method, path, body, headers = {}) {
+      const init: RequestInit = { method, headers: { ...headers } }
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body)
+        ;(init.headers as Record<string, string>)['content-type'] ??= 'application/json'
+      }
+      const res = await fetch(url + path, init)
+      const text = await res.text()
+      let parsed: unknown = text
+      try {
+        parsed = text ? JSON.parse(text) : null
+      } catch {}
+      return { status: res.status, body: parsed, headers: res.headers }
+    },
+  }
+}
