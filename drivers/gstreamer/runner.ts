@@ -31,7 +31,7 @@ export interface RunnerHooks {
   onDrops(drops: number): void
 }
 
-const DISK_FULL = /No space left on device/i
+const DISK_FULL = /No space left/i // "No space left on the resource." (filesink), "… on device" (errno)
 
 export class StreamRunner {
   private state: StreamState = 'stopped'
@@ -174,7 +174,7 @@ export class StreamRunner {
     const event = parseChildLine(line)
     if (event?.kind === 'error') this.lastError = event.text
     // The useful part of a write error is on the "Additional debug info" line.
-    if (DISK_FULL.test(line)) this.lastError = 'No space left on device'
+    if (DISK_FULL.test(line)) this.lastError = line.trim()
   }
 
   private tick(): void {

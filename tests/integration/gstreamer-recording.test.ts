@@ -1,0 +1,86 @@
+// Recordings from simulated cameras, read back by gst-discoverer-1.0: codec, size, duration; a kill -9
+// keeps what was written; a full disk ends the recording cleanly and keeps the file.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import type { EncodeType } from '../../core/types'
+import { discover, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+
+const { streamer, events } = testStreamer()
+const mounts: string[] = []
+
+beforeAll(() => requireGStreamer())
+afterAll(async () => {
+  await streamer.stopAll()
+  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
+})
+
+const NAME = /^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?\.mkv$/
+
+const cases: { encode: EncodeType; codec: RegExp; width: number; height: number }[] = [
+  { encode: 'H264', codec: /H\.264/, width: 640, height: 480 },
+  { encode: 'MJPG', codec: /JPEG/, width: 320, height: 240 },
+  { encode: 'SOFTWARE_H264', codec: /H\.264/, width: 320, height: 240 },
+]
+
+describe.each(cases)('RECORDING $encode', ({ encode, codec, width, height }) => {
+  test('a 3 s recording stopped with EOS reads back with the right codec, size and duration', async () => {
+    const job = simulatedJob({ encode_type: encode, stream_type: 'RECORDING', width, height })
+    await streamer.start(job)
+    await waitFor('running', () => streamer.status(job.bus_info).state === 'running')
+    const [file] = streamer.activeRecordings()
+    expect(file).toBeDefined()
+    expect(basename(file!)).toMatch(NAME)
+    await Bun.sleep(3000)
+    await streamer.stop(job.bus_info)
+    expect(streamer.activeRecordings()).toEqual([])
+    const d = discover(file!)
+    expect(d.codec).toMatch(codec)
+    expect([d.width, d.height]).toEqual([width, height])
+    expect(d.durationS).toBeGreaterThan(2.7)
+    expect(d.durationS).toBeLessThan(3.6)
+  }, 20_000)
+})
+
+test('kill -9 of a recording pipeline after 5 s leaves a playable file of at least 4 s', async () => {
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'RECORDING', width: 640, height: 480 })
+  await streamer.start(job)
+  await waitFor('running', () => streamer.status(job.bus_info).state === 'running')
+  const [file] = streamer.activeRecordings()
+  await Bun.sleep(5000)
+  process.kill(streamer.pid(job.bus_info)!, 'SIGKILL')
+  await streamer.stop(job.bus_info)
+  const d = discover(file!)
+  expect(d.codec).toMatch(/H\.264/)
+  expect([d.width, d.height]).toEqual([640, 480])
+  expect(d.durationS).toBeGreaterThanOrEqual(4)
+  // And it decodes to the end, not just its header.
+  const decoded = Bun.spawnSync(['gst-launch-1.0', 'filesrc', `location=${file}`, '!', 'matroskademux', '!', 'h264parse', '!', 'avdec_h264', '!', 'fakesink'])
+  expect(decoded.exitCode).toBe(0)
+}, 20_000)
+
+test('a full disk ends the recording with a stream_error, no restart, and keeps the file', async () => {
+  const dir = join(tempDir(), 'full')
+  mkdirSync(dir)
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', dir])
+  if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+  mounts.push(dir)
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'RECORDING', width: 640, height: 480, dir })
+  await streamer.start(job)
+  await waitFor('the disk-full error', () => streamer.status(job.bus_info).state === 'error', 15_000)
+  const status = streamer.status(job.bus_info)
+  expect(status.error).toMatch(/disk full/)
+  expect(status.restarts).toBe(0)
+  expect(events.some((e) => e.type === 'stream_error' && e.data.bus_info === job.bus_info && /disk full/.test(e.data.error))).toBe(true)
+  expect(streamer.activeRecordings()).toEqual([])
+  const files = readdirSync(dir)
+  expect(files).toHaveLength(1)
+  expect(statSync(join(dir, files[0]!)).size).toBeGreaterThan(100_000)
+  const d = discover(join(dir, files[0]!))
+  expect(d.codec).toMatch(/JPEG/)
+  expect(d.durationS).toBeGreaterThan(0)
+  await Bun.sleep(1500)
+  expect(readdirSync(dir)).toHaveLength(1) // no restart wrote a new file
+  await streamer.stop(job.bus_info)
+  expect(existsSync(join(dir, files[0]!))).toBe(true)
+}, 25_000)
