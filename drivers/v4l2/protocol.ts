@@ -1,0 +1,19 @@
+// Messages between the backend (main thread) and a device worker.
+import type { Control, FormatSize } from '../../core/types'
+import type { Capability } from './device'
+
+type Body =
+  | { op: 'probe'; nodes: string[] }
+  | { op: 'controls'; path: string }
+  | { op: 'setControl'; path: string; id: number; value: number | boolean | string }
+  | { op: 'activeFormat'; path: string }
+  | { op: 'xuQuery'; path: string; unit: number; selector: number; query: number; data: Uint8Array }
+
+export type WorkerRequest = Body & { id: number }
+export type WorkerOp = Body['op']
+export type WorkerBody = Body
+
+export type WorkerReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; code: string; message: string }
+
+export interface ProbedNode { path: string; cap: Capability; formats: Record<string, FormatSize[]> | null }
+export interface Probe { nodes: ProbedNode[]; controls: Record<string, { node: string; controls: Control[] }> }

@@ -1,0 +1,32 @@
+// The kernel tier (npm run test:kernel): host-side tests (ABI layout against the kernel headers, worker
+// deadlines, the DWE extension-unit protocol), then the V4L2 tests inside a QEMU VM with vivid, whose
+// results come out through the VM's writable 9p share. Exits non-zero on any failure or when the VM
+// cannot boot.
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { REPO, runInVm, VmError } from './vm'
+
+const bun = process.execPath
+const VM_TIMEOUT_MS = Number(process.env.PERISCOPE_VM_TIMEOUT_MS ?? 300_000)
+const failures: string[] = []
+
+console.log('kernel tier: host tests (tests/kernel/host)')
+const host = spawnSync(bun, ['test', 'tests/kernel/host'], { cwd: REPO, stdio: 'inherit', timeout: 180_000 })
+if (host.status !== 0) failures.push(`host tests failed (exit ${host.status ?? host.signal})`)
+
+console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
+try {
+  const run = await runInVm(`exec ./node_modules/.bin/bun test tests/kernel/vm`, { timeoutMs: VM_TIMEOUT_MS })
+  const out = await Bun.file(join(run.resultsDir, 'out.log')).text().catch(() => '')
+  console.log(out.replace(/^/gm, '  [vm] '))
+  console.log(`VM finished in ${run.seconds.toFixed(1)} s`)
+  if (run.rc !== 0) failures.push(run.rc === null ? 'the VM tests wrote no result (crashed?)' : `VM tests failed (exit ${run.rc})`)
+} catch (e) {
+  failures.push(e instanceof VmError ? `VM: ${e.message}` : `VM harness: ${(e as Error).stack}`)
+}
+
+if (failures.length) {
+  console.error(`\nKERNEL TIER FAILED:\n- ${failures.join('\n- ')}`)
+  process.exit(1)
+}
+console.log('\nkernel tier: all passed')
