@@ -60,13 +60,13 @@ export function simulatedJob(spec: JobSpec): StreamJob {
   }
 }
 
-export interface Recorded { type: string; data: any }
+export interface Recorded { type: string; data: any; at: number }
 
 export function testStreamer(options: Partial<GstStreamerOptions> = {}): { streamer: GstStreamer; events: Recorded[] } {
   const events: Recorded[] = []
   const streamer = new GstStreamer({
     log: createLogger('error'),
-    emit: (type, data) => events.push({ type, data }),
+    emit: (type, data) => events.push({ type, data, at: Date.now() }),
     ...options,
   })
   return { streamer, events }
