@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Before `npm start`: npm dependencies, then GStreamer (the streamer) when this is a Debian machine we
+# may install on. Without GStreamer the service still runs and says so in /api/health.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-deps.sh
+if ! command -v gst-launch-1.0 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "periscope: installing GStreamer for streaming and recording…" >&2
+    bash scripts/setup/gstreamer.sh >&2 || echo "periscope: GStreamer could not be installed; streams will answer 503" >&2
+  else
+    echo "periscope: gst-launch-1.0 not found and cannot install it here (need root and apt-get); streams will answer 503" >&2
+  fi
+fi

@@ -1,0 +1,97 @@
+// The whole test suite, tier by tier: `npm test` (all), or `bun run scripts/test.ts contract` (one).
+// Each tier first runs its setup scripts (system packages); a tier that cannot set up or run FAILS and
+// says why: nothing is skipped. Prints one closing line: "N passed, N failed".
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..')
+const SETUP = join(ROOT, 'scripts', 'setup')
+const setupScripts = (filter: (name: string) => boolean) =>
+  readdirSync(SETUP)
+    .filter((f) => f.endsWith('.sh') && filter(f))
+    .sort()
+    .map((f) => join(SETUP, f))
+
+interface Tier {
+  name: string
+  setup: string[]
+  command: string[]
+  /** Hard limit: CI has 90 minutes for everything. */
+  minutes: number
+}
+
+const TIERS: Tier[] = [
+  { name: 'contract', setup: [], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
+  { name: 'integration', setup: setupScripts((f) => f !== 'kernel.sh'), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
+  { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25 },
+]
+
+async function run(command: string[], minutes: number): Promise<{ code: number; output: string; timedOut: boolean }> {
+  const child = Bun.spawn(command, { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` } })
+  let output = ''
+  const pump = async (stream: ReadableStream<Uint8Array>, sink: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      const text = decoder.decode(chunk, { stream: true })
+      output += text
+      sink.write(text)
+    }
+  }
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill(9)
+  }, minutes * 60_000)
+  await Promise.all([pump(child.stdout, process.stdout), pump(child.stderr, process.stderr), child.exited])
+  clearTimeout(timer)
+  return { code: child.exitCode ?? 1, output, timedOut }
+}
+
+function counts(output: string): { passed: number; failed: number } | null {
+  const pass = [...output.matchAll(/^\s*(\d+) pass(?:ed)?\s*$/gm)].at(-1)
+  const fail = [...output.matchAll(/^\s*(\d+) fail(?:ed)?\s*$/gm)].at(-1)
+  return pass ? { passed: Number(pass[1]), failed: Number(fail?.[1] ?? 0) } : null
+}
+
+const wanted = process.argv.slice(2)
+const unknown = wanted.filter((w) => !TIERS.some((t) => t.name === w))
+if (unknown.length) {
+  console.error(`unknown tier(s): ${unknown.join(', ')}; tiers are ${TIERS.map((t) => t.name).join(', ')}`)
+  process.exit(2)
+}
+const tiers = wanted.length ? TIERS.filter((t) => wanted.includes(t.name)) : TIERS
+
+let passed = 0
+let failed = 0
+const summary: string[] = []
+for (const tier of tiers) {
+  console.log(`\n=== ${tier.name} tier ===`)
+  const started = Date.now()
+  let verdict = ''
+  for (const script of tier.setup) {
+    const r = await run(['bash', script], 20)
+    if (r.code !== 0) {
+      verdict = `FAILED: setup ${script.replace(ROOT + '/', '')} exited ${r.code}${r.timedOut ? ' (timed out)' : ''}`
+      break
+    }
+  }
+  if (!verdict) {
+    const r = await run(tier.command, tier.minutes)
+    const c = counts(r.output)
+    if (c) {
+      passed += c.passed
+      failed += c.failed
+    }
+    if (r.timedOut) verdict = `FAILED: over its ${tier.minutes}-minute limit`
+    else if (r.code !== 0) verdict = `FAILED (exit ${r.code})${c ? `: ${c.failed} failed, ${c.passed} passed` : ''}`
+    else if (!c || c.passed === 0) verdict = 'FAILED: it ran no test'
+    else verdict = `ok: ${c.passed} passed`
+    if (verdict.startsWith('FAILED') && (!c || c.failed === 0)) failed += 1 // count the tier itself
+  } else failed += 1
+  summary.push(`${tier.name.padEnd(12)} ${verdict} (${Math.round((Date.now() - started) / 1000)} s)`)
+}
+
+console.log('\n=== summary ===')
+for (const line of summary) console.log(line)
+console.log(`${passed} passed, ${failed} failed`)
+process.exit(failed ? 1 : 0)

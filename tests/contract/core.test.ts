@@ -1,0 +1,214 @@
+// The core around the operations: events, OpenAPI and Swagger, health, preferences, body limit, CORS,
+// the bearer token, configuration, third-party plugins.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { loadConfig } from '../../core/config'
+import { loadPlugin } from '../../core/loader'
+import type { TestServer } from '../helpers'
+import { device, EHD, startContractServer } from './setup'
+
+let s: TestServer
+beforeAll(async () => {
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')] })
+})
+afterAll(async () => {
+  await s.stop()
+})
+
+/** Reads server-sent events into an array until aborted. */
+function listen(url: string) {
+  const events: { type: string; data: any; at: number }[] = []
+  const controller = new AbortController()
+  const ready = (async () => {
+    const res = await fetch(url, { signal: controller.signal })
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let buffer = ''
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read()
+          if (done) return
+          buffer += decoder.decode(value, { stream: true })
+          let cut: number
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, cut)
+            buffer = buffer.slice(cut + 2)
+            const type = /^event: (.*)$/m.exec(block)?.[1]
+            const data = /^data: (.*)$/m.exec(block)?.[1]
+            if (type && data) events.push({ type, data: JSON.parse(data), at: performance.now() })
+          }
+        }
+      } catch {}
+    })()
+    return res
+  })()
+  return { events, ready, close: () => controller.abort() }
+}
+
+describe('server-sent events', () => {
+  test('device_removed and device_added arrive within 1 s of unplug and plug', async () => {
+    const sse = listen(`${s.url}/api/events`)
+    try {
+      const res = await sse.ready
+      expect(res.headers.get('content-type')).toContain('text/event-stream')
+      const t0 = performance.now()
+      await s.call('POST', '/api/mock/unplug', { bus_info: EHD })
+      await until(() => sse.events.some((e) => e.type === 'device_removed'), 1000)
+      const removed = sse.events.find((e) => e.type === 'device_removed')!
+      expect(removed.data.bus_info).toBe(EHD)
+      expect(removed.at - t0).toBeLessThan(1000)
+      const t1 = performance.now()
+      await s.call('POST', '/api/mock/plug', { bus_info: EHD })
+      await until(() => sse.events.some((e) => e.type === 'device_added'), 1000)
+      const added = sse.events.find((e) => e.type === 'device_added')!
+      expect(added.data.bus_info).toBe(EHD)
+      expect(added.data.device.string3).toBe('EHD0001')
+      expect(added.at - t1).toBeLessThan(1000)
+      await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'x' })
+      await until(() => sse.events.some((e) => e.type === 'device_updated'), 1000)
+      await s.call('POST', '/api/preferences/save_preferences', { default_stream: { host: '10.0.0.2', port: 5600 } })
+      await until(() => sse.events.some((e) => e.type === 'preferences_updated'), 1000)
+      expect(sse.events.find((e) => e.type === 'preferences_updated')!.data.default_stream.host).toBe('10.0.0.2')
+    } finally {
+      sse.close()
+    }
+  })
+})
+
+describe('preferences', () => {
+  test('defaults, save replaces whole, read back, recommended host', async () => {
+    const fresh = await startContractServer()
+    try {
+      expect(await fresh.call('GET', '/api/preferences')).toMatchObject({ status: 200, body: { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: 0 } })
+      expect(await fresh.call('POST', '/api/preferences/save_preferences', { suggest_host: false, frequency_offset: 0.5 })).toMatchObject({ status: 200, body: { success: true } })
+      expect((await fresh.call('GET', '/api/preferences')).body).toEqual({ default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: false, frequency_offset: 0.5 })
+      expect(await fresh.call('GET', '/api/preferences/get_recommended_host')).toMatchObject({ status: 200, body: { host: '127.0.0.1' } })
+    } finally {
+      await fresh.stop()
+    }
+  })
+})
+
+describe('OpenAPI and Swagger UI', () => {
+  test('OpenAPI 3.1 document at version 0.1.0 with the spec component names and every response', async () => {
+    const { status, body: doc } = await s.call('GET', '/openapi.json')
+    expect(status).toBe(200)
+    expect(doc.openapi).toBe('3.1.0')
+    expect(doc.info.version).toBe('0.1.0')
+    for (const name of ['DeviceModel', 'CameraModel', 'FormatSizeModel', 'IntervalModel', 'ControlModel', 'ControlFlagsModel', 'MenuItemModel', 'StreamModel', 'DeviceInfoModel', 'FrameDropStats', 'HTTPValidationError', 'ValidationError']) {
+      expect(doc.components.schemas[name]).toBeDefined()
+    }
+    expect(doc.components.schemas.DeviceModel.properties.cameras.anyOf[0].items).toEqual({ $ref: '#/components/schemas/CameraModel' })
+    const ops = Object.entries(doc.paths).flatMap(([path, methods]: [string, any]) => Object.entries(methods).map(([m, op]: [string, any]) => ({ path, m, op })))
+    for (const { path, op } of ops) {
+      expect(op.responses['200']).toBeDefined()
+      if (op.requestBody) expect(op.responses['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/HTTPValidationError' })
+      if (path.startsWith('/api/devices') && path !== '/api/devices') expect(op.tags).toEqual(['cameras'])
+    }
+    expect(doc.paths['/api/devices'].get.responses['200'].content['application/json'].schema).toEqual({ type: 'array', items: { $ref: '#/components/schemas/DeviceModel' } })
+    expect(doc.paths['/api/devices/set_uvc_control'].post.responses['404']).toBeDefined()
+  })
+
+  test('Swagger UI is served with its assets from the package (no CDN at sea)', async () => {
+    const page = await fetch(`${s.url}/docs`)
+    const html = await page.text()
+    expect(page.status).toBe(200)
+    expect(html).toContain('/docs/assets/swagger-ui-bundle.js')
+    expect(html).not.toContain('unpkg.com')
+    const js = await fetch(`${s.url}/docs/assets/swagger-ui-bundle.js`)
+    expect(js.status).toBe(200)
+    expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(100_000)
+    expect((await fetch(`${s.url}/docs/assets/..%2Fpackage.json`)).status).toBe(404)
+  })
+})
+
+describe('health, limits, CORS, token, unknown routes', () => {
+  test('health lists every plugin and backend', async () => {
+    const { body } = await s.call('GET', '/api/health')
+    expect(body).toMatchObject({ status: 'ok', version: '0.1.0' })
+    expect(typeof body.uptime_s).toBe('number')
+    expect(Object.keys(body.plugins)).toEqual(['mock', 'cameras', 'preferences', 'dwe', 'acme'])
+    expect(body.backends['camera[0]']).toBe('mock:mock')
+  })
+
+  test('a body over the limit is a 413 in the error shape, with or without Content-Length', async () => {
+    const big = JSON.stringify({ bus_info: 'x'.repeat(1_100_000), nickname: 'a' })
+    const r = await s.call('POST', '/api/devices/set_nickname', big)
+    expect(r.status).toBe(413)
+    expect(r.body.detail).toContain('1048576')
+    const chunked = new ReadableStream({
+      start(c) {
+        for (let i = 0; i < 12; i++) c.enqueue(new TextEncoder().encode('x'.repeat(100_000)))
+        c.close()
+      },
+    })
+    const res = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'POST', body: chunked, headers: { 'content-type': 'application/json' } })
+    expect(res.status).toBe(413)
+  })
+
+  test('CORS preflight and headers for a UI on another origin', async () => {
+    const pre = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
+    expect(pre.status).toBe(204)
+    expect(pre.headers.get('access-control-allow-origin')).toBe('*')
+    const get = await fetch(`${s.url}/api/devices`, { headers: { origin: 'http://ui.local' } })
+    expect(get.headers.get('access-control-allow-origin')).toBe('*')
+  })
+
+  test('unknown paths are 404 in the error shape', async () => {
+    expect(await s.call('GET', '/api/nothing')).toMatchObject({ status: 404, body: { detail: 'Not Found' } })
+  })
+
+  test('a configured bearer token guards mutating operations only', async () => {
+    const guarded = await startContractServer({ config: { token: 's3cret', corsOrigins: ['http://ui.local'] } })
+    try {
+      expect((await guarded.call('GET', '/api/devices')).status).toBe(200)
+      const denied = await guarded.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'a' })
+      expect(denied).toMatchObject({ status: 401, body: { detail: expect.stringContaining('Bearer') } })
+      expect((await guarded.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'a' }, { authorization: 'Bearer s3cret' })).status).toBe(200)
+      const other = await fetch(`${guarded.url}/api/devices`, { headers: { origin: 'http://evil.local' } })
+      expect(other.headers.get('access-control-allow-origin')).toBeNull()
+      const ui = await fetch(`${guarded.url}/api/devices`, { headers: { origin: 'http://ui.local' } })
+      expect(ui.headers.get('access-control-allow-origin')).toBe('http://ui.local')
+    } finally {
+      await guarded.stop()
+    }
+  })
+})
+
+describe('configuration and plugins', () => {
+  test('flags win over PERISCOPE_* variables; bad values are refused', () => {
+    const c = loadConfig(['--port', '9000', '--simulate', '--log-level=debug'], { PERISCOPE_PORT: '8000', PERISCOPE_DATA_DIR: '/var/lib/periscope', PERISCOPE_PLUGINS: 'cameras,mock' })
+    expect(c).toMatchObject({ port: 9000, simulate: 'default', logLevel: 'debug', dataDir: '/var/lib/periscope', recordingsDir: '/var/lib/periscope/recordings', plugins: ['cameras', 'mock'] })
+    expect(loadConfig(['--simulate=off']).simulate).toBeNull()
+    expect(() => loadConfig(['--port', '70000'])).toThrow('port must be an integer from 0 to 65535')
+    expect(() => loadConfig(['--frobnicate'])).toThrow('unknown option --frobnicate')
+    expect(() => loadConfig([], { PERISCOPE_LOG_LEVEL: 'loud' })).toThrow('log-level')
+  })
+
+  test('--help lists every option with its variable', () => {
+    const out = Bun.spawnSync(['bun', 'run', 'core/main.ts', '--help'], { cwd: join(import.meta.dir, '..', '..'), env: { ...process.env, PATH: `${join(import.meta.dir, '..', '..', 'node_modules', '.bin')}:${process.env.PATH}` } })
+    const text = out.stdout.toString()
+    expect(out.exitCode).toBe(0)
+    for (const v of ['PERISCOPE_HOST', 'PERISCOPE_PORT', 'PERISCOPE_DATA_DIR', 'PERISCOPE_RECORDINGS_DIR', 'PERISCOPE_SIMULATE', 'PERISCOPE_PLUGINS', 'PERISCOPE_LOG_LEVEL']) expect(text).toContain(v)
+  })
+
+  test('a third-party plugin from a module path adds a vendor camera type and a control', async () => {
+    // examples/acme-plugin.ts claims the simulated webcam's USB ids as a leader-capable model with a vendor control.
+    const webcam = await device(s, 'usb-0000:00:14.0-4')
+    expect(webcam.device_type).toBe(1)
+    const ring = webcam.controls.find((c: any) => c.control_id === -100)
+    expect(ring).toMatchObject({ name: 'Ring light', value: 0, flags: { control_type: 'INTEGER', min_value: 0, max_value: 100 } })
+    expect(await s.call('POST', '/api/devices/set_uvc_control', { bus_info: 'usb-0000:00:14.0-4', control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
+    expect((await device(s, 'usb-0000:00:14.0-4')).controls.find((c: any) => c.control_id === -100).value).toBe(40)
+    await expect(loadPlugin('no-such-plugin')).rejects.toThrow("unknown plugin 'no-such-plugin'")
+  })
+})
+
+async function until(predicate: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (!predicate()) {
+    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms`)
+    await Bun.sleep(5)
+  }
+}

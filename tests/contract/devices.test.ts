@@ -1,0 +1,335 @@
+// Spec operations 1–6 and the camera extras on simulated cameras: bodies field by field, every error status.
+import { beforeEach, describe, expect, test } from 'bun:test'
+import type { TestServer } from '../helpers'
+import {
+  AUTO_WB,
+  BRIGHTNESS,
+  controlOf,
+  device,
+  EHD,
+  EXPOSURE_ABSOLUTE,
+  EXPOSURE_AUTO,
+  FOLLOWER,
+  LEADER,
+  POWER_LINE,
+  PRIVACY,
+  startContractServer,
+  WB_TEMPERATURE,
+  WEBCAM,
+} from './setup'
+
+// A fresh instance per test (each stops its own in `finally`): tests never see each other's settings.
+let s: TestServer
+beforeEach(async () => {
+  s = await startContractServer()
+})
+const stop = () => s.stop()
+
+const post = (path: string, body: unknown) => s.call('POST', path, body)
+
+describe('GET /api/devices (spec §2.1)', () => {
+  test('every field, typed and defaulted, sorted by device_type then bus_info', async () => {
+    try {
+      const { status, body } = await s.call('GET', '/api/devices')
+      expect(status).toBe(200)
+      expect(body.map((d: any) => [d.device_type, d.bus_info])).toEqual([
+        [0, EHD],
+        [0, WEBCAM],
+        [1, LEADER],
+        [2, FOLLOWER],
+      ])
+      const ehd = body[0]
+      expect(Object.keys(ehd).sort()).toEqual(
+        [
+          'bus_info',
+          'cameras',
+          'controls',
+          'device_info',
+          'device_type',
+          'followers',
+          'frame_stats',
+          'is_externally_managed',
+          'is_managed',
+          'manufacturer',
+          'name',
+          'nickname',
+          'pid',
+          'stream',
+          'string3',
+          'vid',
+          'stream_status',
+          'leader',
+        ].sort(),
+      )
+      expect(ehd).toMatchObject({
+        name: 'exploreHD USB Camera',
+        vid: 0x3961,
+        pid: 0x2100,
+        manufacturer: 'DeepWater Exploration Inc.',
+        nickname: '',
+        followers: [],
+        is_managed: false,
+        frame_stats: { num_drops: 0 },
+        is_externally_managed: false,
+        string3: 'EHD0001',
+        leader: null,
+        stream_status: { state: 'stopped', error: null, restarts: 0 },
+      })
+      // Metadata nodes are device paths but not cameras.
+      expect(ehd.device_info).toEqual({ device_name: 'exploreHD USB Camera', bus_info: EHD, device_paths: ['/dev/sim/video0', '/dev/sim/video1', '/dev/sim/video2', '/dev/sim/video3'], vid: 0x3961, pid: 0x2100 })
+      expect(ehd.cameras.map((c: any) => [c.path, Object.keys(c.formats)])).toEqual([
+        ['/dev/sim/video0', ['MJPG', 'YUYV']],
+        ['/dev/sim/video2', ['H264']],
+      ])
+      expect(ehd.cameras[1].formats.H264[0]).toEqual({ width: 1920, height: 1080, intervals: [{ numerator: 1, denominator: 30 }, { numerator: 1, denominator: 25 }, { numerator: 1, denominator: 15 }] })
+      for (const c of ehd.controls) {
+        expect(typeof c.control_id).toBe('number')
+        expect(typeof c.name).toBe('string')
+        expect(['INTEGER', 'BOOLEAN', 'MENU', 'BUTTON', 'INTEGER64', 'CTRL_CLASS', 'STRING', 'BITMASK', 'INTEGER_MENU']).toContain(c.flags.control_type)
+        for (const k of ['max_value', 'min_value', 'step']) expect(typeof c.flags[k]).toBe('number')
+        expect(c.flags).toHaveProperty('default_value')
+      }
+      expect(controlOf(ehd, POWER_LINE).flags.menu).toEqual([
+        { index: 0, name: 'Disabled' },
+        { index: 1, name: '50 Hz' },
+        { index: 2, name: '60 Hz' },
+      ])
+      // Under automatic exposure, exposure is inactive, as on the hardware.
+      expect(controlOf(ehd, EXPOSURE_ABSOLUTE).flags.inactive).toBe(true)
+      expect(body[1].string3).toBe('') // the webcam has no serial
+    } finally {
+      await stop()
+    }
+  })
+
+  test('a first-seen device gets H264 1920x1080 at 30 fps, else the largest MJPG; each its own port', async () => {
+    try {
+      const ehd = await device(s, EHD)
+      expect(ehd.stream).toEqual({
+        device_path: '/dev/sim/video2',
+        encode_type: 'H264',
+        stream_type: 'UDP',
+        endpoints: [{ host: '192.168.2.1', port: 5600 }],
+        width: 1920,
+        height: 1080,
+        interval: { numerator: 1, denominator: 30 },
+        enabled: false,
+      })
+      const cam = await device(s, WEBCAM)
+      expect(cam.stream).toMatchObject({ device_path: '/dev/sim/video12', encode_type: 'MJPG', width: 1280, height: 720, interval: { numerator: 1, denominator: 30 } })
+      const { body } = await s.call('GET', '/api/devices')
+      const ports = body.map((d: any) => d.stream.endpoints[0].port)
+      expect(new Set(ports).size).toBe(ports.length)
+    } finally {
+      await stop()
+    }
+  })
+})
+
+describe('POST /api/devices/set_uvc_control', () => {
+  test('sets, answers what the hardware holds, and shows it', async () => {
+    try {
+      expect(await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: BRIGHTNESS, value: -12 })).toMatchObject({ status: 200, body: { success: true, value: -12 } })
+      expect(controlOf(await device(s, EHD), BRIGHTNESS).value).toBe(-12)
+      // Turning auto white balance off makes the temperature active; the firmware rounds it to 10 K.
+      expect((await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: WB_TEMPERATURE, value: 5000 })).status).toBe(409)
+      expect((await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: AUTO_WB, value: 0 })).status).toBe(200)
+      const wb = controlOf(await device(s, EHD), WB_TEMPERATURE)
+      expect(wb.flags.inactive).toBeUndefined()
+      expect(await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: WB_TEMPERATURE, value: 4604 })).toMatchObject({ status: 200, body: { value: 4600 } })
+      expect(controlOf(await device(s, EHD), WB_TEMPERATURE).value).toBe(4600)
+      // Manual exposure mode makes exposure settable.
+      expect((await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: EXPOSURE_AUTO, value: 1 })).status).toBe(200)
+      expect(await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: EXPOSURE_ABSOLUTE, value: 300 })).toMatchObject({ status: 200, body: { value: 300 } })
+    } finally {
+      await stop()
+    }
+  })
+
+  test('refusals: range, type, menu, read-only, inactive, unknown ids', async () => {
+    try {
+      const set = (control_id: number, value: unknown, bus_info = EHD) => post('/api/devices/set_uvc_control', { bus_info, control_id, value })
+      const range = await set(BRIGHTNESS, 65)
+      expect(range.status).toBe(422)
+      expect(range.body.detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'value'], input: 65 })
+      expect(range.body.detail[0].msg).toContain('from -64 to 64')
+      expect((await set(BRIGHTNESS, 1.5)).status).toBe(422)
+      expect((await set(AUTO_WB, 2)).status).toBe(422)
+      const menu = await set(POWER_LINE, 7)
+      expect(menu.status).toBe(422)
+      expect(menu.body.detail[0].msg).toContain('0, 1, 2')
+      expect(await set(PRIVACY, 1)).toMatchObject({ status: 409, body: { detail: expect.stringContaining('read-only') } })
+      expect(await set(EXPOSURE_ABSOLUTE, 100)).toMatchObject({ status: 409, body: { detail: expect.stringContaining('inactive') } })
+      expect(await set(12345, 1)).toMatchObject({ status: 404, body: { detail: expect.stringContaining('no control with id 12345') } })
+      expect(await set(BRIGHTNESS, 1, 'usb-nowhere')).toMatchObject({ status: 404, body: { detail: expect.stringContaining("'usb-nowhere'") } })
+      // Nothing refused reached the hardware or the store.
+      expect(controlOf(await device(s, EHD), BRIGHTNESS).value).toBe(0)
+    } finally {
+      await stop()
+    }
+  })
+
+  test('device failures map to 502 / 504 / 409 / 404 naming the errno, and the value is not saved', async () => {
+    try {
+      const fail = (errno: string) => post('/api/mock/fail', { bus_info: EHD, errno, count: 1 })
+      const set = () => post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: BRIGHTNESS, value: 10 })
+      for (const [errno, status] of [
+        ['EIO', 502],
+        ['EPROTO', 502],
+        ['ETIMEDOUT', 504],
+        ['EBUSY', 409],
+        ['ENODEV', 404],
+      ] as const) {
+        expect((await fail(errno)).status).toBe(200)
+        const r = await set()
+        expect(r.status).toBe(status)
+        expect(r.body.detail).toContain(errno)
+      }
+      expect(controlOf(await device(s, EHD), BRIGHTNESS).value).toBe(0)
+      expect((await set()).status).toBe(200)
+    } finally {
+      await stop()
+    }
+  })
+})
+
+describe('followers', () => {
+  const add = (leader: string, follower: string, external = false) =>
+    post(external ? '/api/devices/external/add_follower' : '/api/devices/add_follower', { leader_bus_info: leader, follower_bus_info: follower })
+  const remove = (leader: string, follower: string) => post('/api/devices/remove_follower', { leader_bus_info: leader, follower_bus_info: follower })
+
+  test('add and remove, with every refusal answered by a reason', async () => {
+    try {
+      expect((await add(EHD, FOLLOWER)).body.detail).toContain('cannot lead')
+      expect((await add(LEADER, EHD)).body.detail).toContain('cannot follow')
+      expect((await add(LEADER, LEADER)).body.detail).toContain('cannot follow itself')
+      expect((await add(LEADER, 'usb-x')).status).toBe(404)
+      expect((await add('usb-x', FOLLOWER)).status).toBe(404)
+      expect(await add(LEADER, FOLLOWER)).toMatchObject({ status: 200, body: { success: true } })
+      const leader = await device(s, LEADER)
+      const follower = await device(s, FOLLOWER)
+      expect(leader.followers).toEqual([FOLLOWER])
+      expect(follower).toMatchObject({ is_managed: true, leader: LEADER })
+      expect(follower.stream.enabled).toBe(false)
+      expect(follower.stream.endpoints).toEqual([])
+      expect(await add(LEADER, FOLLOWER)).toMatchObject({ status: 409, body: { detail: expect.stringContaining('already follows') } })
+      // A managed follower streams with its leader: its own stream is not configurable.
+      const conf = await post('/api/devices/configure_stream', {
+        bus_info: FOLLOWER,
+        stream_type: 'UDP',
+        encode_type: 'H264',
+        stream_format: { width: 1920, height: 1080, interval: { numerator: 1, denominator: 30 } },
+        enabled: false,
+        endpoints: [],
+      })
+      expect(conf.status).toBe(409)
+      expect(await remove(LEADER, FOLLOWER)).toMatchObject({ status: 200, body: { success: true } })
+      expect((await device(s, LEADER)).followers).toEqual([])
+      expect((await device(s, FOLLOWER)).is_managed).toBe(false)
+      // The anchor says success here; removing what is not there is a 409.
+      expect(await remove(LEADER, FOLLOWER)).toMatchObject({ status: 409, body: { detail: expect.stringContaining('is not a follower') } })
+      expect((await remove(LEADER, 'usb-x')).status).toBe(404)
+    } finally {
+      await stop()
+    }
+  })
+
+  test('external/add_follower bypasses only the externally-managed check', async () => {
+    try {
+      expect((await post('/api/devices/external/notify_camera', { bus_info: FOLLOWER })).status).toBe(200)
+      expect(await add(LEADER, FOLLOWER)).toMatchObject({ status: 409, body: { detail: expect.stringContaining('external') } })
+      expect((await add(LEADER, FOLLOWER, true)).status).toBe(200)
+      expect((await add(LEADER, FOLLOWER, true)).status).toBe(409)
+    } finally {
+      await stop()
+    }
+  })
+})
+
+describe('streams without a streamer', () => {
+  const configure = (over: Record<string, unknown> = {}) =>
+    post('/api/devices/configure_stream', {
+      bus_info: EHD,
+      stream_type: 'UDP',
+      encode_type: 'H264',
+      stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } },
+      enabled: false,
+      endpoints: [{ host: '10.0.0.5', port: 5602 }],
+      ...over,
+    })
+
+  test('configure checks the real formats and saves; starting is a 503 that keeps the configuration', async () => {
+    try {
+      expect(await configure()).toMatchObject({ status: 200, body: { success: true } })
+      expect((await device(s, EHD)).stream).toEqual({
+        device_path: '/dev/sim/video2',
+        encode_type: 'H264',
+        stream_type: 'UDP',
+        endpoints: [{ host: '10.0.0.5', port: 5602 }],
+        width: 1280,
+        height: 720,
+        interval: { numerator: 1, denominator: 25 },
+        enabled: false,
+      })
+      const size = await configure({ stream_format: { width: 1024, height: 768, interval: { numerator: 1, denominator: 30 } } })
+      expect(size.status).toBe(422)
+      expect(size.body.detail[0].msg).toContain('1920x1080, 1280x720, 800x600, 640x480')
+      const rate = await configure({ stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 60 } } })
+      expect(rate.body.detail[0].msg).toContain('1/30, 1/25, 1/15')
+      const h264 = await configure({ bus_info: WEBCAM })
+      expect(h264.status).toBe(422)
+      expect(h264.body.detail[0]).toMatchObject({ loc: ['body', 'encode_type'], msg: expect.stringContaining('MJPG, SOFTWARE_H264, NONE') })
+      expect((await configure({ enabled: true, endpoints: [] })).status).toBe(422)
+      const started = await configure({ enabled: true, encode_type: 'MJPG', stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } } })
+      expect(started).toMatchObject({ status: 503, body: { detail: expect.stringContaining('saved') } })
+      expect((await device(s, EHD)).stream).toMatchObject({ encode_type: 'MJPG', device_path: '/dev/sim/video0', width: 640, enabled: true })
+      expect((await configure({ bus_info: 'usb-x' })).status).toBe(404)
+    } finally {
+      await stop()
+    }
+  })
+
+  test('restart_stream: 503 naming the missing streamer, 404 unknown; unconfigure clears', async () => {
+    try {
+      expect(await post('/api/devices/restart_stream', { bus_info: EHD })).toMatchObject({ status: 503, body: { detail: expect.stringContaining('GStreamer') } })
+      expect((await post('/api/devices/restart_stream', { bus_info: 'usb-x' })).status).toBe(404)
+      expect(await post('/api/devices/unconfigure_stream', { bus_info: EHD })).toMatchObject({ status: 200 })
+      expect((await device(s, EHD)).stream).toMatchObject({ enabled: false, endpoints: [] })
+      expect((await post('/api/devices/unconfigure_stream', { bus_info: 'usb-x' })).status).toBe(404)
+    } finally {
+      await stop()
+    }
+  })
+})
+
+describe('notify_camera and nicknames', () => {
+  test('DEVICE_MANAGED (also the default), DEVICE_UNMANAGED, STREAM_START', async () => {
+    try {
+      expect((await post('/api/devices/external/notify_camera', { bus_info: EHD })).status).toBe(200)
+      expect((await device(s, EHD)).is_externally_managed).toBe(true)
+      expect(await post('/api/devices/restart_stream', { bus_info: EHD })).toMatchObject({ status: 409, body: { detail: expect.stringContaining('external') } })
+      expect((await post('/api/devices/external/notify_camera', { bus_info: EHD, event: 'DEVICE_UNMANAGED' })).status).toBe(200)
+      expect((await device(s, EHD)).is_externally_managed).toBe(false)
+      expect((await post('/api/devices/external/notify_camera', { bus_info: EHD, event: 'STREAM_START' })).status).toBe(200)
+      expect((await device(s, EHD)).stream).toMatchObject({ device_path: '/dev/sim/video0', encode_type: 'MJPG', width: 1920, height: 1080 })
+      expect((await post('/api/devices/external/notify_camera', { bus_info: 'usb-x' })).status).toBe(404)
+      // A leader taken over by an external tool leaves its group.
+      expect((await post('/api/devices/add_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })).status).toBe(200)
+      expect((await post('/api/devices/external/notify_camera', { bus_info: LEADER, event: 'DEVICE_MANAGED' })).status).toBe(200)
+      expect((await device(s, LEADER)).followers).toEqual([])
+      expect((await device(s, FOLLOWER)).is_managed).toBe(false)
+    } finally {
+      await stop()
+    }
+  })
+
+  test('set_nickname', async () => {
+    try {
+      expect(await post('/api/devices/set_nickname', { bus_info: EHD, nickname: 'Port camera' })).toMatchObject({ status: 200, body: { success: true } })
+      expect((await device(s, EHD)).nickname).toBe('Port camera')
+      expect((await post('/api/devices/set_nickname', { bus_info: 'usb-x', nickname: 'a' })).status).toBe(404)
+    } finally {
+      await stop()
+    }
+  })
+})

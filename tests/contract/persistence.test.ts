@@ -1,0 +1,130 @@
+// Settings survive a restart, a re-plug on another port, a swap of two identical cameras, and kill -9.
+import { describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { SettingsStore } from '../../core/store'
+import { tempDir } from '../helpers'
+import { BRIGHTNESS, controlOf, device, EHD, FOLLOWER, LEADER, startContractServer } from './setup'
+
+const H264_720 = { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } }
+
+describe('persistence', () => {
+  test('nickname, control, stream and follower survive a restart', async () => {
+    const dataDir = tempDir()
+    try {
+      let s = await startContractServer({ dataDir })
+      expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Bow' })).status).toBe(200)
+      expect((await s.call('POST', '/api/devices/set_uvc_control', { bus_info: EHD, control_id: BRIGHTNESS, value: 20 })).status).toBe(200)
+      const conf = { bus_info: EHD, stream_type: 'RECORDING', encode_type: 'H264', stream_format: H264_720, enabled: false, endpoints: [{ host: '10.1.1.1', port: 6000 }] }
+      expect((await s.call('POST', '/api/devices/configure_stream', conf)).status).toBe(200)
+      expect((await s.call('POST', '/api/devices/add_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })).status).toBe(200)
+      await s.stop()
+
+      s = await startContractServer({ dataDir })
+      try {
+        const ehd = await device(s, EHD)
+        expect(ehd.nickname).toBe('Bow')
+        // Restored to the (simulated) hardware, which starts at its default after a power cycle.
+        expect(controlOf(ehd, BRIGHTNESS).value).toBe(20)
+        expect(ehd.stream).toMatchObject({ stream_type: 'RECORDING', width: 1280, height: 720, endpoints: [{ host: '10.1.1.1', port: 6000 }] })
+        expect((await device(s, LEADER)).followers).toEqual([FOLLOWER])
+        expect((await device(s, FOLLOWER)).is_managed).toBe(true)
+      } finally {
+        await s.stop()
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  test('a camera re-plugged on another port keeps its settings (identity is the serial)', async () => {
+    const s = await startContractServer()
+    try {
+      await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Stern' })
+      await s.call('POST', '/api/devices/set_uvc_control', { bus_info: EHD, control_id: BRIGHTNESS, value: -30 })
+      expect((await s.call('POST', '/api/mock/unplug', { bus_info: EHD })).status).toBe(200)
+      expect(await device(s, EHD)).toBeUndefined()
+      const moved = 'usb-0000:00:14.0-9'
+      expect((await s.call('POST', '/api/mock/plug', { bus_info: EHD, new_bus_info: moved })).status).toBe(200)
+      await waitFor(async () => (await device(s, moved)) !== undefined)
+      const d = await device(s, moved)
+      expect(d.nickname).toBe('Stern')
+      expect(controlOf(d, BRIGHTNESS).value).toBe(-30)
+    } finally {
+      await s.stop()
+    }
+  })
+
+  test('two identical cameras swapped between ports keep their own settings', async () => {
+    const s = await startContractServer({ config: { simulate: 'fleet' } })
+    try {
+      const [a, b] = ['usb-0000:00:14.0-1', 'usb-0000:00:14.0-2']
+      await s.call('POST', '/api/devices/set_nickname', { bus_info: a, nickname: 'left' })
+      await s.call('POST', '/api/devices/set_nickname', { bus_info: b, nickname: 'right' })
+      const serialA = (await device(s, a)).string3
+      await s.call('POST', '/api/mock/unplug', { bus_info: a })
+      await s.call('POST', '/api/mock/unplug', { bus_info: b })
+      await s.call('POST', '/api/mock/plug', { bus_info: a, new_bus_info: 'usb-tmp' })
+      await s.call('POST', '/api/mock/plug', { bus_info: b, new_bus_info: a })
+      await waitFor(async () => (await device(s, a)) !== undefined && (await device(s, 'usb-tmp')) !== undefined)
+      expect((await device(s, a)).nickname).toBe('right')
+      expect((await device(s, 'usb-tmp')).nickname).toBe('left')
+      expect((await device(s, 'usb-tmp')).string3).toBe(serialA)
+    } finally {
+      await s.stop()
+    }
+  })
+
+  test('kill -9 during a burst of writes: the store opens and holds the last committed state', async () => {
+    const dataDir = tempDir()
+    const port = 20000 + Math.floor(Math.random() * 20000)
+    const child = Bun.spawn(['bun', 'run', 'core/main.ts', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'single', '--plugins', 'cameras,dwe', '--log-level', 'error'], {
+      cwd: join(import.meta.dir, '..', '..'),
+      env: { ...process.env, PATH: `${join(import.meta.dir, '..', '..', 'node_modules', '.bin')}:${process.env.PATH}` },
+      stdout: 'ignore',
+      stderr: 'inherit',
+    })
+    try {
+      const url = `http://127.0.0.1:${port}`
+      await waitFor(async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok === true, 15000)
+      let acknowledged = -1
+      let sent = -1
+      const burst = (async () => {
+        for (let i = 0; i < 100000; i++) {
+          sent = i
+          const r = await fetch(`${url}/api/devices/set_nickname`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bus_info: EHD, nickname: `n${i}` }) }).catch(() => null)
+          if (!r?.ok) return
+          acknowledged = i
+        }
+      })()
+      await Bun.sleep(700)
+      child.kill(9)
+      await child.exited
+      await burst
+      expect(acknowledged).toBeGreaterThan(5)
+      const store = SettingsStore.open(dataDir)
+      try {
+        const saved = store.list<{ nickname: string }>('devices')
+        expect(saved.length).toBe(1)
+        const n = Number(saved[0]!.value.nickname.slice(1))
+        // Every acknowledged write is there; at most the one in flight went further.
+        expect(n).toBeGreaterThanOrEqual(acknowledged)
+        expect(n).toBeLessThanOrEqual(sent)
+      } finally {
+        store.close()
+      }
+    } finally {
+      child.kill(9)
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+async function waitFor(predicate: () => Promise<boolean>, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await predicate()) return
+    await Bun.sleep(20)
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms`)
+}
