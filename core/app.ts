@@ -83,6 +83,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       return body(500, `Internal error (a bug; the log has the details): ${(error as Error)?.message ?? String(error)}`)
     })
     .onAfterResponse(({ request, set }) => {
+      if (!log.enabled('info')) return
       const began = requestStart.get(request)
       log.info('request', {
         method: request.method,

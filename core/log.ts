@@ -4,6 +4,8 @@ import type { LogLevel } from './config'
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 
 export interface Logger {
+  /** Whether a level is written, so callers can skip building fields nobody reads. */
+  enabled(level: LogLevel): boolean
   debug(msg: string, fields?: Record<string, unknown>): void
   info(msg: string, fields?: Record<string, unknown>): void
   warn(msg: string, fields?: Record<string, unknown>): void
@@ -19,6 +21,7 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
     write(JSON.stringify(entry))
   }
   return {
+    enabled: (lvl) => RANK[lvl] >= RANK[level],
     debug: (m, f) => emit('debug', m, f),
     info: (m, f) => emit('info', m, f),
     warn: (m, f) => emit('warn', m, f),

@@ -44,7 +44,7 @@ export class DeviceManager {
   private present = new Map<string, Present>() // by bus_info
   private settings = new Map<string, DeviceSettings>() // by identity
   private queue: Promise<unknown> = Promise.resolve()
-  private cachedList: string | null = null
+  private cachedList: Uint8Array | null = null
   private unsubscribers: (() => void)[] = []
 
   constructor(private readonly ctx: PluginContext) {
@@ -211,11 +211,11 @@ export class DeviceManager {
     }
   }
 
-  /** GET /api/devices, sorted by device_type then bus_info; cached as JSON until anything changes. */
-  listJson(): string {
+  /** GET /api/devices, sorted by device_type then bus_info; kept as encoded JSON until anything changes. */
+  listJson(): Uint8Array {
     if (this.cachedList === null) {
       const entries = [...this.present.values()].sort((a, b) => a.device_type - b.device_type || (a.raw.bus_info < b.raw.bus_info ? -1 : a.raw.bus_info > b.raw.bus_info ? 1 : 0))
-      this.cachedList = JSON.stringify(entries.map((e) => this.toModel(e)))
+      this.cachedList = new TextEncoder().encode(JSON.stringify(entries.map((e) => this.toModel(e))))
     }
     return this.cachedList
   }

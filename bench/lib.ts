@@ -1,0 +1,48 @@
+// Shared benchmark helpers: free ports, readiness, wrk, RSS.
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port
+      srv.close(() => resolve(port))
+    })
+    srv.on('error', reject)
+  })
+}
+
+export async function waitHttp(url: string, timeoutMs = 20000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if ((await fetch(url).catch(() => null))?.ok) return
+    await Bun.sleep(100)
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`)
+}
+
+export interface WrkResult { rps: number; p50: number; p99: number }
+
+const ms = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? NaN)
+
+export async function wrk(url: string, seconds: number, connections: number): Promise<WrkResult> {
+  const p = Bun.spawn(['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', url], { stdout: 'pipe', stderr: 'pipe' })
+  const out = await new Response(p.stdout).text()
+  if ((await p.exited) !== 0) throw new Error(`wrk failed: ${await new Response(p.stderr).text()}`)
+  const pct = (q: string) => {
+    const m = new RegExp(`^\\s*${q}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(out)
+    if (!m) throw new Error(`no ${q}% in wrk output:\n${out}`)
+    return ms(m[1]!, m[2]!)
+  }
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
+  if (/Non-2xx/.test(out)) throw new Error(`wrk saw errors:\n${out}`)
+  return { rps, p50: pct('50'), p99: pct('99') }
+}
+
+/** Current and peak resident memory of a process, in MB. */
+export function rssOf(pid: number): { current: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+  return { current: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 }
+}
