@@ -159,7 +159,7 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
         `--intern-config=${join(dir, 'NetworkManager-intern.conf')}`, `--state-file=${join(dir, 'NetworkManager.state')}`,
         `--pid-file=${join(dir, 'NetworkManager.pid')}`,
       ]),
-      { env: { ...process.env, ...labEnv }, stdout: Bun.file(join(dir, 'NetworkManager.log')), stderr: 'inherit' },
+      { env: { ...process.env, ...labEnv }, stdout: Bun.file(join(dir, 'NetworkManager.log')), stderr: Bun.file(join(dir, 'NetworkManager.err')) },
     )
     await waitFor('NetworkManager to answer on the private bus', nmAnswers, 20_000)
   }
@@ -170,7 +170,9 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
     await waitFor('NetworkManager to leave the bus', async () => !(await nmAnswers().catch(() => false)), 10_000)
   }
 
+  let stopping = false
   const stop = async () => {
+    stopping = true
     await stopPid(nm)
     await stopPid(udevd)
     await stopPid(bus)
@@ -179,7 +181,9 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
   }
 
   try {
-    bus = Bun.spawn(['/usr/bin/dbus-daemon', `--config-file=${join(dir, 'bus.conf')}`, '--nofork', '--nopidfile'], { stdout: 'ignore', stderr: 'inherit' })
+    bus = Bun.spawn(['/usr/bin/dbus-daemon', `--config-file=${join(dir, 'bus.conf')}`, '--nofork', '--nopidfile'], { stdout: 'ignore', stderr: 'ignore' })
+    const b = bus
+    void b.exited.then(() => { if (!stopping) console.error(`nm lab: dbus-daemon ${b.pid} exited early: code ${b.exitCode} signal ${b.signalCode}`) })
     await waitFor('the private D-Bus socket', () => existsSync(socket), 5000)
 
     await run([BINARIES.ip!, 'netns', 'add', ns])
