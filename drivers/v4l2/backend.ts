@@ -152,7 +152,7 @@ export class V4l2Backend implements CameraBackend {
   async setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean | string> {
     const loc = await this.locate(bus_info)
     if (!loc.controlNode) throw new DeviceError('ENOENT', `device '${bus_info}' has no controls`)
-    return this.worker(loc.group).request({ op: 'setControl', path: loc.controlNode, id: control_id, value }, this.o.ioTimeoutMs, `setting control ${control_id} on ${bus_info}`)
+    return this.worker(loc.group).request({ op: 'setControl', path: loc.controlNode, control: control_id, value }, this.o.ioTimeoutMs, `setting control ${control_id} on ${bus_info}`)
   }
 
   async activeFormat(bus_info: string): Promise<ActiveFormat | null> {
@@ -182,8 +182,14 @@ export class V4l2Backend implements CameraBackend {
 
   // ---- hot-plug ----
 
+  /** Idempotent: the plugin and the cameras plugin may both start it. */
   async start(): Promise<void> {
+    if (this.poller) return
     this.lastNames = nodeNames(this.o.sysfsRoot).join(',')
+    this.poller = setInterval(() => {
+      if (nodeNames(this.o.sysfsRoot).join(',') !== this.lastNames) this.schedule()
+    }, this.o.pollMs)
+    this.poller.unref?.()
     this.known = new Set((await this.list()).map((d) => d.bus_info))
     try {
       this.watcher = watch(this.o.devDir, (_event, name) => {
@@ -193,10 +199,6 @@ export class V4l2Backend implements CameraBackend {
     } catch (e) {
       this.o.log?.warn('v4l2: cannot watch /dev, relying on polling sysfs', { err: e as Error })
     }
-    this.poller = setInterval(() => {
-      if (nodeNames(this.o.sysfsRoot).join(',') !== this.lastNames) this.schedule()
-    }, this.o.pollMs)
-    this.poller.unref?.()
   }
 
   private schedule() {
@@ -249,7 +251,7 @@ export class V4l2Backend implements CameraBackend {
     if (this.poller) clearInterval(this.poller)
     if (this.debounce) clearTimeout(this.debounce)
     this.poller = this.debounce = null
-    for (const w of this.workers.values()) w.close()
+    for (const w of this.workers.values()) w.close(false)
     this.workers.clear()
   }
 }

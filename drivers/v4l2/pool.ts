@@ -6,6 +6,10 @@ import type { WorkerBody, WorkerReply } from './protocol'
 
 export const DEFAULT_WORKER_URL = new URL('./worker.ts', import.meta.url)
 
+/** Healthy workers of vanished devices, kept warm for the next device (a re-plug enumerates at once). */
+const idle = new Map<string, Worker[]>()
+const MAX_IDLE = 4
+
 interface Pending { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: Timer }
 
 export class DeviceWorker {
@@ -19,7 +23,7 @@ export class DeviceWorker {
   ) {}
 
   private spawn(): Worker {
-    const w = new Worker(this.url)
+    const w = idle.get(this.url.href)?.pop() ?? new Worker(this.url)
     w.onmessage = (ev: MessageEvent<WorkerReply>) => {
       const r = ev.data
       const p = this.pending.get(r.id)
@@ -60,7 +64,17 @@ export class DeviceWorker {
     w?.terminate()
   }
 
-  close() {
+  /** The device is gone: an idle worker goes back to the warm pool, a busy one is abandoned. */
+  close(keepWarm = true) {
+    const w = this.worker
+    if (w && keepWarm && this.pending.size === 0) {
+      this.worker = null
+      const list = idle.get(this.url.href) ?? []
+      idle.set(this.url.href, list)
+      if (list.length < MAX_IDLE) return void list.push(w)
+      w.terminate()
+      return
+    }
     this.abandon(new DeviceError('ENODEV', `device ${this.key} was closed`))
   }
 }

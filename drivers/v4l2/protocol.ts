@@ -5,7 +5,7 @@ import type { Capability } from './device'
 type Body =
   | { op: 'probe'; nodes: string[] }
   | { op: 'controls'; path: string }
-  | { op: 'setControl'; path: string; id: number; value: number | boolean | string }
+  | { op: 'setControl'; path: string; control: number; value: number | boolean | string }
   | { op: 'activeFormat'; path: string }
   | { op: 'xuQuery'; path: string; unit: number; selector: number; query: number; data: Uint8Array }
 

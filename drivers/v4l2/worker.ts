@@ -52,7 +52,7 @@ function handle(req: WorkerRequest): unknown {
     case 'probe':
       return probe(req.nodes)
     case 'setControl':
-      return withFd(req.path, (fd) => dev.setControl(fd, req.id, req.value as ControlValue))
+      return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value as ControlValue))
     case 'controls':
       return withFd(req.path, (fd) => dev.enumControls(fd))
     case 'activeFormat':

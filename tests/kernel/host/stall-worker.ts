@@ -1,0 +1,23 @@
+// A device worker whose "device" stalls: it speaks the real protocol (drivers/v4l2/protocol.ts) but a
+// control set blocks the thread in a real system call (nanosleep through libc) for `value` ms — what a
+// UVC control transfer to a wedged camera does.
+import { dlopen } from 'bun:ffi'
+import type { Probe, WorkerReply, WorkerRequest } from '../../../drivers/v4l2/protocol'
+
+const libc = dlopen('libc.so.6', { usleep: { args: ['u32'], returns: 'i32' } })
+export const STALL_BUS = 'fake:stall'
+
+declare const self: Worker
+self.onmessage = (ev: MessageEvent<WorkerRequest>) => {
+  const req = ev.data
+  let result: unknown
+  if (req.op === 'probe') {
+    const cap = { driver: 'stall', card: 'Stalling camera', bus_info: STALL_BUS, version: 0, capabilities: 0x84000001, device_caps: 0x04000001 }
+    const probe: Probe = { nodes: req.nodes.map((path) => ({ path, cap, formats: null })), controls: { [STALL_BUS]: { node: req.nodes[0]!, controls: [] } } }
+    result = probe
+  } else if (req.op === 'setControl') {
+    libc.symbols.usleep(Number(req.value) * 1000)
+    result = req.value
+  }
+  self.postMessage({ id: req.id, ok: true, result } satisfies WorkerReply)
+}

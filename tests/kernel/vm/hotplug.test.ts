@@ -1,0 +1,60 @@
+// Inside the VM: unbinding vivid from its driver removes every node at once (an unplug), binding it
+// again recreates them in a burst (a plug). The backend reports each device once per change.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { existsSync, writeFileSync } from 'node:fs'
+import { V4l2Backend } from '../../../drivers/v4l2/backend'
+import { nodeNames } from '../../../drivers/v4l2/sysfs'
+
+const DRIVER = '/sys/bus/platform/drivers/vivid'
+const DEVICE = 'vivid.0'
+const BUSES = ['platform:vivid-000', 'platform:vivid-001']
+// The goal is 1 s on the vehicle; this VM emulates its CPU (TCG, several times slower), so allow 2 s.
+const LATENCY_MS = 2000
+
+const backend = new V4l2Backend()
+const changes: { kind: string; bus_info: string; at: number }[] = []
+
+beforeAll(async () => {
+  if (!existsSync(`${DRIVER}/${DEVICE}`)) throw new Error(`${DRIVER}/${DEVICE} is missing: this test runs inside the kernel-tier VM with vivid loaded`)
+  await backend.start()
+  backend.onChange((c) => changes.push({ ...c, at: performance.now() }))
+})
+afterAll(async () => {
+  if (!existsSync(`${DRIVER}/${DEVICE}`)) writeFileSync(`${DRIVER}/bind`, DEVICE) // leave vivid as we found it
+  await backend.stop()
+})
+
+async function waitFor(kind: string, since: number, timeoutMs = 5000): Promise<number> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    const seen = changes.filter((c) => c.kind === kind && c.at >= since)
+    if (BUSES.every((b) => seen.some((c) => c.bus_info === b))) return Math.max(...seen.map((c) => c.at)) - since
+    await Bun.sleep(20)
+  }
+  throw new Error(`no '${kind}' for ${BUSES} within ${timeoutMs} ms; saw ${JSON.stringify(changes)}`)
+}
+
+test('unbind: both vivid devices are reported removed, once each', async () => {
+  const t = performance.now()
+  writeFileSync(`${DRIVER}/unbind`, DEVICE)
+  const ms = await waitFor('removed', t)
+  console.log(`unplug seen after ${ms.toFixed(0)} ms`)
+  expect(ms).toBeLessThan(LATENCY_MS)
+  expect(nodeNames()).toEqual([])
+  expect(await backend.list()).toEqual([])
+  await Bun.sleep(600) // nothing more arrives for the same change
+  expect(changes.filter((c) => c.kind === 'removed').map((c) => c.bus_info).sort()).toEqual(BUSES)
+})
+
+test('bind: the burst of new nodes becomes one "added" per device, and they enumerate again', async () => {
+  const t = performance.now()
+  writeFileSync(`${DRIVER}/bind`, DEVICE)
+  const ms = await waitFor('added', t)
+  console.log(`plug seen after ${ms.toFixed(0)} ms`)
+  expect(ms).toBeLessThan(LATENCY_MS)
+  await Bun.sleep(600)
+  expect(changes.filter((c) => c.kind === 'added').map((c) => c.bus_info).sort()).toEqual(BUSES)
+  const devices = await backend.list()
+  expect(devices.map((d) => d.bus_info)).toEqual(BUSES)
+  expect(devices.every((d) => d.cameras.length > 0 && d.controls.length > 50)).toBe(true)
+})
