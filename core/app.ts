@@ -78,6 +78,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         return body((mapped as HttpError).status, (mapped as HttpError).detail)
       }
       if (code === 'NOT_FOUND') return body(404, 'Not Found')
+      // Only a route that skipped docs()/validated() lets Elysia parse JSON itself; still a 422, not a 400.
       if (code === 'PARSE') return body(422, [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }])
       log.error('unhandled error', { method: request.method, path: new URL(request.url).pathname, err: error })
       return body(500, `Internal error (a bug; the log has the details): ${(error as Error)?.message ?? String(error)}`)

@@ -13,10 +13,13 @@ export class PyJsonError extends Error {
 }
 
 const WS = new Set([' ', '\t', '\n', '\r'])
+/** Python gives up near its recursion limit (RecursionError, a 500 in FastAPI); we answer a 422 instead. */
+const MAX_DEPTH = 512
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?/y
 
 export function parsePythonJson(text: string): unknown {
   let i = 0
+  let depth = 0
   const fail = (msg: string, at: number): never => {
     throw new PyJsonError(msg, codePointIndex(text, at))
   }
@@ -77,11 +80,16 @@ export function parsePythonJson(text: string): unknown {
     return fail('Expecting value', i)
   }
 
+  const enter = () => {
+    if (++depth > MAX_DEPTH) fail(`Nested deeper than ${MAX_DEPTH} levels`, i)
+  }
+
   const parseObject = (): Record<string, unknown> => {
     const obj: Record<string, unknown> = {}
+    enter()
     i++
     skipWs()
-    if (text[i] === '}') return i++, obj
+    if (text[i] === '}') return i++, depth--, obj
     if (text[i] !== '"') fail('Expecting property name enclosed in double quotes', i)
     for (;;) {
       const key = parseString()
@@ -91,7 +99,7 @@ export function parsePythonJson(text: string): unknown {
       skipWs()
       obj[key] = parseValue()
       skipWs()
-      if (text[i] === '}') return i++, obj
+      if (text[i] === '}') return i++, depth--, obj
       if (text[i] !== ',') fail("Expecting ',' delimiter", i)
       i++
       skipWs()
@@ -101,13 +109,14 @@ export function parsePythonJson(text: string): unknown {
 
   const parseArray = (): unknown[] => {
     const arr: unknown[] = []
+    enter()
     i++
     skipWs()
-    if (text[i] === ']') return i++, arr
+    if (text[i] === ']') return i++, depth--, arr
     for (;;) {
       arr.push(parseValue())
       skipWs()
-      if (text[i] === ']') return i++, arr
+      if (text[i] === ']') return i++, depth--, arr
       if (text[i] !== ',') fail("Expecting ',' delimiter", i)
       i++
       skipWs()
