@@ -28,11 +28,7 @@ class MockDevice {
   plugged = true
   readonly values = new Map<number, number | boolean>()
   readonly paths: string[]
-  readonly xu = new Map<number, number>([
-    [0x02, 6_000_000],
-    [0x03, 29],
-    [0x06, 2],
-  ])
+  readonly xu = new Map<number, number>()
   xuPending: number | null = null
   failure: Failure | null = null
   active: ActiveFormat | null = null
@@ -46,7 +42,14 @@ class MockDevice {
   ) {
     this.bus_info = bus_info
     this.paths = model.nodes.map((_, i) => `/dev/sim/video${firstNode + i}`)
-    for (const c of model.controls) this.values.set(c.control_id, c.flags.default_value as number)
+    this.powerOn()
+  }
+
+  /** Firmware state after power-up: every control and encoder option at its default. */
+  powerOn(): void {
+    for (const c of this.model.controls) this.values.set(c.control_id, c.flags.default_value as number)
+    this.xu.set(0x02, 6_000_000).set(0x03, 29).set(0x06, 2)
+    this.xuPending = null
   }
 
   raw(): RawDevice {
@@ -210,7 +213,7 @@ export class MockCameraBackend implements CameraBackend {
     if (this.devices.some((x) => x !== d && x.plugged && x.bus_info === target)) return 'port_taken'
     d.bus_info = target
     d.plugged = true
-    for (const c of d.model.controls) d.values.set(c.control_id, c.flags.default_value as number)
+    d.powerOn()
     this.emit('added', target)
     return 'plugged'
   }

@@ -333,3 +333,31 @@ describe('notify_camera and nicknames', () => {
     }
   })
 })
+
+describe('vendor options (negative ids) over the exploreHD extension unit', () => {
+  test('bitrate, GOP and mode: listed, set through the XU protocol, refused out of range, restored after a re-plug', async () => {
+    try {
+      const ehd = await device(s, EHD)
+      expect(controlOf(ehd, -1)).toMatchObject({ name: 'H.264 Bitrate (bits/s)', value: 6_000_000, flags: { control_type: 'INTEGER' } })
+      expect(controlOf(ehd, -3).flags.menu).toEqual([
+        { index: 1, name: 'CBR' },
+        { index: 2, name: 'VBR' },
+      ])
+      expect(controlOf(await device(s, WEBCAM), -1)).toBeUndefined()
+      const set = (control_id: number, value: number, bus_info = EHD) => post('/api/devices/set_uvc_control', { bus_info, control_id, value })
+      expect(await set(-1, 2_500_000)).toMatchObject({ status: 200, body: { value: 2_500_000 } })
+      expect(await set(-3, 1)).toMatchObject({ status: 200, body: { value: 1 } })
+      expect((await set(-2, 30)).status).toBe(422)
+      expect((await set(-3, 3)).status).toBe(422)
+      expect((await set(-1, 1, WEBCAM)).status).toBe(404)
+      await post('/api/mock/unplug', { bus_info: EHD })
+      await post('/api/mock/plug', { bus_info: EHD })
+      for (let i = 0; i < 100 && !(await device(s, EHD)); i++) await Bun.sleep(10)
+      const back = await device(s, EHD)
+      expect(controlOf(back, -1).value).toBe(2_500_000)
+      expect(controlOf(back, -3).value).toBe(1)
+    } finally {
+      await stop()
+    }
+  })
+})
