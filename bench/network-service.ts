@@ -3,3 +3,4 @@
 // collector's sawtooth happens to be.
 process.on('SIGUSR2', () => Bun.gc(true))
 await import('../core/main.ts')
+export {}

@@ -7,6 +7,7 @@ import dbus from 'dbus-next'
 type MessageBus = dbus.MessageBus
 export type Message = dbus.Message
 export const { Variant, Message: DBusMessage } = dbus
+export type Variant = dbus.Variant
 import { NetworkError, fromDBusError } from './errors'
 
 export const NM = 'org.freedesktop.NetworkManager'

@@ -149,6 +149,15 @@ describe('network over a real NetworkManager', () => {
     expect((await showFields('-f', 'ipv4.method', 'connection', 'show', 'spare'))['ipv4.method']).toEqual(['auto'])
   })
 
+  test('settings NetworkManager itself refuses are 422 with its reason, and nothing changes', async () => {
+    const path = await profilePath('spare')
+    const r = await server.call('POST', `/api/network/update_connection_profile?path=${encodeURIComponent(path)}`, { method: 'disabled', ip_addresses: [{ address: '10.1.2.3', prefix: 24 }] })
+    expect(r.status).toBe(422)
+    expect(r.body.detail[0]).toMatchObject({ type: 'value_error', loc: ['body'] })
+    expect(r.body.detail[0].msg).toContain('NetworkManager refused the settings')
+    expect((await showFields('-f', 'ipv4.method', 'connection', 'show', 'spare'))['ipv4.method']).toEqual(['auto'])
+  })
+
   test('unknown profile paths and interfaces are 404', async () => {
     for (const path of ['/org/freedesktop/NetworkManager/Settings/999', 'nonsense', '/org/freedesktop/NetworkManager/Devices/1']) {
       const r = await server.call('POST', `/api/network/update_connection_profile?path=${encodeURIComponent(path)}`, { method: 'auto' })
@@ -281,5 +290,36 @@ describe('network over a real NetworkManager', () => {
     expect(back.body.map((d: { interface: string }) => d.interface).sort()).toEqual(['eth0', 'eth1'])
     expect((await server.call('GET', '/api/health')).body.plugins.network.state).toBe('ok')
     await until('a networkmanager_started event', async () => events, (es) => es.some((e) => (e.data as { reasons: string[] }).reasons.includes('networkmanager_started')), 5000)
+  })
+})
+
+describe('without NetworkManager', () => {
+  test('a service started with no system bus answers 503 on the network routes and nothing else is affected', async () => {
+    const lonely = await startTestServer({ plugins: [createNetworkPlugin({ busAddress: `unix:path=${join(lab.dir, 'no-such-socket')}` })] })
+    try {
+      const r = await lonely.call('GET', '/api/network/wired/devices')
+      expect(r.status).toBe(503)
+      expect(r.body.detail).toContain('cannot reach the system D-Bus')
+      const health = await lonely.call('GET', '/api/health')
+      expect(health.status).toBe(200)
+      expect(health.body.plugins.network).toMatchObject({ state: 'degraded' })
+    } finally {
+      await lonely.stop()
+    }
+  })
+
+  test('a service started while NetworkManager is down serves it as soon as it starts', async () => {
+    await lab.stopNetworkManager()
+    const early = await startTestServer({ plugins: [createNetworkPlugin({ busAddress: lab.busAddress })] })
+    try {
+      const r = await early.call('GET', '/api/network/connection_profiles')
+      expect(r.status).toBe(503)
+      expect(r.body.detail).toContain('NetworkManager is not available')
+      await lab.startNetworkManager()
+      const back = await until('profiles to be served', () => early.call('GET', '/api/network/connection_profiles'), (x) => x.status === 200)
+      expect(back.body.map((p: { id: string }) => p.id).sort()).toEqual(['peer', 'spare', 'static0'])
+    } finally {
+      await early.stop()
+    }
   })
 })
