@@ -345,6 +345,7 @@ export class NetworkManagerBackend implements NetworkBackend {
     }
     const id = String(unwrap(old.connection?.id) ?? path)
     const restore = async () => {
+      await this.requireProfile(path)
       await this.write(path, old, TO_DISK)
       await this.reapply(path, interfaces)
     }

@@ -19,24 +19,29 @@ export class NetworkError extends Error {
   }
 }
 
-const UNAVAILABLE = new Set([
-  'org.freedesktop.DBus.Error.ServiceUnknown',
-  'org.freedesktop.DBus.Error.NameHasNoOwner',
+// Nobody owns NetworkManager's name: it is not running.
+const ABSENT = new Set(['org.freedesktop.DBus.Error.ServiceUnknown', 'org.freedesktop.DBus.Error.NameHasNoOwner'])
+// It owns its name before it has exported every object: it is still starting.
+const STARTING = new Set(['org.freedesktop.DBus.Error.UnknownObject', 'org.freedesktop.DBus.Error.UnknownMethod', 'org.freedesktop.DBus.Error.UnknownInterface'])
+// It went away mid-call or does not answer.
+const SILENT = new Set([
   'org.freedesktop.DBus.Error.NoReply',
   'org.freedesktop.DBus.Error.Disconnected',
   'org.freedesktop.DBus.Error.Timeout',
   'org.freedesktop.DBus.Error.TimedOut',
   'org.freedesktop.DBus.Error.NoServer',
-  // NetworkManager owns its name before it has exported every object: it is still starting.
-  'org.freedesktop.DBus.Error.UnknownObject',
-  'org.freedesktop.DBus.Error.UnknownMethod',
-  'org.freedesktop.DBus.Error.UnknownInterface',
 ])
 
 /** A D-Bus error reply from NetworkManager (or the bus) → NetworkError. */
 export function fromDBusError(name: string, text: string, what: string): NetworkError {
-  if (UNAVAILABLE.has(name) || name.startsWith('org.freedesktop.DBus.Error.Spawn'))
-    return new NetworkError('unavailable', `NetworkManager is not available on the system bus (${what}: ${text || name}); is it running?`, name)
+  if (ABSENT.has(name) || name.startsWith('org.freedesktop.DBus.Error.Spawn'))
+    return new NetworkError(
+      'unavailable',
+      'NetworkManager is not running: nobody owns org.freedesktop.NetworkManager on the system bus. Start it (systemctl start NetworkManager); Periscope picks it up by itself',
+      name,
+    )
+  if (STARTING.has(name)) return new NetworkError('unavailable', `NetworkManager is starting or restarting (${what}: ${text || name}); try again in a moment`, name)
+  if (SILENT.has(name)) return new NetworkError('unavailable', `NetworkManager did not answer (${what}: ${text || name})`, name)
   if (name === 'org.freedesktop.DBus.Error.AccessDenied' || name.endsWith('.PermissionDenied') || name.endsWith('.NotAuthorized'))
     return new NetworkError(
       'forbidden',

@@ -37,6 +37,7 @@ interface Watch {
   deadline: number
   phase: 'watching' | 'confirming' | 'restoring'
   nextAttempt: number
+  failures: number
 }
 
 export class RollbackGuard {
@@ -68,7 +69,7 @@ export class RollbackGuard {
   arm(change: WatchedChange): void {
     if (this.watch) throw new Error('RollbackGuard.arm: a change is already watched (call ready() first)')
     const now = Date.now()
-    this.watch = { change, armedAt: now, deadline: now + this.options.seconds * 1000, phase: 'watching', nextAttempt: 0 }
+    this.watch = { change, armedAt: now, deadline: now + this.options.seconds * 1000, phase: 'watching', nextAttempt: 0, failures: 0 }
     this.timer ??= setInterval(() => void this.tick(), this.options.tickMs ?? 500)
     this.timer.unref?.()
   }
@@ -116,9 +117,13 @@ export class RollbackGuard {
         })
       }
     } catch (e) {
-      w.nextAttempt = Date.now() + (this.options.retryMs ?? 5000)
       const outcome = w.phase === 'confirming' ? 'confirm_failed' : 'rollback_failed'
-      this.options.onEvent({ outcome, description, interfaces, detail: `${outcome === 'confirm_failed' ? 'Saving' : 'Restoring the previous configuration after'} ${description} failed, retrying: ${(e as Error).message}` })
+      const what = `${outcome === 'confirm_failed' ? 'Saving' : 'Restoring the previous configuration after'} ${description} failed`
+      // The profile or interface is gone: there is nothing left to put back.
+      if (e instanceof NetworkError && e.kind === 'not_found') return this.done({ outcome, description, interfaces, detail: `${what}, giving up: ${e.message}` })
+      // NetworkManager away: keep trying (the vehicle may depend on it), telling about it once a minute or so.
+      w.nextAttempt = Date.now() + (this.options.retryMs ?? 5000)
+      if (w.failures++ % 12 === 0) this.options.onEvent({ outcome, description, interfaces, detail: `${what}, retrying: ${(e as Error).message}` })
     }
   }
 

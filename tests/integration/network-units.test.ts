@@ -4,6 +4,7 @@ import { describe, expect, test } from 'bun:test'
 import { Variant } from '../../drivers/networkmanager/bus'
 import { classify } from '../../drivers/networkmanager/backend'
 import { dnsToDotted, dottedToDns, ipv4FromSettings, ipv4Section, isIpv4 } from '../../drivers/networkmanager/ipv4'
+import { NetworkError } from '../../drivers/networkmanager/errors'
 import { RollbackGuard, type RollbackEvent } from '../../drivers/networkmanager/rollback'
 
 describe('ipv4 conversions', () => {
@@ -111,7 +112,17 @@ describe('rollback guard', () => {
     guard.arm(change('a', { restore: 2, confirm: 0 }))
     await waitFor(() => log.length > 0)
     expect(log).toEqual(['restore a'])
-    expect(events.map((e) => e.outcome)).toEqual(['rollback_failed', 'rollback_failed', 'rolled_back'])
+    // Failures are reported once, not at every retry.
+    expect(events.map((e) => e.outcome)).toEqual(['rollback_failed', 'rolled_back'])
+  })
+
+  test('a restore whose profile is gone gives up and says so', async () => {
+    const { guard, events, change } = setup(0.05)
+    guard.arm({ ...change('a'), restore: async () => Promise.reject(new NetworkError('not_found', 'No connection profile at /x')) })
+    await waitFor(() => events.length > 0)
+    expect(events[0]).toMatchObject({ outcome: 'rollback_failed' })
+    expect(events[0]!.detail).toContain('giving up')
+    expect(guard.pending()).toBeNull()
   })
 
   test('a second change first settles the first; one that cannot be settled refuses the second', async () => {

@@ -314,7 +314,7 @@ describe('without NetworkManager', () => {
     try {
       const r = await early.call('GET', '/api/network/connection_profiles')
       expect(r.status).toBe(503)
-      expect(r.body.detail).toContain('NetworkManager is not available')
+      expect(r.body.detail).toContain('NetworkManager is not running')
       await lab.startNetworkManager()
       const back = await until('profiles to be served', () => early.call('GET', '/api/network/connection_profiles'), (x) => x.status === 200)
       expect(back.body.map((p: { id: string }) => p.id).sort()).toEqual(['peer', 'spare', 'static0'])
