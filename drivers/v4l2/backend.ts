@@ -73,9 +73,9 @@ export class V4l2Backend implements CameraBackend {
     return w
   }
 
-  private async probeGroup(group: NodeGroup): Promise<Probe | null> {
+  private async probeGroup(group: NodeGroup, fresh: boolean): Promise<Probe | null> {
     try {
-      const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
+      const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes, fresh }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
       this.probes.set(group.key, { group, probe })
       return probe
     } catch (e) {
@@ -85,7 +85,12 @@ export class V4l2Backend implements CameraBackend {
     }
   }
 
-  async list(): Promise<RawDevice[]> {
+  /** fresh: re-read formats and menus too (they are cached between hot-plug events). */
+  async list(opts: { fresh?: boolean } = {}): Promise<RawDevice[]> {
+    return this.enumerate(opts.fresh ?? false)
+  }
+
+  private async enumerate(fresh: boolean): Promise<RawDevice[]> {
     const groups = scanGroups(this.o.sysfsRoot)
     const present = new Set(groups.map((g) => g.key))
     for (const [key, w] of this.workers)
@@ -94,7 +99,7 @@ export class V4l2Backend implements CameraBackend {
         this.workers.delete(key)
         this.probes.delete(key)
       }
-    const probed = await Promise.all(groups.map(async (g) => ({ group: g, probe: await this.probeGroup(g) })))
+    const probed = await Promise.all(groups.map(async (g) => ({ group: g, probe: await this.probeGroup(g, fresh) })))
     const devices = new Map<string, RawDevice>()
     const located = new Map<string, Located>()
     for (const { group, probe } of probed) {
@@ -220,7 +225,7 @@ export class V4l2Backend implements CameraBackend {
         this.lastNames = nodeNames(this.o.sysfsRoot).join(',')
         let now: Set<string>
         try {
-          now = new Set((await this.list()).map((d) => d.bus_info))
+          now = new Set((await this.enumerate(true)).map((d) => d.bus_info))
         } catch (e) {
           this.o.log?.error('v4l2: rescan failed', { err: e as Error })
           continue

@@ -250,7 +250,10 @@ function getValue(fd: number, info: ControlInfo): ControlValue {
 const readable = (i: ControlInfo) =>
   !(i.flags & C.V4L2_CTRL_FLAG_WRITE_ONLY) && i.type !== C.V4L2_CTRL_TYPE_CTRL_CLASS && i.type !== C.V4L2_CTRL_TYPE_BUTTON
 
-export function toControl(fd: number, info: ControlInfo): Control {
+/** Menus of one node by control id: they are fixed for the life of a device, so a caller may keep them. */
+export type MenuCache = Map<number, MenuItem[]>
+
+export function toControl(fd: number, info: ControlInfo, menus?: MenuCache): Control {
   const type = CONTROL_TYPES[info.type]!
   const isBool = info.type === C.V4L2_CTRL_TYPE_BOOLEAN
   const flags: ControlFlags = {
@@ -263,14 +266,21 @@ export function toControl(fd: number, info: ControlInfo): Control {
     inactive: (info.flags & C.V4L2_CTRL_FLAG_INACTIVE) !== 0,
     disabled: (info.flags & C.V4L2_CTRL_FLAG_DISABLED) !== 0,
   }
-  if (info.type === C.V4L2_CTRL_TYPE_MENU || info.type === C.V4L2_CTRL_TYPE_INTEGER_MENU) flags.menu = queryMenu(fd, info)
+  if (info.type === C.V4L2_CTRL_TYPE_MENU || info.type === C.V4L2_CTRL_TYPE_INTEGER_MENU) {
+    let menu = menus?.get(info.id)
+    if (!menu) {
+      menu = queryMenu(fd, info)
+      menus?.set(info.id, menu)
+    }
+    flags.menu = menu
+  }
   const value = readable(info) ? getValue(fd, info) : isBool ? flags.default_value : Number(info.default_value)
   return { flags, control_id: info.id, name: info.name, value }
 }
 
 /** Every control the wire model can carry, with menus and current values. */
-export function enumControls(fd: number): Control[] {
-  return enumControlInfos(fd).filter(representable).map((info) => toControl(fd, info))
+export function enumControls(fd: number, menus?: MenuCache): Control[] {
+  return enumControlInfos(fd).filter(representable).map((info) => toControl(fd, info, menus))
 }
 
 /** Why the driver refused a set, in words (the 409's reason). */

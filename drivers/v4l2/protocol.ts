@@ -3,7 +3,8 @@ import type { Control, FormatSize } from '../../core/types'
 import type { Capability } from './device'
 
 type Body =
-  | { op: 'probe'; nodes: string[] }
+  /** fresh: forget cached formats and menus (after a hot-plug event). */
+  | { op: 'probe'; nodes: string[]; fresh: boolean }
   | { op: 'controls'; path: string }
   | { op: 'setControl'; path: string; control: number; value: number | boolean | string }
   | { op: 'activeFormat'; path: string }

@@ -16,17 +16,35 @@ function withFd<T>(path: string, f: (fd: number) => T): T {
   }
 }
 
+/**
+ * What does not change while a device stays plugged in: its formats (UVC descriptors) and menus, per
+ * node. Thousands of ioctls on a camera with many formats; kept until the backend asks for a fresh
+ * probe (every hot-plug rescan does) or the node now answers as another device.
+ */
+const stable = new Map<string, { identity: string; formats: ProbedNode['formats']; menus: dev.MenuCache }>()
+
+function stableOf(path: string, cap: dev.Capability) {
+  const identity = `${cap.bus_info}|${cap.card}|${cap.driver}|${cap.version}`
+  let s = stable.get(path)
+  if (!s || s.identity !== identity) stable.set(path, (s = { identity, formats: undefined as never, menus: new Map() }))
+  return s
+}
+
 function probeNode(path: string): ProbedNode {
   return withFd(path, (fd) => {
     const cap = dev.queryCap(fd)
-    const capture = (cap.device_caps & C.V4L2_CAP_VIDEO_CAPTURE) !== 0
-    const formats = capture ? dev.enumFormats(fd) : {}
-    return { path, cap, formats: Object.keys(formats).length ? formats : null }
+    const s = stableOf(path, cap)
+    if (s.formats === undefined) {
+      const formats = cap.device_caps & C.V4L2_CAP_VIDEO_CAPTURE ? dev.enumFormats(fd) : {}
+      s.formats = Object.keys(formats).length ? formats : null
+    }
+    return { path, cap, formats: s.formats }
   })
 }
 
 /** Every node's capabilities and formats, and each device's controls. */
-function probe(paths: string[]): Probe {
+function probe(paths: string[], fresh: boolean): Probe {
+  if (fresh) stable.clear()
   const nodes: ProbedNode[] = []
   for (const path of paths) {
     try {
@@ -42,7 +60,8 @@ function probe(paths: string[]): Probe {
   for (const bus of new Set(nodes.map((n) => n.cap.bus_info))) {
     const own = nodes.filter((n) => n.cap.bus_info === bus)
     const node = (own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!).path
-    controls[bus] = { node, controls: withFd(node, dev.enumControls) }
+    const menus = stable.get(node)?.menus
+    controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menus)) }
   }
   return { nodes, controls }
 }
@@ -50,7 +69,7 @@ function probe(paths: string[]): Probe {
 function handle(req: WorkerRequest): unknown {
   switch (req.op) {
     case 'probe':
-      return probe(req.nodes)
+      return probe(req.nodes, req.fresh)
     case 'setControl':
       return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value as ControlValue))
     case 'controls':

@@ -65,7 +65,7 @@ test('GET /api/devices lists the vivid devices with every node and their control
 test('POST set_uvc_control sets the control for real (v4l2-ctl reads it back); refusals keep their status', async () => {
   const r = await setControl(BUS, BRIGHTNESS, 99)
   expect(r.status).toBe(200)
-  expect((await r.json()).success).toBe(true)
+  expect(((await r.json()) as { success: boolean }).success).toBe(true)
   expect(v4l2ctl(['-d', '/dev/video0', '-C', 'brightness']).trim()).toBe('brightness: 99')
   expect((await setControl('usb-nowhere', BRIGHTNESS, 1)).status).toBe(404)
   expect((await setControl(BUS, 0x0098f90c, 1)).status).toBe(409) // read-only
