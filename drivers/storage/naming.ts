@@ -27,3 +27,43 @@ export function recordingFileName(dir: string, label: string, ext: string, when 
   for (let i = 2; exists(join(dir, name)); i++) name = `${stem}_${i}.${ext}`
   return name
 }
+
+/** Extensions listed as recordings: what the streamer writes (mp4, mkv, avi) and their close kin. */
+export const RECORDING_EXTENSIONS = ['mp4', 'mkv', 'avi', 'mov', 'm4v', 'webm']
+
+/** The longest file name accepted, in UTF-8 bytes: the limit of ext4, exFAT and FAT alike. */
+export const MAX_NAME_BYTES = 255
+
+/** The extension, lower-case, without the dot ('' when there is none). */
+export function extensionOf(fileName: string): string {
+  const dot = fileName.lastIndexOf('.')
+  return dot > 0 ? fileName.slice(dot + 1).toLowerCase() : ''
+}
+
+/**
+ * Why `name` is not a plain file name that can only mean a file directly inside the recordings
+ * directory, or null when it is. Checked on the name and on its NFKC form, so that Unicode
+ * look-alikes ('．．／', '∕') cannot become a path in any tool that normalises names later.
+ */
+export function unsafeNameReason(name: string): string | null {
+  if (name.length === 0) return 'the name is empty'
+  if (new TextEncoder().encode(name).length > MAX_NAME_BYTES) return `the name is longer than ${MAX_NAME_BYTES} bytes`
+  for (const form of new Set([name, name.normalize('NFKC')])) {
+    if (form.includes('/') || form.includes('\\')) return "the name contains a path separator ('/' or '\\'); give a plain file name"
+    if (form.includes('..')) return "the name contains '..'"
+    if (form.startsWith('.')) return 'the name starts with a dot (hidden files are not recordings)'
+  }
+  if (name.includes('\0')) return 'the name contains a NUL character'
+  if (/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(name)) return 'the name contains a control or invisible formatting character'
+  if (/[\uD800-\uDFFF]/.test(name.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, ''))) return 'the name is not valid Unicode'
+  return null
+}
+
+/** Like unsafeNameReason, plus what a new name must also respect: portable characters, no edge spaces. */
+export function badNewNameReason(name: string): string | null {
+  const unsafe = unsafeNameReason(name)
+  if (unsafe) return unsafe
+  if (/[:*?"<>|]/.test(name)) return 'the name contains one of : * ? " < > | (not allowed on FAT/exFAT cards and Windows)'
+  if (name !== name.trim()) return 'the name starts or ends with a space'
+  return null
+}

@@ -1,0 +1,222 @@
+// The recordings directory: listing (with durations cached by size and mtime), safe rename and
+// delete, lookup by name, disk usage. No HTTP here: failures are RecordingError with a kind the
+// plugin maps to a status. Every name is checked as a plain file name and then looked up among the
+// directory's own regular files (lstat, so symlinks are never followed), so no request reaches a
+// file outside the directory.
+import { lstat, mkdir, readdir, realpath, rename, unlink } from 'node:fs/promises'
+import { realpathSync, statfsSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
+import type { Recording } from '../../core/types'
+import { readDuration, formatDuration } from './duration'
+import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from './naming'
+
+export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
+
+export class RecordingError extends Error {
+  constructor(
+    readonly kind: RecordingErrorKind,
+    message: string,
+    /** For 'invalid': which input was refused (old_name, new_name, …) and its value. */
+    readonly field?: string,
+    readonly input?: unknown,
+  ) {
+    super(message)
+    this.name = 'RecordingError'
+  }
+}
+
+/** A recording file as found on disk; `identity` changes when the file is replaced, renamed over or written. */
+export interface RecordingFile {
+  fileName: string
+  path: string
+  format: string
+  size: number
+  mtimeMs: number
+  createdMs: number
+  identity: string
+}
+
+export interface ListedRecording extends Recording {
+  /** Present (true) only while the streamer is still writing the file. */
+  in_progress?: true
+}
+
+export interface DiskUsage {
+  total: number
+  used: number
+  free: number
+}
+
+const pad = (n: number) => String(n).padStart(2, '0')
+const localTime = (ms: number) => {
+  const d = new Date(ms)
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+}
+export const formatSize = (bytes: number) => `${(bytes / 1048576).toFixed(2)} MB`
+
+export class RecordingStore {
+  private durations = new Map<string, { key: string; seconds: number | null }>()
+  private queue: Promise<unknown> = Promise.resolve()
+  private dir: string
+
+  /** `activePaths`: absolute paths the streamer is writing right now (none when there is no streamer). */
+  constructor(
+    dir: string,
+    private activePaths: () => string[] = () => [],
+  ) {
+    this.dir = dir
+  }
+
+  get directory(): string {
+    return this.dir
+  }
+
+  /** Creates the directory when missing and pins its real path (a symlinked directory is resolved once). */
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true })
+    this.dir = await realpath(this.dir)
+  }
+
+  /** File names (in this directory) being written right now. */
+  inProgress(): Set<string> {
+    const names = new Set<string>()
+    for (const p of this.activePaths()) {
+      try {
+        if (realpathSync(dirname(p)) === this.dir) names.add(basename(p))
+      } catch {
+        // a path in a directory that is gone is not ours
+      }
+    }
+    return names
+  }
+
+  /** Every recording file: regular files (not symlinks) with a recording extension. */
+  async files(): Promise<RecordingFile[]> {
+    const entries = await readdir(this.dir, { withFileTypes: true })
+    const out: RecordingFile[] = []
+    for (const e of entries) {
+      if (!e.isFile() || e.name.startsWith('.') || !RECORDING_EXTENSIONS.includes(extensionOf(e.name))) continue
+      const file = await this.stat(e.name)
+      if (file) out.push(file)
+    }
+    return out
+  }
+
+  private async stat(fileName: string): Promise<RecordingFile | null> {
+    const path = join(this.dir, fileName)
+    try {
+      const s = await lstat(path)
+      if (!s.isFile()) return null
+      return {
+        fileName,
+        path,
+        format: extensionOf(fileName),
+        size: s.size,
+        mtimeMs: s.mtimeMs,
+        createdMs: s.birthtimeMs > 0 ? s.birthtimeMs : s.mtimeMs,
+        identity: `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`,
+      }
+    } catch {
+      return null // vanished between readdir and lstat
+    }
+  }
+
+  /** The listing, newest first. Durations come from the container header, cached by size and mtime. */
+  async list(): Promise<ListedRecording[]> {
+    const files = await this.files()
+    const active = this.inProgress()
+    const seen = new Set<string>()
+    const out: (ListedRecording & { createdMs: number })[] = []
+    for (const f of files) {
+      seen.add(f.path)
+      const writing = active.has(f.fileName)
+      const seconds = writing ? (f.mtimeMs - f.createdMs) / 1000 : await this.duration(f)
+      const dot = f.fileName.lastIndexOf('.')
+      const rec: ListedRecording & { createdMs: number } = {
+        path: f.path,
+        name: f.fileName.slice(0, dot),
+        format: f.format,
+        duration: formatDuration(seconds),
+        size: formatSize(f.size),
+        created: localTime(f.createdMs),
+        createdMs: f.createdMs,
+      }
+      if (writing) rec.in_progress = true
+      out.push(rec)
+    }
+    for (const path of this.durations.keys()) if (!seen.has(path)) this.durations.delete(path)
+    out.sort((a, b) => b.createdMs - a.createdMs || a.name.localeCompare(b.name))
+    return out.map(({ createdMs: _, ...rec }) => rec)
+  }
+
+  private async duration(f: RecordingFile): Promise<number | null> {
+    const key = `${f.size}:${f.mtimeMs}`
+    const cached = this.durations.get(f.path)
+    if (cached?.key === key) return cached.seconds
+    const seconds = await readDuration(f.path, f.format)
+    this.durations.set(f.path, { key, seconds })
+    return seconds
+  }
+
+  /**
+   * The recording a client means by `name`: its exact file name, or its name without the extension
+   * when exactly one recording has it. `field` names the input in errors.
+   */
+  async find(name: string, field = 'name'): Promise<RecordingFile> {
+    const why = unsafeNameReason(name)
+    if (why) throw new RecordingError('invalid', why, field, name)
+    const exact = RECORDING_EXTENSIONS.includes(extensionOf(name)) ? await this.stat(name) : null
+    if (exact) return exact
+    const byStem = (await this.files()).filter((f) => f.fileName.slice(0, f.fileName.lastIndexOf('.')) === name)
+    if (byStem.length === 1) return byStem[0]!
+    if (byStem.length > 1)
+      throw new RecordingError(
+        'conflict',
+        `'${name}' matches ${byStem.length} recordings (${byStem.map((f) => f.fileName).join(', ')}); give the file name with its extension`,
+      )
+    throw new RecordingError('not_found', `No recording named '${name}' in the recordings directory`)
+  }
+
+  /** Runs rename/delete one at a time, so a check and the change it guards cannot interleave. */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work)
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  async rename(oldName: string, newName: string): Promise<void> {
+    return this.exclusive(async () => {
+      const source = await this.find(oldName, 'old_name')
+      const why = badNewNameReason(newName)
+      if (why) throw new RecordingError('invalid', why, 'new_name', newName)
+      const newExt = extensionOf(newName)
+      if (!newExt) throw new RecordingError('invalid', `the new name has no extension; keep '.${source.format}'`, 'new_name', newName)
+      if (newExt !== source.format)
+        throw new RecordingError('invalid', `the extension cannot change ('.${source.format}' to '.${newExt}')`, 'new_name', newName)
+      if (this.inProgress().has(source.fileName)) throw new RecordingError('conflict', `'${source.fileName}' is still being recorded; stop the recording first`)
+      if (newName === source.fileName) return
+      const target = join(this.dir, newName)
+      const existing = await lstat(target).catch(() => null)
+      // On a case-insensitive card (exFAT) the "existing" target may be the source itself: a case change.
+      const sameFile = existing && (await lstat(source.path)).ino === existing.ino
+      if (existing && !sameFile) throw new RecordingError('conflict', `A file named '${newName}' already exists in the recordings directory`)
+      await rename(source.path, target)
+      this.durations.delete(source.path)
+    })
+  }
+
+  async remove(name: string): Promise<void> {
+    return this.exclusive(async () => {
+      const file = await this.find(name, 'recording_path')
+      if (this.inProgress().has(file.fileName)) throw new RecordingError('conflict', `'${file.fileName}' is still being recorded; stop the recording first`)
+      await unlink(file.path) // unlink never follows a symlink, and find() only answers regular files
+      this.durations.delete(file.path)
+    })
+  }
+
+  disk(): DiskUsage {
+    const s = statfsSync(this.dir)
+    const total = s.blocks * s.bsize
+    return { total, used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize }
+  }
+}

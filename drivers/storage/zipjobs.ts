@@ -1,0 +1,281 @@
+// Zip jobs: prepare() stats the chosen recordings and runs one background pass that computes their
+// CRC-32s (cached by file identity, so a second zip of the same files is instant); download() then
+// streams the archive laid out by planZip() straight from the recordings: no temporary copy on disk,
+// memory flat (one read buffer in flight), an exact Content-Length.
+//
+// A recording renamed, deleted or rewritten after prepare() is caught before the response starts
+// (identity check → ZipError 'changed') or, if it happens mid-transfer, by the per-file identity
+// check on the open handle and the CRC re-computed while streaming: the transfer is then cut short
+// of its Content-Length, so no client mistakes it for a complete archive.
+import { open } from 'node:fs/promises'
+import type { RecordingFile } from './recordings'
+import { planZip, type ZipPlan } from './zip'
+
+export type ZipState = 'preparing' | 'ready' | 'downloading' | 'failed' | 'cancelled'
+
+export interface ZipStatus {
+  token: string
+  state: ZipState
+  files: string[]
+  /** Bytes of the first (CRC) pass done, and of the files in total. */
+  bytes_done: number
+  bytes_total: number
+  /** Exact archive length, known once the job is ready. */
+  archive_size: number | null
+  /** Archive bytes sent by the download in progress (or the last one). */
+  downloaded: number
+  error: string | null
+  expires_at: string
+}
+
+export class ZipError extends Error {
+  constructor(
+    readonly kind: 'not_found' | 'changed' | 'cancelled' | 'failed',
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ZipError'
+  }
+}
+
+interface Job {
+  token: string
+  files: RecordingFile[]
+  state: ZipState
+  bytesDone: number
+  bytesTotal: number
+  plan: ZipPlan | null
+  downloaded: number
+  activeDownloads: number
+  error: string | null
+  expiresAt: number
+  abort: AbortController
+  prepared: Promise<void>
+  lastEmit: number
+}
+
+const CHUNK = 1 << 20 // 1 MiB reads: large enough for full disk speed, small enough to keep memory flat
+
+export interface ZipJobsOptions {
+  ttlSeconds: number
+  /** Progress and state changes (throttled to a few per second per job). */
+  onProgress?: (status: ZipStatus) => void
+}
+
+export class ZipJobs {
+  private jobs = new Map<string, Job>()
+  private crcCache = new Map<string, number>() // file identity → CRC-32
+  private sweeper: ReturnType<typeof setInterval>
+
+  constructor(private options: ZipJobsOptions) {
+    this.sweeper = setInterval(() => this.sweep(), 1000)
+    this.sweeper.unref?.()
+  }
+
+  /** Starts the background pass over `files` (already resolved, deduplicated) and answers the token. */
+  prepare(files: RecordingFile[]): ZipStatus {
+    const token = crypto.randomUUID().replaceAll('-', '')
+    const job: Job = {
+      token,
+      files,
+      state: 'preparing',
+      bytesDone: 0,
+      bytesTotal: files.reduce((n, f) => n + f.size, 0),
+      plan: null,
+      downloaded: 0,
+      activeDownloads: 0,
+      error: null,
+      expiresAt: Date.now() + this.options.ttlSeconds * 1000,
+      abort: new AbortController(),
+      prepared: Promise.resolve(),
+      lastEmit: 0,
+    }
+    this.jobs.set(token, job)
+    job.prepared = this.computeCrcs(job).then(
+      (crcs) => {
+        job.plan = planZip(files.map((f, i) => ({ name: f.fileName, size: f.size, crc32: crcs[i]!, mtimeMs: f.mtimeMs })))
+        this.setState(job, 'ready')
+      },
+      (e: Error) => {
+        if (job.state !== 'cancelled') {
+          job.error = e.message
+          this.setState(job, 'failed')
+        }
+      },
+    )
+    job.prepared.catch(() => undefined)
+    this.emit(job, true)
+    return this.status(token)
+  }
+
+  status(token: string): ZipStatus {
+    const job = this.job(token)
+    return {
+      token: job.token,
+      state: job.state,
+      files: job.files.map((f) => f.fileName),
+      bytes_done: job.bytesDone,
+      bytes_total: job.bytesTotal,
+      archive_size: job.plan?.size ?? null,
+      downloaded: job.downloaded,
+      error: job.error,
+      expires_at: new Date(job.expiresAt).toISOString(),
+    }
+  }
+
+  /** Stops the job's pass and any download of it; the token then answers 'cancelled' until it expires. */
+  cancel(token: string): ZipStatus {
+    const job = this.job(token)
+    job.abort.abort()
+    job.error = 'cancelled by request'
+    this.setState(job, 'cancelled')
+    return this.status(token)
+  }
+
+  /**
+   * Waits for the job to be ready, checks every file is still the one prepared, and answers the
+   * exact length and the byte stream. `signal` is the client's: a hang-up ends the reads.
+   * `current` re-stats a file by name (null when it is gone).
+   */
+  async download(
+    token: string,
+    current: (fileName: string) => Promise<RecordingFile | null>,
+    signal?: AbortSignal,
+  ): Promise<{ size: number; body: AsyncGenerator<Uint8Array> }> {
+    const job = this.job(token)
+    await job.prepared
+    if (job.state === 'cancelled') throw new ZipError('cancelled', 'This zip job was cancelled; prepare a new one')
+    if (!job.plan) throw new ZipError('failed', `This zip job failed: ${job.error}`)
+    for (const f of job.files) {
+      const now = await current(f.fileName)
+      if (!now || now.identity !== f.identity) {
+        throw new ZipError('changed', `The recording '${f.fileName}' was renamed, deleted or changed after the zip was prepared; prepare a new zip`)
+      }
+    }
+    return { size: job.plan.size, body: this.stream(job, job.plan, signal) }
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper)
+    for (const job of this.jobs.values()) job.abort.abort()
+    this.jobs.clear()
+  }
+
+  private job(token: string): Job {
+    const job = this.jobs.get(token)
+    if (!job) throw new ZipError('not_found', 'Unknown or expired zip token; prepare a new zip')
+    return job
+  }
+
+  private sweep(): void {
+    const now = Date.now()
+    for (const [token, job] of this.jobs) {
+      if (job.state === 'preparing' || job.activeDownloads > 0 || job.expiresAt > now) continue
+      job.abort.abort()
+      this.jobs.delete(token)
+    }
+  }
+
+  private setState(job: Job, state: ZipState): void {
+    job.state = state
+    job.expiresAt = Date.now() + this.options.ttlSeconds * 1000
+    this.emit(job, true)
+  }
+
+  private emit(job: Job, force = false): void {
+    const now = Date.now()
+    if (!this.options.onProgress || (!force && now - job.lastEmit < 250)) return
+    job.lastEmit = now
+    this.options.onProgress(this.status(job.token))
+  }
+
+  private async computeCrcs(job: Job): Promise<number[]> {
+    const crcs: number[] = []
+    const buffer = new Uint8Array(CHUNK)
+    for (const f of job.files) {
+      const cached = this.crcCache.get(f.identity)
+      if (cached !== undefined) {
+        crcs.push(cached)
+        job.bytesDone += f.size
+        this.emit(job)
+        continue
+      }
+      const fh = await open(f.path, 'r')
+      try {
+        const s = await fh.stat()
+        if (`${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}` !== f.identity) throw new Error(`'${f.fileName}' changed while the zip was being prepared`)
+        let crc = 0
+        for (let position = 0; position < f.size;) {
+          if (job.abort.signal.aborted) throw new Error('cancelled')
+          const { bytesRead } = await fh.read(buffer, 0, Math.min(CHUNK, f.size - position), position)
+          if (bytesRead === 0) throw new Error(`'${f.fileName}' became shorter while the zip was being prepared`)
+          crc = Bun.hash.crc32(buffer.subarray(0, bytesRead), crc)
+          position += bytesRead
+          job.bytesDone += bytesRead
+          this.emit(job)
+        }
+        crcs.push(crc)
+        this.rememberCrc(f.identity, crc)
+      } finally {
+        await fh.close()
+      }
+    }
+    return crcs
+  }
+
+  private rememberCrc(identity: string, crc: number): void {
+    this.crcCache.set(identity, crc)
+    if (this.crcCache.size > 10_000) this.crcCache.delete(this.crcCache.keys().next().value!)
+  }
+
+  private async *stream(job: Job, plan: ZipPlan, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+    job.activeDownloads++
+    job.downloaded = 0
+    this.setState(job, 'downloading')
+    let failure: string | null = null
+    try {
+      for (let i = 0; i < plan.entries.length; i++) {
+        const entry = plan.entries[i]!
+        const file = job.files[i]!
+        yield entry.localHeader
+        job.downloaded += entry.localHeader.length
+        const fh = await open(file.path, 'r').catch(() => null)
+        if (!fh) throw new ZipError('changed', `'${file.fileName}' was renamed or deleted during the download`)
+        try {
+          const s = await fh.stat()
+          if (`${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}` !== file.identity)
+            throw new ZipError('changed', `'${file.fileName}' was replaced or changed during the download`)
+          let crc = 0
+          for (let position = 0; position < file.size;) {
+            if (job.abort.signal.aborted || signal?.aborted) throw new ZipError('cancelled', 'the download was cancelled')
+            // A fresh buffer per chunk: the response may still hold the previous one.
+            const chunk = new Uint8Array(Math.min(CHUNK, file.size - position))
+            const { bytesRead } = await fh.read(chunk, 0, chunk.length, position)
+            if (bytesRead === 0) throw new ZipError('changed', `'${file.fileName}' became shorter during the download`)
+            const data = bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead)
+            crc = Bun.hash.crc32(data, crc)
+            position += bytesRead
+            job.downloaded += bytesRead
+            this.emit(job)
+            yield data
+          }
+          if (crc >>> 0 !== entry.source.crc32 >>> 0) throw new ZipError('changed', `'${file.fileName}' changed after the zip was prepared (CRC mismatch)`)
+        } finally {
+          await fh.close()
+        }
+      }
+      yield plan.trailer
+      job.downloaded += plan.trailer.length
+    } catch (e) {
+      failure = (e as Error).message
+      throw e // cuts the response short of its Content-Length
+    } finally {
+      job.activeDownloads--
+      if (job.state !== 'cancelled') {
+        if (failure) job.error = `download failed: ${failure}`
+        else job.error = null
+        this.setState(job, failure && !failure.includes('cancelled') ? 'failed' : 'ready')
+      }
+    }
+  }
+}

@@ -1,0 +1,296 @@
+// Recordings: list, rename, delete, download (with Range), disk usage, and zip downloads of a
+// selection (background CRC pass, then a streamed ZIP64-correct archive with an exact length).
+// Reads config.recordingsDir; the streamer (when present) says which files are still being written.
+import { Elysia, t } from 'elysia'
+import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { RecordingModel } from '../../core/schemas'
+import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
+import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
+import { timestamp } from '../../drivers/storage/naming'
+
+const RecordingList = t.Array(
+  t.Intersect([RecordingModel, t.Object({ in_progress: t.Optional(t.Boolean({ description: 'present while the recording is being written' })) })]),
+)
+const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
+const ZipStatusModel = t.Object({
+  token: t.String(),
+  state: t.Union([t.Literal('preparing'), t.Literal('ready'), t.Literal('downloading'), t.Literal('failed'), t.Literal('cancelled')]),
+  files: t.Array(t.String()),
+  bytes_done: t.Integer({ description: 'bytes of the preparing pass (CRC-32) done' }),
+  bytes_total: t.Integer(),
+  archive_size: t.Union([t.Integer(), t.Null()], { description: 'exact archive length once ready' }),
+  downloaded: t.Integer(),
+  error: t.Union([t.String(), t.Null()]),
+  expires_at: t.String(),
+  status_url: t.String(),
+  download_url: t.String(),
+})
+
+const MIME: Record<string, string> = {
+  mp4: 'video/mp4',
+  m4v: 'video/mp4',
+  mov: 'video/quicktime',
+  mkv: 'video/x-matroska',
+  webm: 'video/webm',
+  avi: 'video/x-msvideo',
+}
+
+/** Content-Disposition with an ASCII fallback and the exact UTF-8 name (RFC 6266 / 5987). */
+function disposition(kind: 'inline' | 'attachment', fileName: string): string {
+  const fallback = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_')
+  return `${kind}; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(fileName)}`
+}
+
+/** RecordingError / ZipError / errno → the HTTP error model. Anything else is rethrown (a bug → 500). */
+function httpError(e: unknown): unknown {
+  if (e instanceof RecordingError) {
+    if (e.kind === 'invalid') return valueError(['path', e.field ?? 'name'], e.message, e.input)
+    return e.kind === 'not_found' ? notFound(e.message) : conflict(e.message)
+  }
+  if (e instanceof ZipError) return e.kind === 'not_found' ? notFound(e.message) : conflict(e.message)
+  const code = (e as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT') return notFound('The recording is gone (it was renamed or deleted meanwhile)')
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return new HttpError(502, `The recordings file system refused (${code}): ${(e as Error).message}`)
+  return e
+}
+
+const mapped = async <T>(work: () => Promise<T> | T): Promise<T> => {
+  try {
+    return await work()
+  } catch (e) {
+    throw httpError(e)
+  }
+}
+
+/** Serves one file with single-range support (206/416); `?download=true` or /download makes it an attachment. */
+function serveFile(file: RecordingFile, request: Request, attachment: boolean): Response {
+  const headers: Record<string, string> = {
+    'content-type': MIME[file.format] ?? 'application/octet-stream',
+    'content-disposition': disposition(attachment ? 'attachment' : 'inline', file.fileName),
+    'accept-ranges': 'bytes',
+    'last-modified': new Date(file.mtimeMs).toUTCString(),
+  }
+  const blob = Bun.file(file.path)
+  const range = request.headers.get('range')
+  const m = range ? /^bytes=(\d*)-(\d*)$/.exec(range.trim()) : null
+  if (!m || (m[1] === '' && m[2] === '')) return new Response(blob, { headers: { ...headers, 'content-length': String(file.size) } })
+  let start: number
+  let end: number
+  if (m[1] === '') {
+    start = Math.max(0, file.size - Number(m[2]))
+    end = file.size - 1
+  } else {
+    start = Number(m[1])
+    end = m[2] === '' ? file.size - 1 : Math.min(Number(m[2]), file.size - 1)
+  }
+  if (start >= file.size || start > end) {
+    return new Response(JSON.stringify({ detail: `Range '${range}' is outside the recording (${file.size} bytes)` }), {
+      status: 416,
+      headers: { 'content-type': 'application/json', 'content-range': `bytes */${file.size}` },
+    })
+  }
+  return new Response(blob.slice(start, end + 1), {
+    status: 206,
+    headers: { ...headers, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${file.size}` },
+  })
+}
+
+export default definePlugin({
+  name: 'recordings',
+  setup({ config, registry, events }) {
+    const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
+    const jobs = new ZipJobs({ ttlSeconds: config.zipTokenTtlSeconds, onProgress: (status) => events.emit('zip_progress', status) })
+
+    let ready = false
+    let initError: string | null = null
+    const initStore = async () => {
+      try {
+        await store.init()
+        ready = true
+        initError = null
+      } catch (e) {
+        initError = (e as Error).message
+      }
+    }
+    /** The directory, created on first use if start() could not (a card mounted later). */
+    const dir = async () => {
+      if (!ready) await initStore()
+      if (!ready) throw new HttpError(503, `The recordings directory ${config.recordingsDir} is unavailable: ${initError}`)
+      return store
+    }
+    const list = async () => (await dir()).list()
+    const links = (token: string) => ({ status_url: `/api/recordings/zip/${token}`, download_url: `/api/recordings/zip/download?token=${token}` })
+    const zipStatus = (token: string) => ({ ...jobs.status(token), ...links(token) })
+
+    // Static paths first: /disk and /zip/* must never be taken for recording names.
+    const routes = new Elysia()
+      .get('/api/recordings', () => mapped(list), {
+        ...docs({ tag: 'recordings', summary: 'Every recording in the recordings directory, newest first', ok: RecordingList, errors: [503] }),
+      })
+      .get('/api/recordings/disk', () => mapped(async () => (await dir()).disk()), {
+        ...docs({ tag: 'recordings', summary: 'Size, used and free bytes of the file system holding the recordings', ok: DiskModel, errors: [502, 503] }),
+      })
+      .post(
+        '/api/recordings/zip/prepare',
+        ({ body }) =>
+          mapped(async () => {
+            const s = await dir()
+            const chosen = new Map<string, RecordingFile>()
+            const missing: string[] = []
+            const invalid: RequestValidationError['errors'] = []
+            for (const [i, name] of (body as string[]).entries()) {
+              try {
+                const f = await s.find(name)
+                chosen.set(f.fileName, f)
+              } catch (e) {
+                if (e instanceof RecordingError && e.kind === 'not_found') missing.push(name)
+                else if (e instanceof RecordingError && e.kind === 'invalid')
+                  invalid.push({ type: 'value_error', loc: ['body', i], msg: `Value error, ${e.message}`, input: name, ctx: { error: e.message } })
+                else throw e
+              }
+            }
+            if (invalid.length) throw new RequestValidationError(invalid)
+            if (missing.length) throw notFound(`No such recordings: ${missing.map((n) => `'${n}'`).join(', ')}`)
+            const writing = [...chosen.keys()].filter((n) => s.inProgress().has(n))
+            if (writing.length) throw conflict(`Still being recorded, cannot be zipped yet: ${writing.join(', ')}`)
+            const status = jobs.prepare([...chosen.values()])
+            return { ...status, ...links(status.token) }
+          }),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'Start a zip of recordings (names with or without extension); answers a token',
+            description:
+              'A background pass computes each CRC-32 (progress on GET /api/recordings/zip/{token} and `zip_progress` events); ' +
+              'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, with an exact Content-Length. ' +
+              'No temporary file is written. Unused tokens expire (--zip-token-ttl).',
+            body: t.Array(t.String(), { minItems: 1 }),
+            ok: ZipStatusModel,
+            errors: [404, 409, 503],
+          }),
+        },
+      )
+      .get(
+        '/api/recordings/zip/download',
+        async ({ query, request, server }) =>
+          mapped(async () => {
+            const s = await dir()
+            const token = (query as { token: string }).token
+            jobs.status(token) // 404 before waiting when the token is unknown
+            server?.timeout(request, 0) // the first byte may wait for the preparing pass
+            const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), request.signal)
+            return new Response(body as unknown as BodyInit, {
+              headers: {
+                'content-type': 'application/zip',
+                'content-length': String(size),
+                'content-disposition': disposition('attachment', `recordings_${timestamp(new Date())}.zip`),
+              },
+            })
+          }),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'Download a prepared zip (waits while it is still preparing)',
+            description:
+              'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short of its Content-Length.',
+            query: t.Object({ token: t.String() }),
+            ok: { content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
+            errors: [404, 409, 503],
+          }),
+        },
+      )
+      .get('/api/recordings/zip/:token', ({ params }) => mapped(() => zipStatus(params.token)), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'State of a zip job: preparing/ready/downloading/failed/cancelled, bytes done/total',
+          ok: ZipStatusModel,
+          errors: [404],
+          pathParams: ['token'],
+        }),
+      })
+      .delete('/api/recordings/zip/:token', ({ params }) => mapped(() => ({ ...jobs.cancel(params.token), ...links(params.token) })), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'Cancel a zip job (its preparing pass and any download of it)',
+          ok: ZipStatusModel,
+          errors: [404],
+          pathParams: ['token'],
+        }),
+      })
+      .get('/api/recordings/:name/download', ({ params, request }) => mapped(async () => serveFile(await (await dir()).find(params.name), request, true)), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'Download one recording (Range requests supported)',
+          ok: { content: { 'video/*': { schema: { type: 'string', format: 'binary' } } } },
+          errors: [404, 503],
+          pathParams: ['name'],
+        }),
+      })
+      .get(
+        '/api/recordings/:name',
+        ({ params, request, query }) =>
+          mapped(async () =>
+            serveFile(
+              await (await dir()).find(params.name),
+              request,
+              ['true', '1', 'yes'].includes(String((query as Record<string, string>).download).toLowerCase()),
+            ),
+          ),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'One recording, for playing (inline) or, with ?download=true, as an attachment; Range supported',
+            ok: { content: { 'video/*': { schema: { type: 'string', format: 'binary' } } } },
+            errors: [404, 503],
+            pathParams: ['name'],
+          }),
+        },
+      )
+      .patch(
+        '/api/recordings/:old_name/:new_name',
+        ({ params }) =>
+          mapped(async () => {
+            await (await dir()).rename(params.old_name, params.new_name)
+            return list()
+          }),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'Rename a recording (full file names, same extension); answers the list',
+            description:
+              'Plain file names only: no separators, "..", control characters, leading dot, or names over 255 bytes. A taken name or a recording in progress answers 409.',
+            ok: RecordingList,
+            errors: [404, 409, 502, 503],
+            pathParams: ['old_name', 'new_name'],
+          }),
+        },
+      )
+      .delete(
+        '/api/recordings/:recording_path',
+        ({ params }) =>
+          mapped(async () => {
+            await (await dir()).remove(params.recording_path)
+            return list()
+          }),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'Delete a recording; answers the list (200 [] when it was the last one)',
+            ok: RecordingList,
+            errors: [404, 409, 502, 503],
+            pathParams: ['recording_path'],
+          }),
+        },
+      )
+
+    return {
+      routes,
+      start: initStore,
+      stop: () => jobs.stop(),
+      health: () =>
+        ready ? { state: 'ok' as const, directory: store.directory } : { state: 'degraded' as const, detail: `recordings directory unavailable: ${initError}` },
+    }
+  },
+})
