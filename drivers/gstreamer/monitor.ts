@@ -1,28 +1,32 @@
-// Reading a gst-launch-1.0 child (run with -m -v): which member just passed a buffer and at what PTS,
-// which camera lost frames (v4l2src QoS), what failed. Pure, so the parsing is unit-tested.
+// Reading a gst-launch-1.0 child run with -m: bus messages, each naming the element that posted it,
+// so they are attributed reliably even from many streaming threads (the -v property-notify lines are
+// not: under load they repeat one element's value in place of another's). Pure, so it is unit-tested.
+//   alive<i> (progressreport): posts once a second while member i's buffers flow — liveness, stalls.
+//   mon<i> (identity check-imperfect-timestamp): posts when member i's timeline has a gap — frames missing.
+//   cam<i> (v4l2src): QoS with duration = lost × frame duration — frames the camera lost.
 
 export type ChildEvent =
-  | { kind: 'buffer'; member: number; ptsNs: number }
+  | { kind: 'alive'; member: number }
+  | { kind: 'gap'; member: number; deltaNs: number }
   | { kind: 'lost'; member: number; durationNs: number }
   | { kind: 'error'; text: string }
 
-// `/GstPipeline:pipeline0/GstIdentity:mon0: last-message = chain   ******* (mon0:sink) (614400 bytes, dts: none, pts: 0:00:00.001759628, …`
-const BUFFER = /GstIdentity:mon(\d+): last-message = chain .*?pts: (\d+):(\d\d):(\d\d)\.(\d{9})/
+// `Got message #53 from element "alive0" (element): progress, current=(gint64)0, format=(GstFormat)time;`
+const ALIVE = /^Got message #\d+ from element "alive(\d+)" \(element\): progress/
+// `Got message #62 from element "mon0" (element): imperfect-timestamp, delta=(gint64)33333334, …`
+const GAP = /^Got message #\d+ from element "mon(\d+)" \(element\): imperfect-timestamp, delta=\(gint64\)(-?\d+)/
 // `Got message #57 from element "cam0" (qos): GstMessageQOS, live=(boolean)true, …, duration=(guint64)66666666, …`
 const QOS = /^Got message #\d+ from element "cam(\d+)" \(qos\): .*?duration=\(guint64\)(\d+)/
 // stderr: `ERROR: from element /GstPipeline:pipeline0/GstFileSink:filesink0: Could not write to resource.`
 const ERROR = /^ERROR: (?:from element [^:]+(?::[^:]+)*?: )?(.*)$/
 
 export function parseChildLine(line: string): ChildEvent | null {
-  if (line.startsWith('/GstPipeline')) {
-    const m = BUFFER.exec(line)
-    if (!m) return null
-    const ptsNs = ((Number(m[2]) * 60 + Number(m[3])) * 60 + Number(m[4])) * 1e9 + Number(m[5])
-    return { kind: 'buffer', member: Number(m[1]), ptsNs }
-  }
   if (line.startsWith('Got message')) {
-    const m = QOS.exec(line)
-    return m ? { kind: 'lost', member: Number(m[1]), durationNs: Number(m[2]) } : null
+    let m = ALIVE.exec(line)
+    if (m) return { kind: 'alive', member: Number(m[1]) }
+    if ((m = GAP.exec(line))) return { kind: 'gap', member: Number(m[1]), deltaNs: Number(m[2]) }
+    if ((m = QOS.exec(line))) return { kind: 'lost', member: Number(m[1]), durationNs: Number(m[2]) }
+    return null
   }
   if (line.startsWith('ERROR:')) {
     const m = ERROR.exec(line)
@@ -36,45 +40,15 @@ export function lostFrames(durationNs: number, frameNs: number): number {
   return durationNs > 0 && frameNs > 0 ? Math.max(1, Math.round(durationNs / frameNs)) : 0
 }
 
+/** Whole frames missing in a gap (real cameras' timestamps jitter by far less than half a frame). */
+export function gapFrames(deltaNs: number, frameNs: number): number {
+  return deltaNs > 0 && frameNs > 0 ? Math.round(deltaNs / frameNs) : 0
+}
+
 /**
- * Counts group frames that are out of step: every frame falls in a slot of one frame interval on the
- * group's clock; once a slot is a second old, the frames in a slot that not every member filled have
- * no partner and count as dropped (a lone camera is never out of step).
+ * Frames of a group dropped for being out of step: a gap of `gapFrames` in one member's timeline leaves
+ * the same instants of every other member without a partner. A lone camera is never out of step.
  */
-export class StepCounter {
-  private slots = new Map<number, Set<number>>()
-  private newest = -Infinity
-  dropped = 0
-
-  constructor(private readonly members: number, private readonly frameNs: number, private readonly settleSlots = Math.max(2, Math.round(1e9 / frameNs))) {}
-
-  private started = new Set<number>()
-  private firstSlot = Infinity
-
-  add(member: number, ptsNs: number): void {
-    if (this.members < 2) return
-    const slot = Math.round(ptsNs / this.frameNs)
-    // Members start a few frames apart: count from the slot after every one of them has delivered.
-    if (this.started.size < this.members) {
-      this.started.add(member)
-      if (this.started.size === this.members) this.firstSlot = slot + 1
-      return
-    }
-    if (slot < this.firstSlot) return
-    let set = this.slots.get(slot)
-    if (!set) this.slots.set(slot, (set = new Set()))
-    set.add(member)
-    if (slot > this.newest) {
-      this.newest = slot
-      this.settle(slot - this.settleSlots)
-    }
-  }
-
-  private settle(upTo: number): void {
-    for (const [slot, set] of this.slots) {
-      if (slot > upTo) continue
-      if (set.size < this.members) this.dropped += set.size
-      this.slots.delete(slot)
-    }
-  }
+export function outOfStep(gapFrames: number, members: number): number {
+  return gapFrames > 0 ? gapFrames * (members - 1) : 0
 }

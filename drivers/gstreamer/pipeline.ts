@@ -1,7 +1,7 @@
 // The pipeline builder: a pure function from a StreamJob to gst-launch-1.0 arguments. Everything the
-// supervisor needs to watch the child is named here: `cam<i>` (a member's v4l2src, whose QoS messages
-// count lost frames) and `mon<i>` (an identity after each member's source; its per-buffer line is the
-// proof that frames flow, and carries the PTS the group step counter compares).
+// supervisor watches is named here (see monitor.ts): `cam<i>` (member i's v4l2src: QoS = lost frames),
+// `mon<i>` (an identity after the source: gaps in the timeline) and `alive<i>` (a progressreport: a bus
+// message every second while buffers flow, so the service sees a stall rather than guessing one).
 import type { Endpoint, StreamJob, StreamMember, VideoSource } from '../../core/types'
 import { framerate } from './simulated'
 
@@ -51,7 +51,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
   }
   members.forEach((member, i) => {
     tokens.push(...sourceTokens(job, member, i))
-    if (!options.bare) tokens.push('!', 'identity', `name=mon${i}`, 'silent=false')
+    if (!options.bare) tokens.push('!', ...monitorTokens(i))
     tokens.push(...encodeTokens(job, options))
     if (stream.stream_type === 'UDP') {
       tokens.push('!', ...payloaderTokens(job, group))
@@ -62,6 +62,10 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
     }
   })
   return tokens
+}
+
+export function monitorTokens(i: number): string[] {
+  return ['identity', `name=mon${i}`, 'check-imperfect-timestamp=true', '!', 'progressreport', `name=alive${i}`, 'update-freq=1', 'silent=true', 'do-query=false']
 }
 
 function sourceTokens(job: StreamJob, member: StreamMember, index: number): string[] {

@@ -9,7 +9,7 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { recordingFileName } from '../storage/naming'
-import { lostFrames, parseChildLine, StepCounter } from './monitor'
+import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, RECORDING_EXT, shellCommand } from './pipeline'
 import { children } from './children'
 
@@ -42,10 +42,12 @@ export class StreamRunner {
   private child: Subprocess | null = null
   private generation = 0
   private recording: string | null = null
-  private lastBufferAt = 0
+  /** Per member, when its progressreport last posted (ms); 0 = not yet. */
+  private aliveAt: number[] = []
+  private spawnedAt = 0
   private runningSince = 0
   private lost = 0
-  private steps: StepCounter | null = null
+  private unpaired = 0
   private lastError: string | null = null
   private stderrTail: string[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -62,7 +64,7 @@ export class StreamRunner {
   }
 
   get drops(): number {
-    return this.lost + (this.steps?.dropped ?? 0)
+    return this.lost + this.unpaired
   }
 
   /** The file the child is writing, while it runs. */
@@ -123,12 +125,12 @@ export class StreamRunner {
     const generation = ++this.generation
     this.lastError = null
     this.stderrTail = []
-    this.steps = new StepCounter(this.job.members.length, this.frameNs)
-    this.lastBufferAt = Date.now()
+    this.aliveAt = this.job.members.map(() => 0)
+    this.spawnedAt = Date.now()
     this.hooks.log.info('starting pipeline', { bus_info: this.job.bus_info, command: shellCommand(tokens) })
     try {
-      // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages (QoS, errors); -v: monitor lines.
-      this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', '-v', ...tokens], {
+      // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages, which monitor.ts reads.
+      this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', ...tokens], {
         stdin: 'ignore',
         stdout: 'pipe',
         stderr: 'pipe',
@@ -154,13 +156,14 @@ export class StreamRunner {
   private onLine(line: string): void {
     const event = parseChildLine(line)
     if (!event) return
-    if (event.kind === 'buffer') {
-      this.lastBufferAt = Date.now()
-      this.steps?.add(event.member, event.ptsNs)
-      if (this.state === 'starting') {
+    if (event.kind === 'alive') {
+      this.aliveAt[event.member] = Date.now()
+      if (this.state === 'starting' && this.aliveAt.every((t) => t > 0)) {
         this.runningSince = Date.now()
         this.setState('running', null)
       }
+    } else if (event.kind === 'gap') {
+      this.unpaired += outOfStep(gapFrames(event.deltaNs, this.frameNs), this.job.members.length)
     } else if (event.kind === 'lost') {
       this.lost += lostFrames(event.durationNs, this.frameNs)
     } else {
@@ -179,7 +182,9 @@ export class StreamRunner {
 
   private tick(): void {
     const now = Date.now()
-    if (this.child && (this.state === 'starting' || this.state === 'running') && now - this.lastBufferAt > this.options.stallMs) {
+    // Every member must deliver: a silent follower stalls its group as surely as a silent leader.
+    const quietSince = Math.min(...this.aliveAt.map((t) => t || this.spawnedAt))
+    if (this.child && (this.state === 'starting' || this.state === 'running') && now - quietSince > this.options.stallMs) {
       this.hooks.log.warn('pipeline stalled', { bus_info: this.job.bus_info })
       this.lastError = `stalled: no buffers for ${Math.round(this.options.stallMs / 1000)} s`
       this.child.kill('SIGKILL') // a stalled pipeline ignores EOS; the recording survives a kill by design

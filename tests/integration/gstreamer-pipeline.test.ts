@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { StreamJob } from '../../core/types'
 import { frameSyncCommand } from '../../drivers/gstreamer/framesync'
-import { lostFrames, parseChildLine, StepCounter } from '../../drivers/gstreamer/monitor'
+import { gapFrames, lostFrames, outOfStep, parseChildLine } from '../../drivers/gstreamer/monitor'
 import { buildPipeline, memberEndpoints, shellCommand, softwareBitrateKbps } from '../../drivers/gstreamer/pipeline'
 import { simulatedSource } from '../../drivers/gstreamer/simulated'
 
@@ -33,7 +33,8 @@ describe('buildPipeline', () => {
   test('H264 over UDP: v4l2src caps, h264parse and rtph264pay with in-band parameters, every endpoint', () => {
     const p = line(buildPipeline(v4l2Job('H264', 'UDP')))
     expect(p).toBe(
-      'v4l2src name=cam0 device=/dev/video2 ! video/x-h264,width=1920,height=1080,framerate=30/1 ! identity name=mon0 silent=false' +
+      'v4l2src name=cam0 device=/dev/video2 ! video/x-h264,width=1920,height=1080,framerate=30/1' +
+        ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
         ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
         ' ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false async=false',
     )
@@ -89,6 +90,7 @@ describe('buildPipeline', () => {
     expect(p).toContain('v4l2src name=cam0 device=/dev/video2')
     expect(p).toContain('v4l2src name=cam1 device=/dev/video4')
     expect(p).toContain('identity name=mon1')
+    expect(p).toContain('progressreport name=alive1')
     expect(p).toContain('clients=192.168.2.1:5600,10.0.0.5:6000')
     expect(p).toContain('clients=192.168.2.1:5601,10.0.0.5:6001')
     expect(p.match(/timestamp-offset=0/g)?.length).toBe(2)
@@ -102,7 +104,7 @@ describe('buildPipeline', () => {
   })
 
   test('bare leaves out the monitors', () => {
-    expect(line(buildPipeline(v4l2Job('H264', 'UDP'), { bare: true }))).not.toContain('identity')
+    expect(line(buildPipeline(v4l2Job('H264', 'UDP'), { bare: true }))).not.toMatch(/identity|progressreport/)
   })
 
   test('shellCommand quotes what a shell would split', () => {
@@ -111,14 +113,19 @@ describe('buildPipeline', () => {
 })
 
 describe('child output', () => {
-  test('a monitor buffer line', () => {
-    const l =
-      '/GstPipeline:pipeline0/GstIdentity:mon1: last-message = chain   ******* (mon1:sink) (614400 bytes, dts: none, pts: 1:02:03.001759628, duration: 0:00:00.033333333, offset: 0, offset_end:  1, flags: 00000040 discont , meta: none) 0x55cb8c24d5a0'
-    expect(parseChildLine(l)).toEqual({ kind: 'buffer', member: 1, ptsNs: 3723 * 1e9 + 1759628 })
+  test('a progress report: the member is alive', () => {
+    expect(parseChildLine('Got message #53 from element "alive1" (element): progress, current=(gint64)0, format=(GstFormat)time;')).toEqual({ kind: 'alive', member: 1 })
   })
 
-  test('an event line of the monitor is not a buffer', () => {
-    expect(parseChildLine('/GstPipeline:pipeline0/GstIdentity:mon0: last-message = event   ******* (mon0:sink) E (type: segment (17934), …')).toBeNull()
+  test('a gap in a member timeline', () => {
+    const l =
+      'Got message #62 from element "mon0" (element): imperfect-timestamp, delta=(gint64)33333334, prev-timestamp=(guint64)645949971, prev-duration=(guint64)33333333, prev-offset=(guint64)19, prev-offset-end=(guint64)20, cur-timestamp=(guint64)712616638, cur-duration=(guint64)33333333, cur-offset=(guint64)21, cur-offset-end=(guint64)22;'
+    expect(parseChildLine(l)).toEqual({ kind: 'gap', member: 0, deltaNs: 33333334 })
+  })
+
+  test('other messages are not ours', () => {
+    expect(parseChildLine('Got message #5 from element "pipeline0" (state-changed): GstMessageStateChanged, old-state=(GstState)GST_STATE_NULL;')).toBeNull()
+    expect(parseChildLine('Setting pipeline to PLAYING ...')).toBeNull()
   })
 
   test('a v4l2src QoS message reports lost frames', () => {
@@ -138,26 +145,18 @@ describe('child output', () => {
   })
 })
 
-describe('StepCounter', () => {
+describe('out of step', () => {
   const frame = 1e9 / 30
-  test('members in step drop nothing; a missing partner drops the lone frame', () => {
-    const c = new StepCounter(2, frame, 2)
-    for (let i = 0; i < 10; i++) {
-      c.add(0, i * frame)
-      if (i !== 5) c.add(1, i * frame + 1e6)
-    }
-    expect(c.dropped).toBe(1)
+  test('a gap of whole frames in one member leaves its partners unpaired', () => {
+    expect(gapFrames(33333334, frame)).toBe(1)
+    expect(gapFrames(100000000, frame)).toBe(3)
+    expect(gapFrames(2000000, frame)).toBe(0) // timestamp jitter, not a lost frame
+    expect(gapFrames(-5000000, frame)).toBe(0)
+    expect(outOfStep(3, 2)).toBe(3)
+    expect(outOfStep(2, 3)).toBe(4)
   })
   test('a lone camera is never out of step', () => {
-    const c = new StepCounter(1, frame, 2)
-    for (let i = 0; i < 10; i += 2) c.add(0, i * frame)
-    expect(c.dropped).toBe(0)
-  })
-  test('frames before every member started do not count', () => {
-    const c = new StepCounter(2, frame, 2)
-    for (let i = 0; i < 5; i++) c.add(0, i * frame)
-    for (let i = 5; i < 20; i++) (c.add(0, i * frame), c.add(1, i * frame))
-    expect(c.dropped).toBe(0)
+    expect(outOfStep(5, 1)).toBe(0)
   })
 })
 
@@ -166,3 +165,4 @@ test('frame-sync command: fps plus offset, duty 30; stop is 0,0', () => {
   expect(frameSyncCommand(30, 2)).toBe('32,30\n')
   expect(frameSyncCommand(0, 2)).toBe('0,0\n')
 })
+

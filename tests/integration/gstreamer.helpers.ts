@@ -193,3 +193,14 @@ export function discover(path: string): Discovered {
     videoStreams: (out.match(/video #\d+:/g) ?? []).length,
   }
 }
+
+/** Decodes a recording to its end: the timestamp after its last decoded frame (s), 0 if it does not decode. */
+export function playableSeconds(path: string): number {
+  const r = Bun.spawnSync(['gst-launch-1.0', '-v', 'filesrc', `location=${path}`, '!', 'matroskademux', '!', 'decodebin', '!', 'identity', 'name=out', 'silent=false', '!', 'fakesink'])
+  if (r.exitCode !== 0) return 0
+  const stamps = [...r.stdout.toString().matchAll(/GstIdentity:out: last-message = chain .*?pts: (\d+):(\d\d):(\d\d\.\d+), duration: (\d+):(\d\d):(\d\d\.\d+)/g)]
+  const last = stamps.at(-1)
+  if (!last) return 0
+  const secs = (h: string, m: string, s: string) => Number(h) * 3600 + Number(m) * 60 + Number(s)
+  return secs(last[1]!, last[2]!, last[3]!) + secs(last[4]!, last[5]!, last[6]!)
+}

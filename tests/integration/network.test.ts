@@ -1,7 +1,7 @@
 // The network plugin against a real NetworkManager 1.42 in a network namespace on a private system bus
 // (tests/integration/nm/lab.ts). The service runs in this process, in the host namespace, and reaches
 // NetworkManager through the private bus only. Prerequisites: root, scripts/setup/networkmanager.sh.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { PeriscopeEvent } from '../../core/events'
@@ -12,6 +12,8 @@ import { startTestServer, type TestServer } from '../helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 
 const ROLLBACK_SECONDS = 2
+// Rollback windows and NetworkManager restarts take seconds; on a busy 2-core CI box, more.
+setDefaultTimeout(30_000)
 let lab: NmLab
 let server: TestServer
 const events: PeriscopeEvent[] = []
