@@ -1,6 +1,7 @@
 // Provides the 'streamer' backend: gst-launch-1.0 children per stream, and the frame-sync board of
 // leader/follower groups. Without GStreamer installed it provides nothing and reports itself down,
 // so the cameras plugin answers 503 when a stream must start.
+import { existsSync } from 'node:fs'
 import { definePlugin, type PluginHealth } from '../../core/plugin'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
@@ -22,7 +23,13 @@ export default definePlugin({
       return
     }
     const offset = () => store.get<Preferences>('preferences', 'current')?.frequency_offset ?? 0
-    frameSync = new FrameSync({ log: log.child({ part: 'frame-sync' }), frequencyOffset: offset() })
+    // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
+    const fixedPort = process.env.PERISCOPE_FRAME_SYNC_PORT
+    frameSync = new FrameSync({
+      log: log.child({ part: 'frame-sync' }),
+      frequencyOffset: offset(),
+      findPort: fixedPort ? () => (existsSync(fixedPort) ? fixedPort : null) : undefined,
+    })
     streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
     unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return

@@ -1,0 +1,140 @@
+// The frame-sync board on a pseudo-terminal pair (python3's os.openpty): the fps command while a group
+// streams, again when the board appears and when frequency_offset changes, 0,0 when no group streams.
+// The plugin's wiring (preferences from the store, 'preferences_updated') is exercised with real core parts.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import type { Subprocess } from 'bun'
+import { Registry } from '../../core/plugin'
+import { EventBus } from '../../core/events'
+import { createLogger } from '../../core/log'
+import { SettingsStore } from '../../core/store'
+import type { Config } from '../../core/config'
+import { FrameSync } from '../../drivers/gstreamer/framesync'
+import plugin from '../../plugins/gstreamer'
+import { requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+
+/** A pty pair: `port` is the slave a service would open; `lines` is what arrived at the master. */
+class PtyBoard {
+  lines: string[] = []
+  port = ''
+  private proc: Subprocess
+
+  constructor() {
+    const script = `
+import os, sys
+master, slave = os.openpty()
+print(os.ttyname(slave), flush=True)
+buf = b''
+while True:
+    data = os.read(master, 1024)
+    if not data: break
+    buf += data
+    while b'\\n' in buf:
+        line, buf = buf.split(b'\\n', 1)
+        print('LINE ' + line.decode(), flush=True)
+`
+    this.proc = Bun.spawn(['python3', '-c', script], { stdout: 'pipe', stderr: 'inherit', stdin: 'ignore' })
+    void this.read()
+  }
+
+  private async read(): Promise<void> {
+    const decoder = new TextDecoder()
+    let rest = ''
+    for await (const chunk of this.proc.stdout as ReadableStream<Uint8Array>) {
+      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
+      rest = lines.pop()!
+      for (const line of lines) {
+        if (line.startsWith('LINE ')) this.lines.push(line.slice(5).replace(/\r$/, ''))
+        else if (line.startsWith('/dev/')) this.port = line.trim()
+      }
+    }
+  }
+
+  async ready(): Promise<string> {
+    return waitFor('pty', () => this.port, 5000)
+  }
+
+  stop(): void {
+    this.proc.kill('SIGKILL')
+  }
+}
+
+const boards: PtyBoard[] = []
+const cleanups: (() => Promise<void> | void)[] = []
+
+beforeAll(() => {
+  requireGStreamer()
+  if (!Bun.which('python3')) throw new Error('python3 is missing: the frame-sync test makes its pseudo-terminal with python3 (scripts/setup/gstreamer.sh installs it)')
+})
+afterAll(async () => {
+  for (const c of cleanups) await c()
+  for (const b of boards) b.stop()
+})
+
+test('a streaming group drives the board; it is told again when it appears and when the offset changes', async () => {
+  const board = new PtyBoard()
+  boards.push(board)
+  const port = await board.ready()
+  let present = false
+  const sync = new FrameSync({ log: createLogger('error'), findPort: () => (present ? port : null), pollMs: 100 })
+  const { streamer } = testStreamer({ frameSync: sync })
+  cleanups.push(() => streamer.stopAll(), () => sync.stop())
+  sync.start()
+
+  const group = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2, fps: 30 })
+  await streamer.start(group)
+  await Bun.sleep(300)
+  expect(board.lines).toEqual([]) // no board yet: nothing to tell
+
+  present = true // the board is plugged in
+  await waitFor('30,30 on appearance', () => board.lines.includes('30,30'), 3000)
+
+  sync.setFrequencyOffset(2) // what the plugin does on preferences_updated
+  await waitFor('32,30 after the offset change', () => board.lines.includes('32,30'), 3000)
+
+  present = false // unplugged …
+  await Bun.sleep(300)
+  const before = board.lines.length
+  present = true // … and back: told again
+  await waitFor('re-sent on re-appearance', () => board.lines.length > before && board.lines.at(-1) === '32,30', 3000)
+
+  // A lone camera does not drive the board; stopping the group stops it.
+  const single = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 1 })
+  await streamer.start(single)
+  await streamer.stop(group.bus_info)
+  await waitFor('0,0 once no group streams', () => board.lines.at(-1) === '0,0', 3000)
+  await streamer.stop(single.bus_info)
+}, 20_000)
+
+test('the plugin provides the streamer, reads frequency_offset from the preferences, and follows preferences_updated', async () => {
+  const board = new PtyBoard()
+  boards.push(board)
+  const port = await board.ready()
+  process.env.PERISCOPE_FRAME_SYNC_PORT = port
+  const dataDir = tempDir()
+  const store = SettingsStore.open(dataDir)
+  store.set('preferences', 'current', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
+  const registry = new Registry()
+  const events = new EventBus()
+  const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
+  await plugin.setup(ctx)
+  await plugin.start?.()
+  cleanups.push(async () => {
+    await plugin.stop?.()
+    delete process.env.PERISCOPE_FRAME_SYNC_PORT
+  })
+  expect(plugin.health?.().state).toBe('ok')
+  const streamer = registry.require('streamer')
+
+  const group = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2, fps: 15 })
+  const seen: unknown[] = []
+  events.subscribe((e) => e.type === 'stream_error' && seen.push(e.data))
+  await streamer.start(group)
+  await waitFor('16,30 (15 fps + offset 1)', () => board.lines.includes('16,30'), 5000)
+  events.emit('preferences_updated', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: -1 })
+  await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 3000)
+  await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
+  expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
+  await plugin.stop?.()
+  expect(streamer.status(group.bus_info).state).toBe('stopped')
+  await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 3000)
+}, 20_000)
