@@ -16,7 +16,7 @@ let health: PluginHealth = { state: 'ok' }
 export default definePlugin({
   name: 'gstreamer',
   setup({ registry, events, store, log }) {
-    const gstLaunch = Bun.which('gst-launch-1.0')
+    const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       health = { state: 'down', detail: 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)' }
       log.warn(health.detail!)
