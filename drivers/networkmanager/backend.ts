@@ -3,7 +3,7 @@
 // Every read asks NetworkManager live (a handful of calls on a local socket): no cache to go stale.
 import type { ConnectionProfile, IpConfiguration, NetworkBackend, WiredDevice } from '../../core/types'
 import { BusLink, NM, unwrap, type BusLinkOptions, type Message } from './bus'
-import { NetworkError } from './errors'
+import { NetworkError, nmAbsent } from './errors'
 import { ipv4FromSettings, ipv4Section } from './ipv4'
 import { RollbackGuard, type RollbackEvent } from './rollback'
 
@@ -72,10 +72,9 @@ export class NetworkManagerBackend implements NetworkBackend {
       callTimeoutMs: options.callTimeoutMs,
       onSignal: (msg) => this.signal(msg),
       onConnection: (up) => {
-        if (!up) {
-          this.nmPresent = null
-          this.keepReconnecting()
-        }
+        this.nmPresent = null
+        if (up) void this.bus.nmPresent().then((present) => (this.nmPresent ??= present), () => {})
+        else this.keepReconnecting()
       },
     })
     this.rollback = new RollbackGuard({
@@ -164,7 +163,10 @@ export class NetworkManagerBackend implements NetworkBackend {
       this.nmPresent = true
       return out
     } catch (e) {
-      if (e instanceof NetworkError && e.kind === 'unavailable') this.lastError = e.message
+      if (e instanceof NetworkError && e.kind === 'unavailable') {
+        this.lastError = e.message
+        if (nmAbsent(e)) this.nmPresent = false
+      }
       throw e
     }
   }

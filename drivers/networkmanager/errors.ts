@@ -21,6 +21,9 @@ export class NetworkError extends Error {
 
 // Nobody owns NetworkManager's name: it is not running.
 const ABSENT = new Set(['org.freedesktop.DBus.Error.ServiceUnknown', 'org.freedesktop.DBus.Error.NameHasNoOwner'])
+/** The error says NetworkManager is not on the bus at all. */
+export const nmAbsent = (e: unknown): boolean => e instanceof NetworkError && !!e.dbusName && ABSENT.has(e.dbusName)
+
 // It owns its name before it has exported every object: it is still starting.
 const STARTING = new Set(['org.freedesktop.DBus.Error.UnknownObject', 'org.freedesktop.DBus.Error.UnknownMethod', 'org.freedesktop.DBus.Error.UnknownInterface'])
 // It went away mid-call or does not answer.
