@@ -249,9 +249,27 @@ describe('network over a real NetworkManager', () => {
   })
 
   test('network_changed events follow NetworkManager signals', async () => {
+    // Over HTTP, as the UI sees them.
+    const abort = new AbortController()
+    const stream = await fetch(`${server.url}/api/events`, { signal: abort.signal })
+    expect(stream.status).toBe(200)
+    const reader = stream.body!.getReader()
+    let seen = ''
+    const sse = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return
+        seen += new TextDecoder().decode(value)
+        if (/event: network_changed\ndata: .*"profiles"/.test(seen)) return
+      }
+    })()
+    await sleep(100)
     const before = events.length
     await lab.nmcli('connection', 'modify', 'spare', 'ipv4.dns', '9.9.9.10')
     await until('a profiles event', async () => events.slice(before), (es) => es.some((e) => (e.data as { reasons: string[] }).reasons.includes('profiles')), 5000)
+    await Promise.race([sse, sleep(5000)])
+    abort.abort()
+    expect(seen).toMatch(/event: network_changed\ndata: \{"reasons":\[[^\]]*"profiles"/)
     await lab.nmcli('device', 'disconnect', 'eth1')
     await until('a device_state event', async () => events.slice(before), (es) => es.some((e) => (e.data as { reasons: string[] }).reasons.includes('device_state')), 5000)
     const eth1 = (await server.call('GET', '/api/network/wired/devices')).body.find((d: { interface: string }) => d.interface === 'eth1')
