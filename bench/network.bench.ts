@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { labPrerequisites, startNmLab } from '../tests/integration/nm/lab'
+import { unwrap } from '../drivers/networkmanager/bus'
 import { freePort, rssOf, waitHttp } from './lib'
 
 const ROOT = join(import.meta.dir, '..')
@@ -18,14 +19,6 @@ if (problem) {
   console.error(`network bench: ${problem}`)
   process.exit(1)
 }
-
-const busctl = async (address: string, ...args: string[]) => {
-  const p = Bun.spawn(['busctl', `--address=${address}`, '--json=short', ...args], { stdout: 'pipe', stderr: 'pipe' })
-  const out = await new Response(p.stdout).text()
-  if ((await p.exited) !== 0) throw new Error(`busctl ${args.join(' ')}: ${await new Response(p.stderr).text()}`)
-  return JSON.parse(out).data
-}
-const DBUS = ['org.freedesktop.DBus', '/org/freedesktop/DBus']
 
 const percentile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
@@ -51,15 +44,15 @@ try {
   const spare = profiles.find((p) => p.id === 'spare')!.path
 
   // The service's connection on the bus: the unique name whose process is the service.
-  const names = ((await busctl(lab.busAddress, 'call', ...DBUS, 'org.freedesktop.DBus', 'ListNames'))[0] as string[]).filter((n) => n.startsWith(':'))
+  const names = ((await lab.busCall('org.freedesktop.DBus', 'ListNames'))[0] as string[]).filter((n) => n.startsWith(':'))
   let serviceName = ''
   for (const n of names) {
-    const [pid] = await busctl(lab.busAddress, 'call', ...DBUS, 'org.freedesktop.DBus', 'GetConnectionUnixProcessID', 's', n).catch(() => [0])
+    const [pid] = await lab.busCall('org.freedesktop.DBus', 'GetConnectionUnixProcessID', 's', [n]).catch(() => [0])
     if (pid === service.pid) serviceName = n
   }
   if (!serviceName) throw new Error('could not find the service on the bus')
   const matchRules = async () => {
-    const all = (await busctl(lab.busAddress, 'call', ...DBUS, 'org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules'))[0] as Record<string, string[]>
+    const all = (await lab.busCall('org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules'))[0] as Record<string, string[]>
     return (all[serviceName] ?? []).length
   }
 
@@ -105,10 +98,10 @@ try {
   const soakSeconds = (performance.now() - t0) / 1000
   const rulesAfter = await matchRules()
   const rssAfter = await settledRss()
-  const busStats = (await busctl(lab.busAddress, 'call', ...DBUS, 'org.freedesktop.DBus.Debug.Stats', 'GetStats'))[0] as Record<string, { data: number }>
+  const busStats = unwrap((await lab.busCall('org.freedesktop.DBus.Debug.Stats', 'GetStats'))[0]) as Record<string, number>
 
   console.log(`soak: ${CALLS} calls (${WORKERS} concurrent; 90% GET devices/profiles, 10% POST update_connection_profile) in ${soakSeconds.toFixed(1)} s = ${(CALLS / soakSeconds).toFixed(0)} calls/s`)
-  console.log(`  service match rules on the bus: ${rulesBefore} before, ${rulesAfter} after (bus total ${busStats.MatchRules?.data}, peak per connection ${busStats.PeakMatchRulesPerConnection?.data})`)
+  console.log(`  service match rules on the bus: ${rulesBefore} before, ${rulesAfter} after (bus total ${busStats.MatchRules}, peak per connection ${busStats.PeakMatchRulesPerConnection})`)
   console.log(`  service RSS after GC: ${rssBefore.toFixed(1)} MB before, ${rssAfter.toFixed(1)} MB after (+${(rssAfter - rssBefore).toFixed(1)} MB, limit 5 MB)`)
   if (rulesAfter !== rulesBefore) (failed = true), console.error('  FAIL: match rules changed')
   if (rssAfter - rssBefore >= 5) (failed = true), console.error('  FAIL: RSS grew by 5 MB or more')

@@ -279,10 +279,8 @@ describe('network over a real NetworkManager', () => {
   test('the service keeps exactly its two match rules on the bus', async () => {
     const backend = server.ctx.registry.get('network') as NetworkManagerBackend
     const matchRules = async () => {
-      const out = await new Response(
-        Bun.spawn(['busctl', `--address=${lab.busAddress}`, 'call', 'org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules', '--json=short'], { stdout: 'pipe' }).stdout,
-      ).text()
-      return (JSON.parse(out).data[0][backend.bus.uniqueName!] as string[]).length
+      const [all] = (await lab.busCall('org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules')) as [Record<string, string[]>]
+      return all[backend.bus.uniqueName!]!.length
     }
     expect(await matchRules()).toBe(MATCH_RULES.length)
     for (let i = 0; i < 50; i++) {

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { BusLink } from '../../../drivers/networkmanager/bus'
 
 const BINARIES: Record<string, string> = {
   NetworkManager: '/usr/sbin/NetworkManager',
@@ -37,6 +38,8 @@ export interface NmLab {
   nmcli(...args: string[]): Promise<string>
   /** IPv4 addresses ("10.0.0.1/24") on an interface inside the namespace. */
   ipv4(iface: string): Promise<string[]>
+  /** A call to the lab bus daemon itself (org.freedesktop.DBus or its Debug.Stats interface); the reply body. */
+  busCall(iface: string, member: string, signature?: string, body?: unknown[]): Promise<any[]>
   /** Stops NetworkManager (SIGTERM, then SIGKILL) and waits until its bus name is gone. */
   stopNetworkManager(): Promise<void>
   /** Starts NetworkManager again and waits until it answers. */
@@ -171,8 +174,15 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
   }
 
   let stopping = false
+  let link: BusLink | null = null
+  const busCall = async (iface: string, member: string, signature = '', body: unknown[] = []) => {
+    link ??= new BusLink({ address: busAddress })
+    return link.call('org.freedesktop.DBus', '/org/freedesktop/DBus', iface, member, signature, body)
+  }
+
   const stop = async () => {
     stopping = true
+    link?.close()
     await stopPid(nm)
     await stopPid(udevd)
     await stopPid(bus)
@@ -186,7 +196,9 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
     void b.exited.then(() => { if (!stopping) console.error(`nm lab: dbus-daemon ${b.pid} exited early: code ${b.exitCode} signal ${b.signalCode}`) })
     await waitFor('the private D-Bus socket', () => existsSync(socket), 5000)
 
-    await run([BINARIES.ip!, 'netns', 'add', ns])
+    await run([BINARIES.ip!, 'netns', 'add', ns]).catch((e) => {
+      throw new Error(`cannot create a network namespace (a container needs CAP_SYS_ADMIN and CAP_NET_ADMIN): ${(e as Error).message}`)
+    })
     nsCreated = true
     await run([BINARIES.ip!, '-n', ns, 'link', 'set', 'lo', 'up'])
     const interfaces: string[] = []
@@ -224,6 +236,7 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
         }[]
         return out.flatMap((l) => l.addr_info.map((a) => `${a.local}/${a.prefixlen}`))
       },
+      busCall,
       stopNetworkManager,
       startNetworkManager,
       pids: () => [bus, udevd, nm].filter((p): p is Subprocess => !!p && p.exitCode === null && p.signalCode === null).map((p) => p.pid),
