@@ -174,7 +174,7 @@ export interface Streamer {
 export interface IpAddress { address: string; prefix: number }
 export interface IpConfiguration {
   ip_addresses: IpAddress[]
-  gateway: string
+  gateway: string | null
   method: string
   dns: string[]
   never_default: boolean
@@ -184,7 +184,7 @@ export interface WiredDevice {
   state: number
   is_active: boolean
   available_profiles: string[]
-  active_profile_id: string
+  active_profile_id: string | null
   active_ip_configuration: IpConfiguration | null
 }
 export interface ConnectionProfile { id: string; path: string; ipv4_settings: IpConfiguration }
