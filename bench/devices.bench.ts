@@ -29,7 +29,7 @@ try {
   baseline.proc = Bun.spawn(['/usr/bin/python3', '-m', 'uvicorn', 'app:app', '--host', '127.0.0.1', '--port', String(baseline.port), '--log-level', 'warning'], { cwd: dir, stdout: 'ignore', stderr: 'inherit' })
   const baseUrl = `http://127.0.0.1:${baseline.port}/api/devices`
   await waitHttp(baseUrl)
-  if ((await (await fetch(baseUrl)).json()).length !== 8) throw new Error('baseline does not serve the 8 devices')
+  if (((await (await fetch(baseUrl)).json()) as unknown[]).length !== 8) throw new Error('baseline does not serve the 8 devices')
 
   // Warm both, then measure each alone on the machine.
   await wrk(url, 2, 32)
