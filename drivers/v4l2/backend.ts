@@ -2,11 +2,11 @@
 // every ioctl in a per-device worker thread with a deadline (drivers/v4l2/pool.ts).
 import { watch, type FSWatcher } from 'node:fs'
 import type { Logger } from '../../core/log'
-import type { ActiveFormat, CameraBackend, EncodeType, RawDevice, VideoSource, XuQuery } from '../../core/types'
+import type { ActiveFormat, CameraBackend, Control, EncodeType, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import type { RawActiveFormat } from './device'
 import { DEFAULT_WORKER_URL, DeviceWorker } from './pool'
-import type { Probe } from './protocol'
+import type { Formats, Probe } from './protocol'
 import { nodeNames, scanGroups, SYSFS_V4L, type NodeGroup } from './sysfs'
 
 export interface V4l2Options {
@@ -44,6 +44,8 @@ export class V4l2Backend implements CameraBackend {
   /** Last good probe per group: served when a device misses its deadline, so one slow camera does not hide. */
   private probes = new Map<string, { group: NodeGroup; probe: Probe }>()
   private located = new Map<string, Located>()
+  /** Formats per node, kept between hot-plug events (see worker.ts). */
+  private formats = new Map<string, { identity: string; formats: Formats }>()
   private listeners = new Set<(c: Change) => void>()
   private known = new Set<string>()
   private watcher: FSWatcher | null = null
@@ -75,7 +77,16 @@ export class V4l2Backend implements CameraBackend {
 
   private async probeGroup(group: NodeGroup, fresh: boolean): Promise<Probe | null> {
     try {
-      const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes, fresh }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
+      const known: Record<string, string> = {}
+      for (const path of group.nodes) {
+        const f = this.formats.get(path)
+        if (f) known[path] = f.identity
+      }
+      const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes, known, fresh }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
+      for (const node of probe.nodes) {
+        if (node.formats === 'unchanged') node.formats = this.formats.get(node.path)?.formats ?? null
+        else this.formats.set(node.path, { identity: node.identity, formats: node.formats })
+      }
       this.probes.set(group.key, { group, probe })
       return probe
     } catch (e) {
@@ -91,8 +102,11 @@ export class V4l2Backend implements CameraBackend {
   }
 
   private async enumerate(fresh: boolean): Promise<RawDevice[]> {
+    if (fresh) this.formats.clear()
     const groups = scanGroups(this.o.sysfsRoot)
     const present = new Set(groups.map((g) => g.key))
+    const paths = new Set(groups.flatMap((g) => g.nodes))
+    for (const path of this.formats.keys()) if (!paths.has(path)) this.formats.delete(path)
     for (const [key, w] of this.workers)
       if (!present.has(key)) {
         w.close()
@@ -124,8 +138,9 @@ export class V4l2Backend implements CameraBackend {
         }
         const loc = located.get(bus)!
         d.device_paths.push(node.path)
-        if (node.formats) {
-          d.cameras.push({ path: node.path, formats: node.formats })
+        const formats = node.formats as Formats // 'unchanged' was resolved in probeGroup
+        if (formats) {
+          d.cameras.push({ path: node.path, formats })
           loc.cameraPaths.push(node.path)
         }
         if (probe.controls[bus]?.node === node.path) {
@@ -158,6 +173,16 @@ export class V4l2Backend implements CameraBackend {
     const loc = await this.locate(bus_info)
     if (!loc.controlNode) throw new DeviceError('ENOENT', `device '${bus_info}' has no controls`)
     return this.worker(loc.group).request({ op: 'setControl', path: loc.controlNode, control: control_id, value }, this.o.ioTimeoutMs, `setting control ${control_id} on ${bus_info}`)
+  }
+
+  /**
+   * The device's controls as they are now (values and flags: setting one control can make another
+   * inactive). Far cheaper than list() after a set: one node, no formats. Proposed for CameraBackend.
+   */
+  async controls(bus_info: string): Promise<Control[]> {
+    const loc = await this.locate(bus_info)
+    if (!loc.controlNode) return []
+    return this.worker(loc.group).request({ op: 'controls', path: loc.controlNode }, this.o.ioTimeoutMs, `reading the controls of ${bus_info}`)
   }
 
   async activeFormat(bus_info: string): Promise<ActiveFormat | null> {

@@ -3,8 +3,8 @@ import type { Control, FormatSize } from '../../core/types'
 import type { Capability } from './device'
 
 type Body =
-  /** fresh: forget cached formats and menus (after a hot-plug event). */
-  | { op: 'probe'; nodes: string[]; fresh: boolean }
+  /** known: node → identity whose formats the backend holds; fresh: re-read everything (after a hot-plug event). */
+  | { op: 'probe'; nodes: string[]; known: Record<string, string>; fresh: boolean }
   | { op: 'controls'; path: string }
   | { op: 'setControl'; path: string; control: number; value: number | boolean | string }
   | { op: 'activeFormat'; path: string }
@@ -16,5 +16,12 @@ export type WorkerBody = Body
 
 export type WorkerReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; code: string; message: string }
 
-export interface ProbedNode { path: string; cap: Capability; formats: Record<string, FormatSize[]> | null }
+export interface ProbedNode {
+  path: string
+  cap: Capability
+  /** bus_info, card, driver and version: a node answering as another device gets its formats re-read. */
+  identity: string
+  formats: Record<string, FormatSize[]> | null | 'unchanged'
+}
+export type Formats = Exclude<ProbedNode['formats'], 'unchanged'>
 export interface Probe { nodes: ProbedNode[]; controls: Record<string, { node: string; controls: Control[] }> }

@@ -16,39 +16,31 @@ function withFd<T>(path: string, f: (fd: number) => T): T {
   }
 }
 
+/** Menus per node: fixed for the life of a device; forgotten on a fresh probe (after a hot-plug event). */
+const menuCache = new Map<string, dev.MenuCache>()
+
 /**
- * What does not change while a device stays plugged in: its formats (UVC descriptors) and menus, per
- * node. Thousands of ioctls on a camera with many formats; kept until the backend asks for a fresh
- * probe (every hot-plug rescan does) or the node now answers as another device.
+ * Formats do not change while a device stays plugged in (UVC descriptors), and a camera with many of
+ * them costs thousands of ioctls and a large message. The backend keeps them and names the ones it
+ * has (by node identity); those are answered 'unchanged'.
  */
-const stable = new Map<string, { identity: string; formats: ProbedNode['formats']; menus: dev.MenuCache }>()
-
-function stableOf(path: string, cap: dev.Capability) {
-  const identity = `${cap.bus_info}|${cap.card}|${cap.driver}|${cap.version}`
-  let s = stable.get(path)
-  if (!s || s.identity !== identity) stable.set(path, (s = { identity, formats: undefined as never, menus: new Map() }))
-  return s
-}
-
-function probeNode(path: string): ProbedNode {
+function probeNode(path: string, known: string | undefined): ProbedNode {
   return withFd(path, (fd) => {
     const cap = dev.queryCap(fd)
-    const s = stableOf(path, cap)
-    if (s.formats === undefined) {
-      const formats = cap.device_caps & C.V4L2_CAP_VIDEO_CAPTURE ? dev.enumFormats(fd) : {}
-      s.formats = Object.keys(formats).length ? formats : null
-    }
-    return { path, cap, formats: s.formats }
+    const identity = `${cap.bus_info}|${cap.card}|${cap.driver}|${cap.version}`
+    if (known === identity) return { path, cap, identity, formats: 'unchanged' }
+    const formats = cap.device_caps & C.V4L2_CAP_VIDEO_CAPTURE ? dev.enumFormats(fd) : {}
+    return { path, cap, identity, formats: Object.keys(formats).length ? formats : null }
   })
 }
 
 /** Every node's capabilities and formats, and each device's controls. */
-function probe(paths: string[], fresh: boolean): Probe {
-  if (fresh) stable.clear()
+function probe(paths: string[], known: Record<string, string>, fresh: boolean): Probe {
+  if (fresh) menuCache.clear()
   const nodes: ProbedNode[] = []
   for (const path of paths) {
     try {
-      nodes.push(probeNode(path))
+      nodes.push(probeNode(path, fresh ? undefined : known[path]))
     } catch (e) {
       // A node that vanished mid-probe (unplug) is skipped; anything else is the device's failure.
       if (!(e instanceof DeviceError && (e.code === 'ENODEV' || e.code === 'ENOENT' || e.code === 'ENXIO'))) throw e
@@ -60,7 +52,8 @@ function probe(paths: string[], fresh: boolean): Probe {
   for (const bus of new Set(nodes.map((n) => n.cap.bus_info))) {
     const own = nodes.filter((n) => n.cap.bus_info === bus)
     const node = (own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!).path
-    const menus = stable.get(node)?.menus
+    let menus = menuCache.get(node)
+    if (!menus) menuCache.set(node, (menus = new Map()))
     controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menus)) }
   }
   return { nodes, controls }
@@ -69,11 +62,11 @@ function probe(paths: string[], fresh: boolean): Probe {
 function handle(req: WorkerRequest): unknown {
   switch (req.op) {
     case 'probe':
-      return probe(req.nodes, req.fresh)
+      return probe(req.nodes, req.known, req.fresh)
     case 'setControl':
       return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value as ControlValue))
     case 'controls':
-      return withFd(req.path, (fd) => dev.enumControls(fd))
+      return withFd(req.path, (fd) => dev.enumControls(fd, menuCache.get(req.path)))
     case 'activeFormat':
       return withFd(req.path, (fd) => dev.activeFormat(fd))
     case 'xuQuery':

@@ -119,3 +119,13 @@ test('UVCIOC_CTRL_QUERY reaches the driver: vivid is not UVC (ENOTTY → 502 nam
   expect(http.status).toBe(502)
   expect(http.detail).toContain('ENOTTY')
 })
+
+test("controls(bus_info) re-reads one device's values and flags: auto gain off makes gain active", async () => {
+  const gain = async () => (await backend.controls(BUS)).find((c) => c.control_id === 0x00980913)!
+  expect((await gain()).flags.inactive).toBe(true)
+  await backend.setControl(BUS, 0x00980912, false) // gain_automatic
+  expect((await gain()).flags.inactive).toBe(false)
+  expect(v4l2ctl(['-d', NODE, '--list-ctrls'])).toMatch(/ gain 0x00980913 \(int\)\s+: min=0 max=255 step=1 default=100 value=\d+$/m)
+  await backend.setControl(BUS, 0x00980912, true)
+  expect((await gain()).flags.inactive).toBe(true)
+})
