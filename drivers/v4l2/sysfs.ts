@@ -18,6 +18,14 @@ export function nodeNames(root = SYSFS_V4L): string[] {
   return readdirSync(root).filter((n) => !n.startsWith('v4l-subdev')).sort(natural)
 }
 
+const realpathOr = (p: string) => {
+  try {
+    return realpathSync(p)
+  } catch {
+    return p
+  }
+}
+
 const attr = (dir: string, name: string): string | null => {
   try {
     return readFileSync(join(dir, name), 'utf8').trim()
@@ -26,9 +34,9 @@ const attr = (dir: string, name: string): string | null => {
   }
 }
 
-/** Walks up from the interface to the USB device (the directory holding idVendor). */
-function usbInfo(deviceDir: string): UsbInfo | null {
-  for (let d = deviceDir; d.startsWith('/sys/devices/') && d !== '/sys/devices'; d = dirname(d)) {
+/** Walks up from the interface to the USB device (the directory holding idVendor), within <sysfs>/devices. */
+function usbInfo(deviceDir: string, devicesRoot: string): UsbInfo | null {
+  for (let d = deviceDir; d.startsWith(devicesRoot + '/'); d = dirname(d)) {
     const vid = attr(d, 'idVendor')
     if (vid === null) continue
     return {
@@ -44,6 +52,7 @@ function usbInfo(deviceDir: string): UsbInfo | null {
 
 export function scanGroups(root = SYSFS_V4L): NodeGroup[] {
   const groups = new Map<string, NodeGroup>()
+  const devicesRoot = realpathOr(join(root, '../../devices'))
   for (const name of nodeNames(root)) {
     let key: string
     try {
@@ -52,7 +61,7 @@ export function scanGroups(root = SYSFS_V4L): NodeGroup[] {
       continue // vanished while we looked
     }
     let g = groups.get(key)
-    if (!g) groups.set(key, (g = { key, nodes: [], usb: usbInfo(key) }))
+    if (!g) groups.set(key, (g = { key, nodes: [], usb: usbInfo(key, devicesRoot) }))
     g.nodes.push(`/dev/${name}`)
   }
   return [...groups.values()]

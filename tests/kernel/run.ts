@@ -9,25 +9,35 @@ import { REPO, runInVm, VmError } from './vm'
 const bun = process.execPath
 const VM_TIMEOUT_MS = Number(process.env.PERISCOPE_VM_TIMEOUT_MS ?? 300_000)
 const failures: string[] = []
+const totals = { pass: 0, fail: 0 }
+/** Adds up bun test's "N pass" / "N fail" lines, so the tier ends with one total the test runner reads. */
+function count(output: string) {
+  for (const m of output.matchAll(/^\s*(\d+) (pass|fail)$/gm)) totals[m[2] as 'pass' | 'fail'] += Number(m[1])
+}
 
 console.log('kernel tier: host tests (tests/kernel/host)')
-const host = spawnSync(bun, ['test', 'tests/kernel/host'], { cwd: REPO, stdio: 'inherit', timeout: 180_000 })
+const host = spawnSync(bun, ['test', 'tests/kernel/host'], { cwd: REPO, encoding: 'utf8', timeout: 180_000 })
+const hostOut = `${host.stdout ?? ''}${host.stderr ?? ''}`
+console.log(hostOut.replace(/^/gm, '  [host] '))
+count(hostOut)
 if (host.status !== 0) failures.push(`host tests failed (exit ${host.status ?? host.signal})`)
 
 console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
 try {
   // One bun process per file, in this order: the hot-plug test unbinds vivid, so it runs after the others.
   const files = ['enumerate', 'controls', 'hotplug', 'service'].map((f) => `tests/kernel/vm/${f}.test.ts`)
-  const script = `rc=0\n${files.map((f) => `[ -f ${f} ] && { ./node_modules/.bin/bun test --timeout 60000 ${f} || rc=1; }`).join('\n')}\nexit $rc`
+  const script = `rc=0\n${files.map((f) => `./node_modules/.bin/bun test --timeout 60000 ${f} || rc=1`).join('\n')}\nexit $rc`
   const run = await runInVm(script, { timeoutMs: VM_TIMEOUT_MS })
   const out = await Bun.file(join(run.resultsDir, 'out.log')).text().catch(() => '')
   console.log(out.replace(/^/gm, '  [vm] '))
+  count(out)
   console.log(`VM finished in ${run.seconds.toFixed(1)} s`)
   if (run.rc !== 0) failures.push(run.rc === null ? 'the VM tests wrote no result (crashed?)' : `VM tests failed (exit ${run.rc})`)
 } catch (e) {
   failures.push(e instanceof VmError ? `VM: ${e.message}` : `VM harness: ${(e as Error).stack}`)
 }
 
+console.log(`\n ${totals.pass} pass\n ${Math.max(totals.fail, failures.length ? 1 : 0)} fail`)
 if (failures.length) {
   console.error(`\nKERNEL TIER FAILED:\n- ${failures.join('\n- ')}`)
   process.exit(1)

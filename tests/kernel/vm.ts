@@ -48,9 +48,10 @@ umount /proc /sys; umount /dev
 exec switch_root /newroot /bin/sh /mnt/results/guest.sh
 `
 
-/** Builds the initramfs once per kernel version (cached). */
+/** Builds the initramfs once per kernel version and init script (cached). */
 export function initramfs(version: string): string {
-  const out = join(CACHE, `initramfs-${version}.cpio.gz`)
+  const tag = Bun.hash(INIT + BOOT_MODULES.join()).toString(16)
+  const out = join(CACHE, `initramfs-${version}-${tag}.cpio.gz`)
   if (existsSync(out)) return out
   const dir = join(CACHE, 'initramfs')
   rmSync(dir, { recursive: true, force: true })
