@@ -80,13 +80,14 @@ export class V4l2Backend implements CameraBackend {
       const known: Record<string, string> = {}
       for (const path of group.nodes) {
         const f = this.formats.get(path)
-        if (f) known[path] = f.identity
+        if (f?.formats) known[path] = f.identity // so 'unchanged' always means "has formats"
       }
       const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes, known, fresh }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
       for (const node of probe.nodes) {
         if (node.formats === 'unchanged') node.formats = this.formats.get(node.path)?.formats ?? null
         else this.formats.set(node.path, { identity: node.identity, formats: node.formats })
       }
+      if (probe.failed.length) this.o.log?.warn('v4l2: nodes skipped', { failed: probe.failed })
       this.probes.set(group.key, { group, probe })
       return probe
     } catch (e) {

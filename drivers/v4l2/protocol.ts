@@ -3,7 +3,7 @@ import type { Control, FormatSize } from '../../core/types'
 import type { Capability } from './device'
 
 type Body =
-  /** known: node → identity whose formats the backend holds; fresh: re-read everything (after a hot-plug event). */
+  /** known: node → identity of the nodes whose (non-empty) formats the backend holds; fresh: re-read everything (after a hot-plug event). */
   | { op: 'probe'; nodes: string[]; known: Record<string, string>; fresh: boolean }
   | { op: 'controls'; path: string }
   | { op: 'setControl'; path: string; control: number; value: number | boolean | string }
@@ -24,4 +24,9 @@ export interface ProbedNode {
   formats: Record<string, FormatSize[]> | null | 'unchanged'
 }
 export type Formats = Exclude<ProbedNode['formats'], 'unchanged'>
-export interface Probe { nodes: ProbedNode[]; controls: Record<string, { node: string; controls: Control[] }> }
+export interface Probe {
+  nodes: ProbedNode[]
+  controls: Record<string, { node: string; controls: Control[] }>
+  /** Nodes skipped because they failed (a permission, an I/O error), with the errno name. */
+  failed: { path: string; code: string; message: string }[]
+}

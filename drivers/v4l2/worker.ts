@@ -38,14 +38,18 @@ function probeNode(path: string, known: string | undefined): ProbedNode {
 function probe(paths: string[], known: Record<string, string>, fresh: boolean): Probe {
   if (fresh) menuCache.clear()
   const nodes: ProbedNode[] = []
+  const failed: Probe['failed'] = []
   for (const path of paths) {
     try {
       nodes.push(probeNode(path, fresh ? undefined : known[path]))
     } catch (e) {
-      // A node that vanished mid-probe (unplug) is skipped; anything else is the device's failure.
-      if (!(e instanceof DeviceError && (e.code === 'ENODEV' || e.code === 'ENOENT' || e.code === 'ENXIO'))) throw e
+      // A node that vanished mid-probe (unplug) is skipped quietly; one we may not open (permissions)
+      // or that fails is skipped and reported, so the device's other nodes still show.
+      const code = e instanceof DeviceError ? e.code : 'EIO'
+      if (code !== 'ENODEV' && code !== 'ENOENT' && code !== 'ENXIO') failed.push({ path, code, message: (e as Error).message })
     }
   }
+  if (nodes.length === 0 && failed.length) throw new DeviceError(failed[0]!.code, failed[0]!.message)
   // Per bus_info (one sysfs parent may hold several devices: vivid's instances), the controls of its
   // first /dev/videoN capture node, else of another node with formats, else of its first node.
   const controls: Probe['controls'] = {}
@@ -56,7 +60,7 @@ function probe(paths: string[], known: Record<string, string>, fresh: boolean): 
     if (!menus) menuCache.set(node, (menus = new Map()))
     controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menus)) }
   }
-  return { nodes, controls }
+  return { nodes, controls, failed }
 }
 
 function handle(req: WorkerRequest): unknown {

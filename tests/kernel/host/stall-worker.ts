@@ -13,7 +13,7 @@ self.onmessage = (ev: MessageEvent<WorkerRequest>) => {
   let result: unknown
   if (req.op === 'probe') {
     const cap = { driver: 'stall', card: 'Stalling camera', bus_info: STALL_BUS, version: 0, capabilities: 0x84000001, device_caps: 0x04000001 }
-    const probe: Probe = { nodes: req.nodes.map((path) => ({ path, cap, identity: STALL_BUS, formats: null })), controls: { [STALL_BUS]: { node: req.nodes[0]!, controls: [] } } }
+    const probe: Probe = { nodes: req.nodes.map((path) => ({ path, cap, identity: STALL_BUS, formats: null })), controls: { [STALL_BUS]: { node: req.nodes[0]!, controls: [] } }, failed: [] }
     result = probe
   } else if (req.op === 'setControl') {
     libc.symbols.usleep(Number(req.value) * 1000)

@@ -138,3 +138,27 @@ test("a device's controls (the worker's enumeration) are its first camera node's
     expect(d.controls.map((c) => c.flags.control_type)).toContain('STRING')
   }
 })
+
+test('a node that fails (here /dev/null: ENOTTY) is skipped and reported; the device still shows', async () => {
+  const { mkdtempSync, mkdirSync, symlinkSync, rmSync, realpathSync } = await import('node:fs')
+  const { createLogger } = await import('../../../core/log')
+  const sys = mkdtempSync('/tmp/sysfs-')
+  try {
+    const parent = realpathSync('/sys/class/video4linux/video0/device')
+    for (const name of ['null', 'video0']) {
+      mkdirSync(`${sys}/class/video4linux/${name}`, { recursive: true })
+      symlinkSync(parent, `${sys}/class/video4linux/${name}/device`)
+    }
+    const lines: string[] = []
+    const b = new V4l2Backend({ sysfsRoot: `${sys}/class/video4linux`, log: createLogger('warn', {}, (l) => lines.push(l)) })
+    try {
+      const list = await b.list()
+      expect(list.map((d) => [d.bus_info, d.device_paths])).toEqual([['platform:vivid-000', ['/dev/video0']]])
+      expect(lines.join('\n')).toContain('"path":"/dev/null","code":"ENOTTY"')
+    } finally {
+      await b.stop()
+    }
+  } finally {
+    rmSync(sys, { recursive: true, force: true })
+  }
+})
