@@ -46,15 +46,15 @@ test('struct sizes and field offsets equal the kernel headers', () => {
     for (const [f, off] of Object.entries(def.fields)) ours[`${s}.${f}`] = off as number
   }
   const theirs = Object.fromEntries(Object.keys(ours).map((k) => [k, kernel[k]]))
-  expect(ours).toEqual(theirs)
+  expect(ours as Record<string, number | undefined>).toEqual(theirs)
 })
 
 test('ioctl numbers computed with _IOC equal the headers', () => {
   const theirs = Object.fromEntries(Object.keys(IOCTLS).map((k) => [k, kernel[k]]))
-  expect({ ...IOCTLS } as Record<string, number>).toEqual(theirs)
+  expect({ ...IOCTLS } as Record<string, number | undefined>).toEqual(theirs)
 })
 
 test('constants equal the headers', () => {
   const theirs = Object.fromEntries(Object.keys(CONSTANTS).map((k) => [k, kernel[k]]))
-  expect({ ...CONSTANTS } as Record<string, number>).toEqual(theirs)
+  expect({ ...CONSTANTS } as Record<string, number | undefined>).toEqual(theirs)
 })
