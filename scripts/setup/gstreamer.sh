@@ -12,6 +12,7 @@ PACKAGES=(
   gstreamer1.0-plugins-ugly   # x264enc
   gstreamer1.0-libav          # avdec_h264 (receivers in the tests)
   python3                     # os.openpty for the frame-sync test
+  procps                      # ps: the tests and the benchmark find gst children by parent pid
 )
 
 missing=()
@@ -27,10 +28,11 @@ if ((${#missing[@]})); then
   fi
 fi
 
-for tool in gst-launch-1.0 gst-inspect-1.0 gst-discoverer-1.0; do
+# setpriv (util-linux) gives children a parent-death signal; stty (coreutils) sets the board's baud rate.
+for tool in gst-launch-1.0 gst-inspect-1.0 gst-discoverer-1.0 setpriv stty ps python3; do
   command -v "$tool" >/dev/null || { echo "gstreamer setup: $tool missing after install" >&2; exit 1; }
 done
-for element in videotestsrc x264enc jpegenc jpegdec h264parse rtph264pay rtpjpegpay rtph264depay rtpjpegdepay avdec_h264 multiudpsink udpsrc matroskamux splitmuxsink identity; do
+for element in videotestsrc videoconvert x264enc jpegenc jpegdec h264parse rtph264pay rtpjpegpay rtph264depay rtpjpegdepay avdec_h264 multiudpsink udpsrc matroskamux matroskademux identity progressreport v4l2src decodebin; do
   gst-inspect-1.0 "$element" >/dev/null 2>&1 || { echo "gstreamer setup: element $element missing" >&2; exit 1; }
 done
 echo "gstreamer setup: ok"

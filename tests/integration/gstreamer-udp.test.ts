@@ -54,10 +54,11 @@ describe.each(cases)('UDP $encode $width x $height at $fps fps', ({ encode, widt
   }, 30_000)
 })
 
-test('NONE streams nothing and spawns nothing', async () => {
-  const job = simulatedJob({ encode_type: 'NONE', stream_type: 'UDP' })
+test.each(['UDP', 'RECORDING'] as const)('NONE over %s streams nothing and spawns nothing', async (stream_type) => {
+  const job = simulatedJob({ encode_type: 'NONE', stream_type })
   await streamer.start(job)
   expect(streamer.status(job.bus_info).state).toBe('stopped')
   expect(streamer.pid(job.bus_info)).toBeNull()
+  expect(streamer.activeRecordings()).toEqual([])
   await streamer.stop(job.bus_info)
 })
