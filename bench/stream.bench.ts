@@ -64,7 +64,11 @@ async function rtpReceiver(port: number) {
   const socket = await Bun.udpSocket({
     hostname: '127.0.0.1',
     port,
-    socket: { data: (_s, buf) => buf.length >= 12 && seen.push({ at: performance.now(), ssrc: buf.readUInt32BE(8) }) },
+    socket: {
+      data: (_s, buf) => {
+        if (buf.length >= 12) seen.push({ at: performance.now(), ssrc: buf.readUInt32BE(8) })
+      },
+    },
   })
   return {
     seen,

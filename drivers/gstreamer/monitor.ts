@@ -19,6 +19,8 @@ const GAP = /^Got message #\d+ from element "mon(\d+)" \(element\): imperfect-ti
 const QOS = /^Got message #\d+ from element "cam(\d+)" \(qos\): .*?duration=\(guint64\)(\d+)/
 // stderr: `ERROR: from element /GstPipeline:pipeline0/GstFileSink:filesink0: Could not write to resource.`
 const ERROR = /^ERROR: (?:from element [^:]+(?::[^:]+)*?: )?(.*)$/
+// stderr: `WARNING: erroneous pipeline: no element "x264enc"` (a plugin is not installed)
+const ERRONEOUS = /^WARNING: (erroneous pipeline: .*)$/
 
 export function parseChildLine(line: string): ChildEvent | null {
   if (line.startsWith('Got message')) {
@@ -32,7 +34,8 @@ export function parseChildLine(line: string): ChildEvent | null {
     const m = ERROR.exec(line)
     return { kind: 'error', text: (m?.[1] ?? line).trim() }
   }
-  return null
+  const m = ERRONEOUS.exec(line)
+  return m ? { kind: 'error', text: m[1]!.trim() } : null
 }
 
 /** Frames a v4l2src QoS message reports lost: its duration is lost × frame duration. */

@@ -71,6 +71,13 @@ export class GstStreamer implements Streamer {
     return [...this.runners.values()].map((r) => r.activeRecording).filter((p): p is string => p !== null)
   }
 
+  /** How many jobs are in each state (plugin health). */
+  summary(): Record<string, number> {
+    const counts: Record<string, number> = {}
+    for (const r of this.runners.values()) counts[r.status().state] = (counts[r.status().state] ?? 0) + 1
+    return counts
+  }
+
   /** The child's pid of a job (tests and diagnostics). */
   pid(bus_info: string): number | null {
     return this.runners.get(bus_info)?.pid ?? null

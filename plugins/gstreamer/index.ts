@@ -16,6 +16,7 @@ let health: PluginHealth = { state: 'ok' }
 export default definePlugin({
   name: 'gstreamer',
   setup({ registry, events, store, log }) {
+    streamer = frameSync = null
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       health = { state: 'down', detail: 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)' }
@@ -48,5 +49,10 @@ export default definePlugin({
     await streamer?.stopAll()
     frameSync?.stop()
   },
-  health: () => health,
+  health(): PluginHealth {
+    if (!streamer) return health
+    // Degraded while a stream is failing: the cameras' stream_status says which and why.
+    const streams = streamer.summary()
+    return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams }
+  },
 })

@@ -134,6 +134,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 3000)
   await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
   expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
+  expect(plugin.health?.()).toEqual({ state: 'ok', streams: { running: 1 } })
   await plugin.stop?.()
   expect(streamer.status(group.bus_info).state).toBe('stopped')
   await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 3000)

@@ -137,6 +137,10 @@ describe('child output', () => {
     expect(parseChildLine(l.replace('"cam0"', '"jpegdec0"'))).toBeNull()
   })
 
+  test('a pipeline gst-launch cannot build (a plugin is missing)', () => {
+    expect(parseChildLine('WARNING: erroneous pipeline: no element "x264enc"')).toEqual({ kind: 'error', text: 'erroneous pipeline: no element "x264enc"' })
+  })
+
   test('an error line', () => {
     expect(parseChildLine('ERROR: from element /GstPipeline:pipeline0/GstV4l2Src:cam0: Could not read from resource.')).toEqual({
       kind: 'error',

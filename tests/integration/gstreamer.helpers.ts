@@ -157,7 +157,7 @@ export class Receiver {
 export class RtpCounter {
   frames: { at: number; ts: number }[] = []
   packets = 0
-  private socket!: Awaited<ReturnType<typeof Bun.udpSocket>>
+  private socket!: { close(): void }
 
   static async open(port: number): Promise<RtpCounter> {
     const counter = new RtpCounter()
