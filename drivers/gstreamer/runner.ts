@@ -31,6 +31,9 @@ export interface RunnerHooks {
   onDrops(drops: number): void
 }
 
+/** Recording paths handed out and not yet on disk: two cameras with one nickname must not share a name. */
+const reserved = new Set<string>()
+
 const DISK_FULL = /No space left/i // "No space left on the resource." (filesink), "… on device" (errno)
 
 export class StreamRunner {
@@ -110,8 +113,13 @@ export class StreamRunner {
     const { stream } = this.job
     this.recording = null
     if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
-      mkdirSync(this.job.recordings_dir, { recursive: true })
-      this.recording = join(this.job.recordings_dir, recordingFileName(this.job.recordings_dir, this.job.members[0]!.label, RECORDING_EXT))
+      const dir = this.job.recordings_dir
+      mkdirSync(dir, { recursive: true })
+      const name = recordingFileName(dir, this.job.members[0]!.label, RECORDING_EXT, new Date(), (p) => reserved.has(p) || existsSync(p))
+      this.recording = join(dir, name)
+      const path = this.recording
+      reserved.add(path)
+      setTimeout(() => reserved.delete(path), 10_000) // by then filesink has created it, or the launch failed
     }
     let tokens: string[] | null
     try {

@@ -88,3 +88,14 @@ test('a full disk ends the recording with a stream_error, no restart, and keeps 
   await streamer.stop(job.bus_info)
   expect(existsSync(join(dir, files[0]!))).toBe(true)
 }, 25_000)
+
+test('two cameras with the same label starting in the same second get distinct files', async () => {
+  const dir = tempDir()
+  const jobs = [0, 1].map(() => simulatedJob({ encode_type: 'MJPG', stream_type: 'RECORDING', dir }))
+  await Promise.all(jobs.map((j) => streamer.start(j)))
+  const files = streamer.activeRecordings().filter((f) => f.startsWith(dir))
+  expect(new Set(files).size).toBe(2)
+  await waitFor('both running', () => jobs.every((j) => streamer.status(j.bus_info).state === 'running'))
+  await Promise.all(jobs.map((j) => streamer.stop(j.bus_info)))
+  expect(readdirSync(dir).sort()).toEqual(files.map((f) => basename(f)).sort())
+})
