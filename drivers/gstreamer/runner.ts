@@ -51,6 +51,7 @@ export class StreamRunner {
   private runningSince = 0
   private lost = 0
   private unpaired = 0
+  /** The first error of this run: the cause; later ones ("pipeline doesn't want to preroll") are its echoes. */
   private lastError: string | null = null
   private stderrTail: string[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
@@ -175,7 +176,7 @@ export class StreamRunner {
     } else if (event.kind === 'lost') {
       this.lost += lostFrames(event.durationNs, this.frameNs)
     } else {
-      this.lastError = event.text
+      this.lastError ??= event.text
     }
   }
 
@@ -183,7 +184,7 @@ export class StreamRunner {
     if (!line.trim()) return
     this.stderrTail = [...this.stderrTail.slice(-9), line]
     const event = parseChildLine(line)
-    if (event?.kind === 'error') this.lastError = event.text
+    if (event?.kind === 'error') this.lastError ??= event.text
     // The useful part of a write error is on the "Additional debug info" line.
     if (DISK_FULL.test(line)) this.lastError = line.trim()
   }

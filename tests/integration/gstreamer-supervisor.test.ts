@@ -130,3 +130,18 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     await waitFor('children gone', () => pids.every((p) => !alive(p)), 3000)
   }, 20_000)
 }
+
+test.each([
+  ['a pipeline error', 'filesrc location=/nonexistent/video.mjpg ! jpegparse', /Resource not found|No such file|Could not open/],
+  ['a missing element', 'nosuchelement ! image/jpeg,width=320,height=240,framerate=30/1', /erroneous pipeline: no element "nosuchelement"/],
+])('%s shows its own text in the status and the stream_error event', async (_what, description, text) => {
+  const { streamer, events } = make()
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP' })
+  job.members[0]!.source = { kind: 'gst', description }
+  await streamer.start(job)
+  await waitFor('backoff', () => streamer.status(job.bus_info).state === 'backoff', 5000)
+  expect(streamer.status(job.bus_info).error).toMatch(text)
+  expect(streamer.status(job.bus_info).error).toMatch(/restarting in 1 s/)
+  expect(events.some((e) => e.type === 'stream_error' && e.data.state === 'backoff' && text.test(e.data.error))).toBe(true)
+  await streamer.stop(job.bus_info)
+})
