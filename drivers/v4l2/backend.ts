@@ -16,6 +16,8 @@ export interface V4l2Options {
   workerUrl?: URL
   /** Deadline for enumerating one device (every node, format and control). */
   probeTimeoutMs?: number
+  /** How long list() waits for a device whose last enumeration missed its deadline before using its last answer. */
+  stalledWaitMs?: number
   /** Deadline for one control set, format read or extension-unit transfer. */
   ioTimeoutMs?: number
   /** Quiet time after the last node event before rescanning: one camera creates several nodes in a burst. */
@@ -44,6 +46,8 @@ export class V4l2Backend implements CameraBackend {
   /** Last good probe per group: served when a device misses its deadline, so one slow camera does not hide. */
   private probes = new Map<string, { group: NodeGroup; probe: Probe }>()
   private located = new Map<string, Located>()
+  private inflight = new Map<string, Promise<Probe | null>>()
+  private stalled = new Set<string>()
   /** Formats per node, kept between hot-plug events (see worker.ts). */
   private formats = new Map<string, { identity: string; formats: Formats }>()
   private listeners = new Set<(c: Change) => void>()
@@ -62,6 +66,7 @@ export class V4l2Backend implements CameraBackend {
       devDir: '/dev',
       workerUrl: DEFAULT_WORKER_URL,
       probeTimeoutMs: 10_000,
+      stalledWaitMs: 250,
       ioTimeoutMs: 5_000,
       debounceMs: 250,
       pollMs: 1_000,
@@ -75,7 +80,28 @@ export class V4l2Backend implements CameraBackend {
     return w
   }
 
+  /**
+   * One group's enumeration, or its last good one when it fails. A group whose last enumeration missed
+   * its deadline is "stalled": callers then wait only briefly (stalledWaitMs) before taking the cached
+   * answer, while the enumeration carries on in the background — so a wedged camera costs every other
+   * camera's list() a few hundred milliseconds, not the whole deadline each time.
+   */
   private async probeGroup(group: NodeGroup, fresh: boolean): Promise<Probe | null> {
+    // A new enumeration each time (it must see a control set just before), except that a stalled
+    // device gets no second one queued behind the first.
+    let run = this.stalled.has(group.key) ? this.inflight.get(group.key) : undefined
+    if (!run || fresh) {
+      run = this.runProbe(group, fresh).finally(() => {
+        if (this.inflight.get(group.key) === run) this.inflight.delete(group.key)
+      })
+      this.inflight.set(group.key, run)
+    }
+    if (!this.stalled.has(group.key)) return run
+    const cached = this.probes.get(group.key)?.probe ?? null
+    return Promise.race([run, Bun.sleep(this.o.stalledWaitMs).then(() => cached)])
+  }
+
+  private async runProbe(group: NodeGroup, fresh: boolean): Promise<Probe | null> {
     try {
       const known: Record<string, string> = {}
       for (const path of group.nodes) {
@@ -89,8 +115,10 @@ export class V4l2Backend implements CameraBackend {
       }
       if (probe.failed.length) this.o.log?.warn('v4l2: nodes skipped', { failed: probe.failed })
       this.probes.set(group.key, { group, probe })
+      this.stalled.delete(group.key)
       return probe
     } catch (e) {
+      if (e instanceof DeviceError && e.code === 'ETIMEDOUT') this.stalled.add(group.key)
       const cached = this.probes.get(group.key)
       this.o.log?.warn('v4l2: enumeration failed', { nodes: group.nodes, err: e as Error, cached: !!cached })
       return cached?.probe ?? null
@@ -113,6 +141,7 @@ export class V4l2Backend implements CameraBackend {
         w.close()
         this.workers.delete(key)
         this.probes.delete(key)
+        this.stalled.delete(key)
       }
     const probed = await Promise.all(groups.map(async (g) => ({ group: g, probe: await this.probeGroup(g, fresh) })))
     const devices = new Map<string, RawDevice>()

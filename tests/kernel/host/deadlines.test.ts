@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fromDeviceError, HttpError } from '../../../core/errors'
 import { DeviceError } from '../../../core/types'
 import { V4l2Backend } from '../../../drivers/v4l2/backend'
-import { STALL_BUS } from './stall-worker'
+import { STALL_BUS, WEDGED_BUS } from './stall-worker'
 
 // A sysfs look-alike: one node whose parent device is a directory of the temp tree.
 const root = mkdtempSync(join(tmpdir(), 'v4l2-sysfs-'))
@@ -26,8 +26,8 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-const make = (ioTimeoutMs: number) => {
-  const b = new V4l2Backend({ sysfsRoot: join(root, 'class'), workerUrl, ioTimeoutMs })
+const make = (ioTimeoutMs: number, sysfsRoot = join(root, 'class')) => {
+  const b = new V4l2Backend({ sysfsRoot, workerUrl, ioTimeoutMs, probeTimeoutMs: 1000 })
   backends.push(b)
   return b
 }
@@ -65,4 +65,23 @@ test('a device that stops answering fails with ETIMEDOUT → 504, and the next r
   expect((http as HttpError).status).toBe(504)
   // The wedged worker was abandoned; a quick request succeeds on a new one.
   expect(await backend.setControl(STALL_BUS, 0x00980900, 1)).toBe(1)
+})
+
+test('a camera whose enumeration hangs costs the others one deadline, then a short wait per list()', async () => {
+  // Two devices: video0 answers, "wedged0" never finishes enumerating.
+  mkdirSync(join(root, 'devices/wedged'), { recursive: true })
+  mkdirSync(join(root, 'class2/video0'), { recursive: true })
+  mkdirSync(join(root, 'class2/wedged0'), { recursive: true })
+  symlinkSync(join(root, 'devices/stall0'), join(root, 'class2/video0/device'))
+  symlinkSync(join(root, 'devices/wedged'), join(root, 'class2/wedged0/device'))
+  const backend = make(1000, join(root, 'class2'))
+  let t = performance.now()
+  expect((await backend.list()).map((d) => d.bus_info)).toEqual([STALL_BUS]) // the wedged one has no past answer
+  expect(performance.now() - t).toBeGreaterThanOrEqual(900) // it waited for the deadline once
+  for (let i = 0; i < 3; i++) {
+    t = performance.now()
+    expect((await backend.list()).map((d) => d.bus_info)).toEqual([STALL_BUS])
+    expect(performance.now() - t).toBeLessThan(800) // stalled: a short wait, not the deadline again
+  }
+  expect((await backend.list()).map((d) => d.bus_info)).not.toContain(WEDGED_BUS)
 })

@@ -6,14 +6,18 @@ import type { Probe, WorkerReply, WorkerRequest } from '../../../drivers/v4l2/pr
 
 const libc = dlopen('libc.so.6', { usleep: { args: ['u32'], returns: 'i32' } })
 export const STALL_BUS = 'fake:stall'
+export const WEDGED_BUS = 'fake:wedged'
 
 declare const self: Worker
 self.onmessage = (ev: MessageEvent<WorkerRequest>) => {
   const req = ev.data
   let result: unknown
   if (req.op === 'probe') {
-    const cap = { driver: 'stall', card: 'Stalling camera', bus_info: STALL_BUS, version: 0, capabilities: 0x84000001, device_caps: 0x04000001 }
-    const probe: Probe = { nodes: req.nodes.map((path) => ({ path, cap, identity: STALL_BUS, formats: null })), controls: { [STALL_BUS]: { node: req.nodes[0]!, controls: [] } }, failed: [] }
+    // A node named after the stall is a camera that stopped answering: its enumeration hangs for 3 s.
+    if (req.nodes.some((n) => n.includes('wedged'))) libc.symbols.usleep(3_000_000)
+    const bus_info = req.nodes.some((n) => n.includes('wedged')) ? WEDGED_BUS : STALL_BUS
+    const cap = { driver: 'stall', card: 'Stalling camera', bus_info, version: 0, capabilities: 0x84000001, device_caps: 0x04000001 }
+    const probe: Probe = { nodes: req.nodes.map((path) => ({ path, cap, identity: STALL_BUS, formats: null })), controls: { [bus_info]: { node: req.nodes[0]!, controls: [] } }, failed: [] }
     result = probe
   } else if (req.op === 'setControl') {
     libc.symbols.usleep(Number(req.value) * 1000)
