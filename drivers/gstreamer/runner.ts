@@ -115,12 +115,15 @@ export class StreamRunner {
     this.recording = null
     if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
       const dir = this.job.recordings_dir
-      mkdirSync(dir, { recursive: true })
+      try {
+        mkdirSync(dir, { recursive: true })
+      } catch (err) {
+        return this.failure(`cannot create the recordings directory ${dir}: ${(err as Error).message}`)
+      }
       const name = recordingFileName(dir, this.job.members[0]!.label, RECORDING_EXT, new Date(), (p) => reserved.has(p) || existsSync(p))
-      this.recording = join(dir, name)
-      const path = this.recording
+      const path = (this.recording = join(dir, name))
       reserved.add(path)
-      setTimeout(() => reserved.delete(path), 10_000) // by then filesink has created it, or the launch failed
+      setTimeout(() => reserved.delete(path), 10_000).unref() // by then filesink has created it, or the launch failed
     }
     let tokens: string[] | null
     try {
