@@ -1,7 +1,7 @@
 // The kernel ABI we use, as data: struct sizes and field offsets for LP64 Linux (x86-64 and aarch64
 // share them: Bun is 64-bit only), ioctl numbers computed with the kernel's _IOC rule, and constants.
-// tests/kernel/host/layout.test.ts compiles a C program against <linux/videodev2.h> and
-// <linux/uvcvideo.h> that prints every number below, and compares.
+// tests/kernel/host/layout.test.ts compiles C against <linux/videodev2.h> and <linux/uvcvideo.h> for
+// x86-64 and for aarch64, and compares every number below with what the compiler computes.
 
 /** sizeof and offsetof(field) per struct; field names are C member designators (so the test can compile them). */
 export const STRUCTS = {

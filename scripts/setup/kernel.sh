@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Kernel tier prerequisites: QEMU (TCG), busybox for the initramfs, v4l-utils (the second opinion inside
-# the VM), a C compiler and the kernel's UAPI headers (the struct-layout test), and a Debian kernel
+# the VM), C compilers and the kernel's UAPI headers for x86-64 and aarch64 (the struct-layout test), a Debian kernel
 # unpacked (not installed) under tests/kernel/.cache/ with its vivid module.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE=tests/kernel/.cache
-PKGS=(qemu-system-x86 busybox-static v4l-utils gcc libc6-dev linux-libc-dev cpio kmod)
+PKGS=(qemu-system-x86 busybox-static v4l-utils gcc libc6-dev linux-libc-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio kmod)
 
 missing=()
 for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p"); done
