@@ -2,6 +2,7 @@
 // again recreates them in a burst (a plug). The backend reports each device once per change.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, writeFileSync } from 'node:fs'
+import { fromDeviceError, type HttpError } from '../../../core/errors'
 import { V4l2Backend } from '../../../drivers/v4l2/backend'
 import { nodeNames } from '../../../drivers/v4l2/sysfs'
 
@@ -34,13 +35,17 @@ async function waitFor(kind: string, since: number, timeoutMs = 5000): Promise<n
   throw new Error(`no '${kind}' for ${BUSES} within ${timeoutMs} ms; saw ${JSON.stringify(changes)}`)
 }
 
-test('unbind: both vivid devices are reported removed, once each', async () => {
+test('unbind: both vivid devices are reported removed, once each; a control set for one is a 404', async () => {
   const t = performance.now()
   writeFileSync(`${DRIVER}/unbind`, DEVICE)
   const ms = await waitFor('removed', t)
   console.log(`unplug seen after ${ms.toFixed(0)} ms`)
   expect(ms).toBeLessThan(LATENCY_MS)
   expect(nodeNames()).toEqual([])
+  // A control set for the vanished camera: ENODEV/ENOENT, which the API answers 404.
+  const e = await backend.setControl(BUSES[0]!, 0x00980900, 10).catch((x) => x)
+  expect(['ENODEV', 'ENOENT']).toContain(e.code)
+  expect((fromDeviceError(e, 'set_uvc_control') as HttpError).status).toBe(404)
   expect(await backend.list()).toEqual([])
   await Bun.sleep(600) // nothing more arrives for the same change
   expect(changes.filter((c) => c.kind === 'removed').map((c) => c.bus_info).sort()).toEqual(BUSES)
