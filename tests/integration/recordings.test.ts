@@ -82,7 +82,10 @@ describe('listing', () => {
     expect(list.filter((x) => x.in_progress).length).toBe(1)
     expect('in_progress' in list.find((x) => x.name === 'plain')).toBe(false)
 
-    expect(await s.call('PATCH', '/api/recordings/live.mkv/other.mkv')).toMatchObject({ status: 409, body: { detail: expect.stringContaining('being recorded') } })
+    expect(await s.call('PATCH', '/api/recordings/live.mkv/other.mkv')).toMatchObject({
+      status: 409,
+      body: { detail: expect.stringContaining('being recorded') },
+    })
     expect(await s.call('DELETE', '/api/recordings/live.mkv')).toMatchObject({ status: 409, body: { detail: expect.stringContaining('being recorded') } })
     expect(await s.call('POST', '/api/recordings/zip/prepare', ['live'])).toMatchObject({ status: 409, body: { detail: expect.stringContaining('live.mkv') } })
     expect(existsSync(join(dir, 'live.mkv'))).toBe(true)
@@ -137,9 +140,17 @@ describe('rename', () => {
     for (const [name, why] of refused) {
       const r = await s.call('PATCH', `/api/recordings/plain.mp4/${name}`)
       expect({ name, status: r.status }).toEqual({ name, status: 422 })
-      expect(r.body.detail[0]).toMatchObject({ type: 'value_error', loc: ['path', 'new_name'], msg: expect.stringMatching(/^Value error, /), ctx: { error: expect.stringContaining(why) } })
+      expect(r.body.detail[0]).toMatchObject({
+        type: 'value_error',
+        loc: ['path', 'new_name'],
+        msg: expect.stringMatching(/^Value error, /),
+        ctx: { error: expect.stringContaining(why) },
+      })
     }
-    expect(await s.call('PATCH', '/api/recordings/plain.mp4/taken.mp4')).toMatchObject({ status: 409, body: { detail: expect.stringContaining('already exists') } })
+    expect(await s.call('PATCH', '/api/recordings/plain.mp4/taken.mp4')).toMatchObject({
+      status: 409,
+      body: { detail: expect.stringContaining('already exists') },
+    })
     expect(readFileSync(join(dir, 'taken.mp4'), 'utf8')).toBe('x')
     expect(await s.call('PATCH', '/api/recordings/ghost.mp4/x.mp4')).toMatchObject({ status: 404, body: { detail: expect.stringContaining('ghost.mp4') } })
     const badOld = await s.call('PATCH', '/api/recordings/..%2Fplain.mp4/x.mp4')
@@ -304,7 +315,12 @@ describe('hostile names and paths', () => {
       statuses.set(h, got)
     }
     // Also the raw forms fetch() would normalise away.
-    for (const raw of ['/api/recordings/../../victim.mp4', '/api/recordings/..%2f../victim.mp4', '/api/recordings/./../victim.mp4/download', '/api/recordings//etc/passwd']) {
+    for (const raw of [
+      '/api/recordings/../../victim.mp4',
+      '/api/recordings/..%2f../victim.mp4',
+      '/api/recordings/./../victim.mp4/download',
+      '/api/recordings//etc/passwd',
+    ]) {
       for (const method of ['GET', 'DELETE', 'PATCH']) {
         const r = await curl(method, s.url + raw)
         expect(r.status).not.toBe(500)
@@ -319,7 +335,7 @@ describe('hostile names and paths', () => {
     // Symlinks are not recordings: not listed.
     expect((await s.call('GET', '/api/recordings')).body.map((r: any) => `${r.name}.${r.format}`).sort()).toEqual(['clip.avi', 'plain.mp4'])
     rmSync(elsewhere, { recursive: true, force: true })
-  })
+  }, 60_000)
 })
 
 function decodeURIComponentSafe(s: string): string {
