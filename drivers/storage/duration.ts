@@ -1,12 +1,16 @@
-// Recording durations read from the container's own header, in TypeScript, with a few small
-// positioned reads per file (no process per file, no whole-file read):
+// Recording durations read from the container's own header, in TypeScript, with a few positioned
+// reads per file (no process per file, no whole-file read):
 //   MP4/MOV  moov/mvhd, or for fragmented files (what survives a power cut) the fragments' tfdt + trun
 //   Matroska Segment/Info/Duration × TimecodeScale, or the last cluster's last block when unfinished
 //   AVI      the video stream header (strh), the OpenDML total (dmlh), or the main header (avih)
 // Every parser answers seconds, or null when the file holds no usable duration (truncated, unfinished).
 import { open, type FileHandle } from 'node:fs/promises'
 
+/** Positioned reads through a 64 KiB window: a small file or a run of small headers costs one read. */
 class Reader {
+  private window = new Uint8Array(0)
+  private windowAt = 0
+
   constructor(
     private fh: FileHandle,
     readonly size: number,
@@ -14,12 +18,19 @@ class Reader {
 
   async bytes(offset: number, length: number): Promise<Uint8Array> {
     const len = Math.max(0, Math.min(length, this.size - offset))
-    const buf = new Uint8Array(len)
-    if (len === 0) return buf
-    const { bytesRead } = await this.fh.read(buf, 0, len, offset)
-    return buf.subarray(0, bytesRead)
+    if (len === 0) return new Uint8Array(0)
+    if (offset < this.windowAt || offset + len > this.windowAt + this.window.length) {
+      const buf = new Uint8Array(Math.max(len, WINDOW))
+      const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, this.size - offset), offset)
+      this.window = buf.subarray(0, bytesRead)
+      this.windowAt = offset
+    }
+    const start = offset - this.windowAt
+    return this.window.subarray(start, Math.min(start + len, this.window.length))
   }
 }
+
+const WINDOW = 64 << 10
 
 const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength)
 const ascii = (b: Uint8Array, at: number, n = 4) => String.fromCharCode(...b.subarray(at, at + n))

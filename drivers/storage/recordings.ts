@@ -57,6 +57,22 @@ const localTime = (ms: number) => {
 }
 export const formatSize = (bytes: number) => `${(bytes / 1048576).toFixed(2)} MB`
 
+/** File-system calls in flight at once while listing: enough to hide each call's latency. */
+const PARALLEL = 16
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R> | R): Promise<R[]> {
+  const out = new Array<R>(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await fn(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return out
+}
+
 export class RecordingStore {
   private durations = new Map<string, { key: string; seconds: number | null }>()
   private queue: Promise<unknown> = Promise.resolve()
@@ -96,13 +112,9 @@ export class RecordingStore {
   /** Every recording file: regular files (not symlinks) with a recording extension. */
   async files(): Promise<RecordingFile[]> {
     const entries = await readdir(this.dir, { withFileTypes: true })
-    const out: RecordingFile[] = []
-    for (const e of entries) {
-      if (!e.isFile() || e.name.startsWith('.') || !RECORDING_EXTENSIONS.includes(extensionOf(e.name))) continue
-      const file = await this.stat(e.name)
-      if (file) out.push(file)
-    }
-    return out
+    const names = entries.filter((e) => e.isFile() && !e.name.startsWith('.') && RECORDING_EXTENSIONS.includes(extensionOf(e.name))).map((e) => e.name)
+    const files = await mapLimit(names, PARALLEL, (name) => this.stat(name))
+    return files.filter((f): f is RecordingFile => f !== null)
   }
 
   private async stat(fileName: string): Promise<RecordingFile | null> {
@@ -129,17 +141,17 @@ export class RecordingStore {
     const files = await this.files()
     const active = this.inProgress()
     const seen = new Set<string>()
+    const seconds = await mapLimit(files, PARALLEL, (f) => (active.has(f.fileName) ? (f.mtimeMs - f.createdMs) / 1000 : this.duration(f)))
     const out: (ListedRecording & { createdMs: number })[] = []
-    for (const f of files) {
+    for (const [i, f] of files.entries()) {
       seen.add(f.path)
       const writing = active.has(f.fileName)
-      const seconds = writing ? (f.mtimeMs - f.createdMs) / 1000 : await this.duration(f)
       const dot = f.fileName.lastIndexOf('.')
       const rec: ListedRecording & { createdMs: number } = {
         path: f.path,
         name: f.fileName.slice(0, dot),
         format: f.format,
-        duration: formatDuration(seconds),
+        duration: formatDuration(seconds[i]!),
         size: formatSize(f.size),
         created: localTime(f.createdMs),
         createdMs: f.createdMs,
