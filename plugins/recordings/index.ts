@@ -10,9 +10,7 @@ import { RecordingError, RecordingStore, type RecordingFile } from '../../driver
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
 import { timestamp } from '../../drivers/storage/naming'
 
-const RecordingList = t.Array(
-  t.Intersect([RecordingModel, t.Object({ in_progress: t.Optional(t.Boolean({ description: 'present while the recording is being written' })) })]),
-)
+const RecordingList = t.Array(RecordingModel, { description: 'Newest first. A recording still being written also carries `in_progress: true`.' })
 const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
 const ZipStatusModel = t.Object({
   token: t.String(),
