@@ -1,12 +1,12 @@
 // Zip jobs: prepare() stats the chosen recordings and runs one background pass that computes their
 // CRC-32s (cached by file identity, so a second zip of the same files is instant); download() then
 // streams the archive laid out by planZip() straight from the recordings: no temporary copy on disk,
-// memory flat (one read buffer in flight), an exact Content-Length.
+// memory flat, and an exact length known before the first byte.
 //
 // A recording renamed, deleted or rewritten after prepare() is caught before the response starts
-// (identity check → ZipError 'changed') or, if it happens mid-transfer, by the per-file identity
-// check on the open handle and the CRC re-computed while streaming: the transfer is then cut short
-// of its Content-Length, so no client mistakes it for a complete archive.
+// (identity check → ZipError 'changed') or, if it happens mid-transfer, by the identity check as
+// each file's turn comes and by the length and CRC re-computed while streaming: the transfer is then
+// cut short, so no client mistakes it for a complete archive.
 import { lstat, open } from 'node:fs/promises'
 import { fileIdentity, type RecordingFile } from './recordings'
 import { planZip, type ZipPlan } from './zip'
@@ -266,7 +266,7 @@ export class ZipJobs {
       job.downloaded += plan.trailer.length
     } catch (e) {
       failure = (e as Error).message
-      throw e // cuts the response short of its Content-Length
+      throw e // cuts the response short: the client sees an incomplete transfer
     } finally {
       job.activeDownloads--
       if (job.state !== 'cancelled') {
