@@ -30,7 +30,7 @@ export interface ZipStatus {
 
 export class ZipError extends Error {
   constructor(
-    readonly kind: 'not_found' | 'changed' | 'cancelled' | 'failed',
+    readonly kind: 'not_found' | 'changed' | 'cancelled' | 'failed' | 'busy',
     message: string,
   ) {
     super(message)
@@ -56,6 +56,7 @@ interface Job {
 
 const CHUNK = 1 << 20 // 1 MiB reads for the CRC pass: full disk speed, one buffer reused
 const GC_EVERY = 128 << 20
+const MAX_JOBS = 64 // live tokens: a client looping on prepare cannot grow the job table without bound
 
 export interface ZipJobsOptions {
   ttlSeconds: number
@@ -66,6 +67,8 @@ export interface ZipJobsOptions {
 export class ZipJobs {
   private jobs = new Map<string, Job>()
   private crcCache = new Map<string, number>() // file identity → CRC-32
+  /** CRC passes run one at a time: parallel passes would only make an SD card seek. */
+  private passes: Promise<unknown> = Promise.resolve()
   private sweeper: ReturnType<typeof setInterval>
 
   constructor(private options: ZipJobsOptions) {
@@ -75,6 +78,7 @@ export class ZipJobs {
 
   /** Starts the background pass over `files` (already resolved, deduplicated) and answers the token. */
   prepare(files: RecordingFile[]): ZipStatus {
+    if (this.jobs.size >= MAX_JOBS) throw new ZipError('busy', `${MAX_JOBS} zip jobs exist already; cancel some or let their tokens expire`)
     const token = crypto.randomUUID().replaceAll('-', '')
     const job: Job = {
       token,
@@ -92,7 +96,9 @@ export class ZipJobs {
       lastEmit: 0,
     }
     this.jobs.set(token, job)
-    job.prepared = this.computeCrcs(job).then(
+    const pass = this.passes.then(() => this.computeCrcs(job))
+    this.passes = pass.catch(() => undefined)
+    job.prepared = pass.then(
       (crcs) => {
         job.plan = planZip(files.map((f, i) => ({ name: f.fileName, size: f.size, crc32: crcs[i]!, mtimeMs: f.mtimeMs })))
         this.setState(job, 'ready')
@@ -194,6 +200,7 @@ export class ZipJobs {
     const crcs: number[] = []
     const buffer = new Uint8Array(CHUNK)
     for (const f of job.files) {
+      if (job.abort.signal.aborted) throw new Error('cancelled')
       const cached = this.crcCache.get(f.identity)
       if (cached !== undefined) {
         crcs.push(cached)

@@ -185,7 +185,7 @@ describe('zip downloads', () => {
     expect(status.error).toContain('clip.avi')
   }, 30_000)
 
-  test('a job can be cancelled; an unused token expires', async () => {
+  test('a job can be cancelled; an unused token expires; the job table is bounded', async () => {
     reset()
     Bun.spawnSync(['truncate', '-s', '2G', join(dir, 'big.mkv')])
     const job = await prepare(['big'])
@@ -205,6 +205,12 @@ describe('zip downloads', () => {
       await Bun.sleep(2500)
       expect(await short.call('GET', `/api/recordings/zip/${t.token}`)).toMatchObject({ status: 404, body: { detail: expect.stringContaining('expired') } })
       expect((await short.call('GET', t.download_url)).status).toBe(404)
+      // The job table is bounded: a client looping on prepare gets 409, not an ever-growing table.
+      for (let i = 0; i < 64; i++) expect((await short.call('POST', '/api/recordings/zip/prepare', ['plain'])).status).toBe(200)
+      expect(await short.call('POST', '/api/recordings/zip/prepare', ['plain'])).toMatchObject({
+        status: 409,
+        body: { detail: expect.stringContaining('64 zip jobs') },
+      })
     } finally {
       await short.stop()
     }
