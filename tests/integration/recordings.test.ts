@@ -62,6 +62,23 @@ describe('listing', () => {
     }
   })
 
+  test('headers far into the file are found: a 1 MiB box before moov or before the fragments', async () => {
+    reset()
+    for (const name of ['plain.mp4', 'fragmented.mp4']) {
+      const original = readFileSync(join(FIXTURES, name))
+      const ftyp = original.readUInt32BE(0)
+      const free = Buffer.alloc(1 << 20)
+      free.writeUInt32BE(free.length, 0)
+      free.write('free', 4)
+      writeFileSync(join(dir, `padded-${name}`), Buffer.concat([original.subarray(0, ftyp), free, original.subarray(ftyp)]))
+    }
+    const list = (await s.call('GET', '/api/recordings')).body as any[]
+    expect(list.map((r) => [r.name, r.duration]).sort()).toEqual([
+      ['padded-fragmented', '00:00:04'],
+      ['padded-plain', '00:00:04'],
+    ])
+  })
+
   test('a changed file is read again (the cache is keyed by size and mtime); sizes in MB with two decimals', async () => {
     reset()
     copyFixtures(dir, ['plain.mp4'])
