@@ -175,7 +175,8 @@ describe('zip downloads', () => {
     await waitReady(job.token)
     const out = join(work, 'cut.zip')
     const transfer = curl('GET', s.url + job.download_url, ['--limit-rate', '100M', '-o', out])
-    await Bun.sleep(500) // first.mkv is streaming; clip.avi is opened only when its turn comes
+    // Once first.mkv is streaming (clip.avi is opened only when its turn comes), delete clip.avi.
+    for (let i = 0; i < 200 && (await s.call('GET', `/api/recordings/zip/${job.token}`)).body.downloaded < 10 << 20; i++) await Bun.sleep(25)
     unlinkSync(join(dir, 'clip.avi'))
     const r = await transfer
     expect(r.exitCode).not.toBe(0) // curl: the transfer ended without its final chunk
