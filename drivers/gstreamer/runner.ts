@@ -246,13 +246,16 @@ export class StreamRunner {
     this.hooks.onState(this.status())
   }
 
-  /** EOS first (SIGINT with -e), then SIGKILL after the timeout. */
+  /**
+   * A recording gets EOS first (SIGINT with -e) so the muxer closes the file, then SIGKILL after the
+   * timeout. RTP has no end-of-stream to send, so a UDP child is simply terminated: a faster restart.
+   */
   private async endChild(timeoutMs: number): Promise<void> {
     const child = this.child
     this.generation++ // the old child's output and exit no longer concern us
     this.child = null
     if (!child || child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGINT')
+    child.kill(this.recording ? 'SIGINT' : 'SIGTERM')
     const timedOut = await Promise.race([child.exited.then(() => false), Bun.sleep(timeoutMs).then(() => true)])
     if (timedOut) {
       child.kill('SIGKILL')
