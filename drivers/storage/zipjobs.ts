@@ -58,20 +58,28 @@ const CHUNK = 1 << 20 // 1 MiB reads for the CRC pass: full disk speed, one buff
 const GC_EVERY = 128 << 20
 const MAX_JOBS = 64 // live tokens: a client looping on prepare cannot grow the job table without bound
 
+/** Where CRC-32s are remembered, by file identity: in memory by default, or somewhere that survives a restart. */
+export interface CrcMemory {
+  get(identity: string): number | undefined
+  set(identity: string, crc: number): void
+}
+
 export interface ZipJobsOptions {
   ttlSeconds: number
+  crcs?: CrcMemory
   /** Progress and state changes (throttled to a few per second per job). */
   onProgress?: (status: ZipStatus) => void
 }
 
 export class ZipJobs {
   private jobs = new Map<string, Job>()
-  private crcCache = new Map<string, number>() // file identity → CRC-32
+  private crcs: CrcMemory
   /** CRC passes run one at a time: parallel passes would only make an SD card seek. */
   private passes: Promise<unknown> = Promise.resolve()
   private sweeper: ReturnType<typeof setInterval>
 
   constructor(private options: ZipJobsOptions) {
+    this.crcs = options.crcs ?? boundedMap(10_000)
     this.sweeper = setInterval(() => this.sweep(), 1000)
     this.sweeper.unref?.()
   }
@@ -201,7 +209,7 @@ export class ZipJobs {
     const buffer = new Uint8Array(CHUNK)
     for (const f of job.files) {
       if (job.abort.signal.aborted) throw new Error('cancelled')
-      const cached = this.crcCache.get(f.identity)
+      const cached = this.crcs.get(f.identity)
       if (cached !== undefined) {
         crcs.push(cached)
         job.bytesDone += f.size
@@ -223,17 +231,12 @@ export class ZipJobs {
           this.emit(job)
         }
         crcs.push(crc)
-        this.rememberCrc(f.identity, crc)
+        this.crcs.set(f.identity, crc)
       } finally {
         await fh.close()
       }
     }
     return crcs
-  }
-
-  private rememberCrc(identity: string, crc: number): void {
-    this.crcCache.set(identity, crc)
-    if (this.crcCache.size > 10_000) this.crcCache.delete(this.crcCache.keys().next().value!)
   }
 
   private async *stream(job: Job, plan: ZipPlan, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
@@ -285,5 +288,17 @@ export class ZipJobs {
         this.setState(job, failed ? 'failed' : 'ready')
       }
     }
+  }
+}
+
+/** An in-memory CrcMemory that forgets its oldest entries past `limit`. */
+function boundedMap(limit: number): CrcMemory {
+  const map = new Map<string, number>()
+  return {
+    get: (id) => map.get(id),
+    set: (id, crc) => {
+      map.set(id, crc)
+      if (map.size > limit) map.delete(map.keys().next().value!)
+    },
   }
 }

@@ -26,6 +26,8 @@ const ZipStatusModel = t.Object({
   download_url: t.String(),
 })
 
+const CRC_NAMESPACE = 'recordings.crc32'
+
 const MIME: Record<string, string> = {
   mp4: 'video/mp4',
   m4v: 'video/mp4',
@@ -97,9 +99,11 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 
 export default definePlugin({
   name: 'recordings',
-  setup({ config, registry, events }) {
+  setup({ config, registry, events, store: settings }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
-    const jobs = new ZipJobs({ ttlSeconds: config.zipTokenTtlSeconds, onProgress: (status) => events.emit('zip_progress', status) })
+    // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
+    const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
+    const jobs = new ZipJobs({ ttlSeconds: config.zipTokenTtlSeconds, crcs, onProgress: (status) => events.emit('zip_progress', status) })
 
     let ready = false
     let initError: string | null = null
@@ -108,6 +112,9 @@ export default definePlugin({
         await store.init()
         ready = true
         initError = null
+        // Forget the CRCs of files that are gone or changed.
+        const current = new Set((await store.files()).map((f) => f.identity))
+        for (const { key } of settings.list(CRC_NAMESPACE)) if (!current.has(key)) settings.delete(CRC_NAMESPACE, key)
       } catch (e) {
         initError = (e as Error).message
       }

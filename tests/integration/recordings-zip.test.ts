@@ -217,6 +217,39 @@ describe('zip downloads', () => {
     }
   }, 30_000)
 
+  test('CRCs are remembered across a restart (in the settings store) and forgotten when their file changes', async () => {
+    const dataDir = tempDir('periscope-zip-restart-')
+    try {
+      const first = await startTestServer({ plugins: [recordings], dataDir })
+      const rdir = first.ctx.config.recordingsDir
+      copyFixtures(rdir, ['clip.avi', 'plain.mp4'])
+      const job = await prepare(['clip', 'plain'], first)
+      await waitReady(job.token, first)
+      const remembered = first.ctx.store.list<number>('recordings.crc32')
+      expect(remembered.length).toBe(2)
+      const out = join(work, 'restart.zip')
+      await curl('GET', first.url + job.download_url, ['-o', out])
+      const { py } = await validate(out, false)
+      expect(remembered.map((r) => r.value).sort()).toEqual(py.entries.map((e) => e.crc).sort())
+      await first.stop()
+
+      writeFileSync(join(rdir, 'plain.mp4'), Buffer.alloc(5000, 9)) // changed while the service was down
+      const second = await startTestServer({ plugins: [recordings], dataDir })
+      try {
+        const kept = second.ctx.store.list<number>('recordings.crc32')
+        expect(kept.length).toBe(1) // plain.mp4's old CRC is forgotten, clip.avi's kept
+        const again = await prepare(['clip', 'plain'], second)
+        await waitReady(again.token, second)
+        await curl('GET', second.url + again.download_url, ['-o', out])
+        expect((await validate(out)).py.entries.find((e) => e.name === 'plain.mp4')!.sha256).toBe(sha256(join(rdir, 'plain.mp4')))
+      } finally {
+        await second.stop()
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 30_000)
+
   test('ZIP64: a 5 GiB sparse recording and an entry past 4 GiB, read back with its CRC by all three readers', async () => {
     reset()
     Bun.spawnSync(['truncate', '-s', '5G', join(dir, 'huge.mkv')])
