@@ -70,3 +70,19 @@ test('the group pipeline is one gst-launch child', () => {
   const tokens = buildPipeline(job)!
   expect(tokens.filter((t) => t === 'multiudpsink')).toHaveLength(3)
 })
+
+test("a camera's QoS losses (v4l2src's message, posted here by an element named like it) count as frame drops", async () => {
+  // No V4L2 device here: a sink named cam0 that is too slow posts QoS messages of the same shape
+  // (duration = lost × frame duration) from inside the source description.
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', width: 320, height: 240, fps: 30 })
+  const base = simulatedSource('MJPG', 320, 240, { numerator: 1, denominator: 30 })
+  const [raw, encode] = base.split(' ! jpegenc ! ')
+  job.members[0]!.source = {
+    kind: 'gst',
+    description: `${raw} ! tee name=t ! queue ! identity sleep-time=60000 ! fakesink name=cam0 sync=true qos=true max-lateness=1000000 t. ! queue ! jpegenc ! ${encode}`,
+  }
+  await streamer.start(job)
+  await waitFor('QoS drops counted', () => streamer.frameDrops(job.bus_info) >= 5, 6000)
+  await waitFor('a frame_stats event', () => events.some((e) => e.type === 'frame_stats' && e.data.bus_info === job.bus_info && e.data.num_drops >= 5), 3000)
+  await streamer.stop(job.bus_info)
+}, 15_000)
