@@ -2,6 +2,7 @@
 // selection (background CRC pass, then a streamed ZIP64-correct archive with an exact length).
 // Reads config.recordingsDir; the streamer (when present) says which files are still being written.
 import { Elysia, t } from 'elysia'
+import { existsSync } from 'node:fs'
 import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
@@ -121,6 +122,7 @@ export default definePlugin({
     }
     /** The directory, created on first use if start() could not (a card mounted later). */
     const dir = async () => {
+      if (ready && !existsSync(store.directory)) ready = false // removed under us (a card swapped): make it again
       if (!ready) await initStore()
       if (!ready) throw new HttpError(503, `The recordings directory ${config.recordingsDir} is unavailable: ${initError}`)
       return store

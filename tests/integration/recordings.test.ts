@@ -110,6 +110,12 @@ describe('listing', () => {
     expect((await s.call('DELETE', '/api/recordings/live.mkv')).status).toBe(200)
   })
 
+  test('a recordings directory removed at run time is made again: 200 [], never an error', async () => {
+    rmSync(dir, { recursive: true, force: true })
+    expect(await s.call('GET', '/api/recordings')).toMatchObject({ status: 200, body: [] })
+    expect(existsSync(dir)).toBe(true)
+  })
+
   test('GET /api/recordings/disk answers total, used and free bytes', async () => {
     const r = await s.call('GET', '/api/recordings/disk')
     expect(r.status).toBe(200)
