@@ -1,58 +1,51 @@
 // Provides the 'streamer' backend: gst-launch-1.0 children per stream, and the frame-sync board of
 // leader/follower groups. Without GStreamer installed it provides nothing and reports itself down,
-// so the cameras plugin answers 503 when a stream must start.
+// so the cameras plugin answers 503 when a stream must start. Each setup() is its own instance (tests
+// run several services in one process).
 import { existsSync } from 'node:fs'
-import { definePlugin, type PluginHealth } from '../../core/plugin'
+import { definePlugin, type PluginHealth, type PluginInstance } from '../../core/plugin'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
 
 interface Preferences { frequency_offset?: number }
 
-let streamer: GstStreamer | null = null
-let frameSync: FrameSync | null = null
-let unsubscribe: (() => void) | null = null
-let health: PluginHealth = { state: 'ok' }
+const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
 
 export default definePlugin({
   name: 'gstreamer',
-  setup({ registry, events, store, log }) {
-    streamer = frameSync = null
+  setup({ registry, events, store, log }): PluginInstance {
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
-      health = { state: 'down', detail: 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)' }
-      log.warn(health.detail!)
-      return
+      log.warn(INSTALL)
+      return { health: () => ({ state: 'down', detail: INSTALL }) }
     }
     const offset = () => store.get<Preferences>('preferences', 'current')?.frequency_offset ?? 0
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
     const fixedPort = process.env.PERISCOPE_FRAME_SYNC_PORT
-    frameSync = new FrameSync({
+    const frameSync = new FrameSync({
       log: log.child({ part: 'frame-sync' }),
       frequencyOffset: offset(),
       findPort: fixedPort ? () => (existsSync(fixedPort) ? fixedPort : null) : undefined,
     })
-    streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
-    unsubscribe = events.subscribe((event) => {
+    const streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
+    const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
       const next = (event.data as Preferences | null)?.frequency_offset
-      frameSync?.setFrequencyOffset(typeof next === 'number' ? next : offset())
+      frameSync.setFrequencyOffset(typeof next === 'number' ? next : offset())
     })
     registry.provide('streamer', streamer, 'gstreamer')
-    health = { state: 'ok' }
-  },
-  start() {
-    frameSync?.start()
-  },
-  async stop() {
-    unsubscribe?.()
-    unsubscribe = null
-    await streamer?.stopAll()
-    frameSync?.stop()
-  },
-  health(): PluginHealth {
-    if (!streamer) return health
-    // Degraded while a stream is failing: the cameras' stream_status says which and why.
-    const streams = streamer.summary()
-    return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams }
+    return {
+      start: () => frameSync.start(),
+      async stop() {
+        unsubscribe()
+        await streamer.stopAll()
+        frameSync.stop()
+      },
+      health(): PluginHealth {
+        // Degraded while a stream is failing: the cameras' stream_status says which and why.
+        const streams = streamer.summary()
+        return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams }
+      },
+    }
   },
 })

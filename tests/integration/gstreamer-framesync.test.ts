@@ -3,7 +3,7 @@
 // The plugin's wiring (preferences from the store, 'preferences_updated') is exercised with real core parts.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
-import { Registry } from '../../core/plugin'
+import { Registry, type PluginInstance } from '../../core/plugin'
 import { EventBus } from '../../core/events'
 import { createLogger } from '../../core/log'
 import { SettingsStore } from '../../core/store'
@@ -116,13 +116,13 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   const registry = new Registry()
   const events = new EventBus()
   const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
-  await plugin.setup(ctx)
-  await plugin.start?.()
+  const instance = (await plugin.setup(ctx)) as PluginInstance
+  await instance.start?.()
   cleanups.push(async () => {
-    await plugin.stop?.()
+    await instance.stop?.()
     delete process.env.PERISCOPE_FRAME_SYNC_PORT
   })
-  expect(plugin.health?.().state).toBe('ok')
+  expect(instance.health?.().state).toBe('ok')
   const streamer = registry.require('streamer')
 
   const group = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2, fps: 15 })
@@ -134,8 +134,8 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 3000)
   await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
   expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
-  expect(plugin.health?.()).toEqual({ state: 'ok', streams: { running: 1 } })
-  await plugin.stop?.()
+  expect(instance.health?.()).toEqual({ state: 'ok', streams: { running: 1 } })
+  await instance.stop?.()
   expect(streamer.status(group.bus_info).state).toBe('stopped')
   await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 3000)
 }, 20_000)

@@ -4,10 +4,11 @@ import { expect, test } from 'bun:test'
 import type { Config } from '../../core/config'
 import { EventBus } from '../../core/events'
 import { createLogger } from '../../core/log'
-import { Registry } from '../../core/plugin'
+import { Registry, type PluginInstance } from '../../core/plugin'
 import { SettingsStore } from '../../core/store'
 import plugin from '../../plugins/gstreamer'
-import { tempDir } from './gstreamer.helpers'
+import { startTestServer } from '../helpers'
+import { simulatedJob, tempDir, waitFor } from './gstreamer.helpers'
 
 test('no gst-launch-1.0 on PATH: no streamer, health down with the fix', async () => {
   const dataDir = tempDir()
@@ -15,13 +16,32 @@ test('no gst-launch-1.0 on PATH: no streamer, health down with the fix', async (
   const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 } }
   const path = process.env.PATH
   process.env.PATH = '/nonexistent'
+  let instance: PluginInstance
   try {
-    await plugin.setup(ctx)
+    instance = (await plugin.setup(ctx)) as PluginInstance
   } finally {
     process.env.PATH = path
   }
   expect(registry.get('streamer')).toBeUndefined()
-  expect(plugin.health?.()).toEqual({ state: 'down', detail: expect.stringContaining('gst-launch-1.0 not found: install gstreamer1.0-tools') })
+  expect(instance.health?.()).toEqual({ state: 'down', detail: expect.stringContaining('gst-launch-1.0 not found: install gstreamer1.0-tools') })
   expect(() => registry.require('streamer')).toThrow()
-  await plugin.stop?.()
+})
+
+test('two services in one process each have their own streamer; stopping one leaves the other streaming', async () => {
+  const a = await startTestServer({ plugins: [plugin] })
+  const b = await startTestServer({ plugins: [plugin] })
+  try {
+    const sa = a.ctx.registry.require('streamer')
+    const sb = b.ctx.registry.require('streamer')
+    expect(sa).not.toBe(sb)
+    const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP' })
+    await sb.start(job)
+    await a.stop()
+    await waitFor('running in b', () => sb.status(job.bus_info).state === 'running')
+    const health = (await b.call('GET', '/api/health')).body
+    expect(JSON.stringify(health)).toContain('running')
+  } finally {
+    await a.stop()
+    await b.stop()
+  }
 })
