@@ -4,6 +4,7 @@ import type { StreamJob } from '../../core/types'
 import { frameSyncCommand } from '../../drivers/gstreamer/framesync'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from '../../drivers/gstreamer/monitor'
 import { buildPipeline, memberEndpoints, shellCommand, softwareBitrateKbps } from '../../drivers/gstreamer/pipeline'
+import { sdp } from '../../drivers/gstreamer/sdp'
 import { simulatedSource } from '../../drivers/gstreamer/simulated'
 
 function v4l2Job(encode_type: StreamJob['stream']['encode_type'], stream_type: StreamJob['stream']['stream_type'], members = 1): StreamJob {
@@ -170,3 +171,18 @@ test('frame-sync command: fps plus offset, duty 30; stop is 0,0', () => {
   expect(frameSyncCommand(0, 2)).toBe('0,0\n')
 })
 
+
+describe('sdp', () => {
+  const stream = v4l2Job('H264', 'UDP').stream
+  test('H.264: payload 96, one m= line per camera on the port rule', () => {
+    const text = sdp(stream, { host: '192.168.2.1', port: 5600 }, 2)
+    expect(text).toContain('c=IN IP4 192.168.2.1\r\n')
+    expect(text).toContain('m=video 5600 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=framerate:30')
+    expect(text).toContain('m=video 5601 RTP/AVP 96')
+  })
+  test('MJPG: the static JPEG payload 26; NONE and RECORDING have none', () => {
+    expect(sdp({ ...stream, encode_type: 'MJPG' }, { host: '10.0.0.1', port: 6000 })).toContain('m=video 6000 RTP/AVP 26\r\na=rtpmap:26 JPEG/90000')
+    expect(() => sdp({ ...stream, encode_type: 'NONE' }, { host: 'h', port: 1 })).toThrow()
+    expect(() => sdp({ ...stream, stream_type: 'RECORDING' }, { host: 'h', port: 1 })).toThrow()
+  })
+})

@@ -2,7 +2,10 @@
 // receiver: frames of the configured size and rate within 2 s of a start and of a restart.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { EncodeType } from '../../core/types'
-import { freePort, Receiver, requireGStreamer, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { sdp } from '../../drivers/gstreamer/sdp'
+import { freePort, Receiver, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 
 const cases: { encode: EncodeType; width: number; height: number; fps: number }[] = [
   { encode: 'H264', width: 640, height: 480, fps: 30 },
@@ -62,3 +65,25 @@ test.each(['UDP', 'RECORDING'] as const)('NONE over %s streams nothing and spawn
   expect(streamer.activeRecordings()).toEqual([])
   await streamer.stop(job.bus_info)
 })
+
+test.each(['H264', 'MJPG'] as const)('the SDP description of a %s stream is enough for a receiver (GStreamer sdpdemux, as VLC would use it)', async (encode) => {
+  const port = freePort()
+  const job = simulatedJob({ encode_type: encode, stream_type: 'UDP', ports: [port], width: 320, height: 240 })
+  const file = join(tempDir(), 'stream.sdp')
+  writeFileSync(file, sdp(job.stream, job.stream.endpoints[0]!))
+  const decode = encode === 'MJPG' ? ['rtpjpegdepay', '!', 'jpegdec'] : ['rtph264depay', '!', 'avdec_h264']
+  const rx = Bun.spawn(['gst-launch-1.0', '-v', 'filesrc', `location=${file}`, '!', 'sdpdemux', 'latency=0', '!', ...decode, '!', 'identity', 'name=out', 'silent=false', '!', 'fakesink'], {
+    stdout: 'pipe',
+    stderr: 'ignore',
+  })
+  try {
+    await Bun.sleep(500)
+    await streamer.start(job)
+    await Bun.sleep(2000)
+    await streamer.stop(job.bus_info)
+  } finally {
+    rx.kill('SIGKILL')
+  }
+  const out = await new Response(rx.stdout).text()
+  expect((out.match(/GstIdentity:out: last-message = chain/g) ?? []).length).toBeGreaterThan(20)
+}, 15_000)
