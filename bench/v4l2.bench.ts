@@ -3,9 +3,51 @@
 // over HTTP vs one `v4l2-ctl -c` process. Target: faster than v4l2-ctl. The VM emulates its CPU, so
 // absolute times are several times a real vehicle's; the ratios are the point.
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { V4l2Backend } from '../drivers/v4l2/backend'
+import { STALL_BUS } from '../tests/kernel/host/stall'
 import { CACHE, REPO, runInVm } from '../tests/kernel/vm'
+
+// On the host first: HTTP latency while a device's worker is blocked for 3 s in a system call (the
+// stalling worker of tests/kernel/host) against the same requests with nothing blocked.
+async function healthLatency(): Promise<{ idle: number[]; stalled: number[] }> {
+  const root = mkdtempSync(join(tmpdir(), 'v4l2-bench-'))
+  mkdirSync(join(root, 'devices/stall0'), { recursive: true })
+  mkdirSync(join(root, 'class/video0'), { recursive: true })
+  symlinkSync(join(root, 'devices/stall0'), join(root, 'class/video0/device'))
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.json({ state: 'ok' }) })
+  const backend = new V4l2Backend({ sysfsRoot: join(root, 'class'), workerUrl: new URL('../tests/kernel/host/stall-worker.ts', import.meta.url), ioTimeoutMs: 10_000 })
+  const sample = async (ms: number) => {
+    const xs: number[] = []
+    const end = performance.now() + ms
+    while (performance.now() < end) {
+      const t = performance.now()
+      await (await fetch(`http://127.0.0.1:${server.port}/api/health`)).text()
+      xs.push(performance.now() - t)
+      await Bun.sleep(20)
+    }
+    return xs.sort((a, b) => a - b)
+  }
+  try {
+    await backend.list()
+    await sample(300) // warm the connection
+    const idle = await sample(2500)
+    const stall = backend.setControl(STALL_BUS, 1, 3000)
+    const stalled = await sample(2500)
+    await stall
+    return { idle, stalled }
+  } finally {
+    await backend.stop()
+    server.stop(true)
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
+const h = await healthLatency()
+console.log(`GET /api/health      idle:                 p50 ${pct(h.idle, 0.5).toFixed(2)} ms  p99 ${pct(h.idle, 0.99).toFixed(2)} ms  (${h.idle.length} requests)`)
+console.log(`                     during a 3 s ioctl stall: p50 ${pct(h.stalled, 0.5).toFixed(2)} ms  p99 ${pct(h.stalled, 0.99).toFixed(2)} ms  (${h.stalled.length} requests)`)
 
 if (!existsSync(join(CACHE, 'root/boot'))) {
   const setup = spawnSync('bash', [join(REPO, 'scripts/setup/kernel.sh')], { stdio: 'inherit' })

@@ -58,6 +58,7 @@ export class V4l2Backend implements CameraBackend {
   private lastNames = ''
   private rescanning: Promise<void> | null = null
   private rescanAgain = false
+  private stopped = false
   private o: Required<Omit<V4l2Options, 'log'>> & { log?: Logger }
 
   constructor(opts: V4l2Options = {}) {
@@ -75,6 +76,7 @@ export class V4l2Backend implements CameraBackend {
   }
 
   private worker(key: string): DeviceWorker {
+    if (this.stopped) throw new DeviceError('ENODEV', 'the V4L2 backend is stopped')
     let w = this.workers.get(key)
     if (!w) this.workers.set(key, (w = new DeviceWorker(key, this.o.workerUrl)))
     return w
@@ -245,6 +247,7 @@ export class V4l2Backend implements CameraBackend {
   /** Idempotent: the plugin and the cameras plugin may both start it. */
   async start(): Promise<void> {
     if (this.poller) return
+    this.stopped = false
     this.lastNames = nodeNames(this.o.sysfsRoot).join(',')
     this.poller = setInterval(() => {
       if (nodeNames(this.o.sysfsRoot).join(',') !== this.lastNames) this.schedule()
@@ -262,6 +265,7 @@ export class V4l2Backend implements CameraBackend {
   }
 
   private schedule() {
+    if (this.stopped) return
     if (this.debounce) clearTimeout(this.debounce)
     this.debounce = setTimeout(() => {
       this.debounce = null
@@ -289,6 +293,7 @@ export class V4l2Backend implements CameraBackend {
           ...[...this.known].filter((b) => !now.has(b)).map((bus_info) => ({ kind: 'removed' as const, bus_info })),
           ...[...now].filter((b) => !this.known.has(b)).map((bus_info) => ({ kind: 'added' as const, bus_info })),
         ]
+        if (this.stopped) return
         this.known = now
         for (const c of changes) {
           this.o.log?.info(`v4l2: device ${c.kind}`, { bus_info: c.bus_info })
@@ -306,6 +311,7 @@ export class V4l2Backend implements CameraBackend {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true
     this.watcher?.close()
     this.watcher = null
     if (this.poller) clearInterval(this.poller)

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fromDeviceError, HttpError } from '../../../core/errors'
 import { DeviceError } from '../../../core/types'
 import { V4l2Backend } from '../../../drivers/v4l2/backend'
-import { STALL_BUS, WEDGED_BUS } from './stall-worker'
+import { STALL_BUS, WEDGED_BUS } from './stall'
 
 // A sysfs look-alike: one node whose parent device is a directory of the temp tree.
 const root = mkdtempSync(join(tmpdir(), 'v4l2-sysfs-'))
@@ -48,7 +48,8 @@ test('a control transfer stalled for 3 s does not delay GET /api/health', async 
   expect(await set).toBe(3000)
   expect(performance.now() - started).toBeGreaterThanOrEqual(2900) // the stall was real
   expect(latencies.length).toBeGreaterThan(10)
-  // Generous: a shared CI core, but three orders of magnitude under the stall.
+  console.log(`GET /api/health during a 3 s control stall: ${latencies.length} requests, max ${Math.max(...latencies).toFixed(1)} ms`)
+  // Generous: a shared CI core, but an order of magnitude under the stall.
   expect(Math.max(...latencies)).toBeLessThan(250)
 })
 

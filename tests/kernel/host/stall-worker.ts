@@ -3,10 +3,9 @@
 // UVC control transfer to a wedged camera does.
 import { dlopen } from 'bun:ffi'
 import type { Probe, WorkerReply, WorkerRequest } from '../../../drivers/v4l2/protocol'
+import { STALL_BUS, WEDGED_BUS } from './stall'
 
 const libc = dlopen('libc.so.6', { usleep: { args: ['u32'], returns: 'i32' } })
-export const STALL_BUS = 'fake:stall'
-export const WEDGED_BUS = 'fake:wedged'
 
 declare const self: Worker
 self.onmessage = (ev: MessageEvent<WorkerRequest>) => {
