@@ -237,6 +237,11 @@ export class V4l2Backend implements CameraBackend {
     return this.worker(group.key).request({ op: 'xuQuery', path: device_path, ...q }, this.o.ioTimeoutMs, `extension unit ${q.unit} selector ${q.selector} on ${device_path}`)
   }
 
+  /** Devices (by sysfs parent) whose last enumeration missed its deadline: for the plugin's health. */
+  stalledDevices(): string[] {
+    return [...this.stalled]
+  }
+
   onChange(listener: (change: Change) => void): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)

@@ -19,6 +19,9 @@ export default definePlugin({
     await backend?.stop()
   },
   health() {
-    return { state: 'ok', video_nodes: nodeNames().length }
+    const stalled = backend?.stalledDevices() ?? []
+    return stalled.length
+      ? { state: 'degraded', detail: `not answering within the deadline: ${stalled.join(', ')}`, video_nodes: nodeNames().length }
+      : { state: 'ok', video_nodes: nodeNames().length }
   },
 })

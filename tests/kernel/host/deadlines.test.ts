@@ -85,4 +85,5 @@ test('a camera whose enumeration hangs costs the others one deadline, then a sho
     expect(performance.now() - t).toBeLessThan(800) // stalled: a short wait, not the deadline again
   }
   expect((await backend.list()).map((d) => d.bus_info)).not.toContain(WEDGED_BUS)
+  expect(backend.stalledDevices()).toEqual([join(root, 'devices/wedged')]) // the plugin's health says "degraded"
 })
