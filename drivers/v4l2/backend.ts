@@ -105,14 +105,19 @@ export class V4l2Backend implements CameraBackend {
 
   private async runProbe(group: NodeGroup, fresh: boolean): Promise<Probe | null> {
     try {
+      // What we hold now; an 'unchanged' answer refers to exactly this, whatever happens meanwhile.
+      const held = new Map<string, Formats>()
       const known: Record<string, string> = {}
       for (const path of group.nodes) {
         const f = this.formats.get(path)
-        if (f?.formats) known[path] = f.identity // so 'unchanged' always means "has formats"
+        if (!fresh && f?.formats) {
+          known[path] = f.identity // so 'unchanged' always means "has formats"
+          held.set(path, f.formats)
+        }
       }
       const probe = await this.worker(group.key).request<Probe>({ op: 'probe', nodes: group.nodes, known, fresh }, this.o.probeTimeoutMs, `enumerating ${group.nodes.join(', ')}`)
       for (const node of probe.nodes) {
-        if (node.formats === 'unchanged') node.formats = this.formats.get(node.path)?.formats ?? null
+        if (node.formats === 'unchanged') node.formats = held.get(node.path) ?? null
         else this.formats.set(node.path, { identity: node.identity, formats: node.formats })
       }
       if (probe.failed.length) this.o.log?.warn('v4l2: nodes skipped', { failed: probe.failed })
@@ -133,7 +138,6 @@ export class V4l2Backend implements CameraBackend {
   }
 
   private async enumerate(fresh: boolean): Promise<RawDevice[]> {
-    if (fresh) this.formats.clear()
     const groups = scanGroups(this.o.sysfsRoot)
     const present = new Set(groups.map((g) => g.key))
     const paths = new Set(groups.flatMap((g) => g.nodes))
