@@ -16,8 +16,13 @@ function withFd<T>(path: string, f: (fd: number) => T): T {
   }
 }
 
-/** Menus per node: fixed for the life of a device; forgotten on a fresh probe (after a hot-plug event). */
+/** Menus by node and identity: fixed for the life of a device; forgotten on a fresh probe (after a hot-plug event). */
 const menuCache = new Map<string, dev.MenuCache>()
+const menusOf = (key: string) => {
+  let menus = menuCache.get(key)
+  if (!menus) menuCache.set(key, (menus = new Map()))
+  return menus
+}
 
 /**
  * Formats do not change while a device stays plugged in (UVC descriptors), and a camera with many of
@@ -55,10 +60,14 @@ function probe(paths: string[], known: Record<string, string>, fresh: boolean): 
   const controls: Probe['controls'] = {}
   for (const bus of new Set(nodes.map((n) => n.cap.bus_info))) {
     const own = nodes.filter((n) => n.cap.bus_info === bus)
-    const node = (own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!).path
-    let menus = menuCache.get(node)
-    if (!menus) menuCache.set(node, (menus = new Map()))
-    controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menus)) }
+    const { path: node, identity } = own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!
+    try {
+      controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menusOf(`${node}|${identity}`))) }
+    } catch (e) {
+      const code = e instanceof DeviceError ? e.code : 'EIO'
+      failed.push({ path: node, code, message: `reading controls: ${(e as Error).message}` })
+      controls[bus] = { node, controls: [] }
+    }
   }
   return { nodes, controls, failed }
 }
@@ -70,7 +79,7 @@ function handle(req: WorkerRequest): unknown {
     case 'setControl':
       return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value as ControlValue))
     case 'controls':
-      return withFd(req.path, (fd) => dev.enumControls(fd, menuCache.get(req.path)))
+      return withFd(req.path, (fd) => dev.enumControls(fd))
     case 'activeFormat':
       return withFd(req.path, (fd) => dev.activeFormat(fd))
     case 'xuQuery':
