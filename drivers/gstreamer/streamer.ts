@@ -78,6 +78,11 @@ export class GstStreamer implements Streamer {
     return counts
   }
 
+  /** The job a bus_info leads, while it runs. */
+  job(bus_info: string): StreamJob | undefined {
+    return this.runners.get(bus_info)?.job
+  }
+
   /** The child's pid of a job (tests and diagnostics). */
   pid(bus_info: string): number | null {
     return this.runners.get(bus_info)?.pid ?? null

@@ -2,8 +2,12 @@
 // leader/follower groups. Without GStreamer installed it provides nothing and reports itself down,
 // so the cameras plugin answers 503 when a stream must start. Each setup() is its own instance (tests
 // run several services in one process).
+import { Elysia } from 'elysia'
 import { existsSync } from 'node:fs'
+import { conflict, notFound } from '../../core/errors'
+import { docs } from '../../core/openapi'
 import { definePlugin, type PluginHealth, type PluginInstance } from '../../core/plugin'
+import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
 
@@ -34,7 +38,30 @@ export default definePlugin({
       frameSync.setFrequencyOffset(typeof next === 'number' ? next : offset())
     })
     registry.provide('streamer', streamer, 'gstreamer')
+    // Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`.
+    const routes = new Elysia().get(
+      '/api/streams/:bus_info/sdp',
+      ({ params }) => {
+        const bus_info = decodeURIComponent(params.bus_info)
+        const job = streamer.job(bus_info)
+        if (!job) throw notFound(`No stream is running for '${bus_info}' (a follower streams in its leader's job)`)
+        const { stream } = job
+        if (stream.stream_type !== 'UDP' || stream.encode_type === 'NONE') throw conflict(`The stream of '${bus_info}' is ${stream.stream_type} ${stream.encode_type}, not RTP over UDP`)
+        if (!stream.endpoints[0]) throw conflict(`The stream of '${bus_info}' has no endpoint`)
+        return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label), { headers: { 'content-type': 'application/sdp' } })
+      },
+      {
+        ...docs({
+          tag: 'cameras',
+          summary: "SDP description of a running UDP stream, for VLC: one m= line per camera of the group, for the first endpoint",
+          ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
+          errors: [404, 409],
+          pathParams: ['bus_info'],
+        }),
+      },
+    )
     return {
+      routes,
       start: () => frameSync.start(),
       async stop() {
         unsubscribe()
