@@ -86,6 +86,8 @@ export interface CameraBackend {
   list(): Promise<RawDevice[]>
   /** Applies a control and resolves with the value the hardware holds afterwards. Throws DeviceError. */
   setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean | string>
+  /** Re-reads one device's controls (values and flags) without enumerating everything again. */
+  controls?(bus_info: string): Promise<Control[]>
   /** The format the camera runs right now (VIDIOC_G_FMT/G_PARM); for notify_camera STREAM_START. */
   activeFormat?(bus_info: string): Promise<ActiveFormat | null>
   /** What the streamer should read for this camera node. */

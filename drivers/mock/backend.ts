@@ -89,6 +89,10 @@ export class MockCameraBackend implements CameraBackend {
     return this.devices.filter((d) => d.plugged).map((d) => d.raw())
   }
 
+  async controls(bus_info: string): Promise<Control[]> {
+    return this.plugged(bus_info).raw().controls
+  }
+
   private plugged(bus_info: string): MockDevice {
     const d = this.devices.find((x) => x.plugged && x.bus_info === bus_info)
     if (!d) throw new DeviceError('ENODEV', `no simulated device at ${bus_info}`)

@@ -272,9 +272,12 @@ export class DeviceManager {
         return vendor.value
       }
       const held = await entry.backend.setControl(entry.raw.bus_info, control_id, value)
-      // A control can change others' flags (auto exposure makes exposure inactive): re-read the device.
-      const fresh = (await entry.backend.list()).find((d) => d.bus_info === entry.raw.bus_info)
-      if (fresh) entry.raw = fresh
+      // A control can change others' flags (auto exposure makes exposure inactive): re-read them.
+      const { backend } = entry
+      const controls = backend.controls
+        ? await backend.controls(entry.raw.bus_info)
+        : (await backend.list()).find((d) => d.bus_info === entry.raw.bus_info)?.controls
+      if (controls) entry.raw = { ...entry.raw, controls }
       return held
     } catch (e) {
       if (e instanceof DeviceError) throw fromDeviceError(e, what, ['body', 'value'], value)
