@@ -120,7 +120,7 @@ async function speed(): Promise<void> {
     const name = `dive${f}.mp4`
     const w = Bun.file(join(recordings, name)).writer()
     for (let i = 0; i < 512; i++) {
-      block[i % block.length] ^= f + 1 // each file distinct
+      block[i % block.length]! ^= f + 1 // each file distinct
       w.write(block)
     }
     await w.end()

@@ -21,7 +21,7 @@ interface Tier {
 }
 
 const TIERS: Tier[] = [
-  { name: 'contract', setup: [], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
+  { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
   { name: 'integration', setup: setupScripts((f) => f !== 'kernel.sh'), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
   { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25 },
 ]

@@ -188,7 +188,7 @@ export default definePlugin({
             jobs.status(token) // 404 before waiting when the token is unknown
             server?.timeout(request, 0) // the first byte may wait for the preparing pass
             const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), request.signal)
-            return new Response(body as unknown as BodyInit, {
+            return new Response(body as unknown as ReadableStream<Uint8Array>, {
               headers: {
                 'content-type': 'application/zip',
                 // Bun 1.4.5 drops a handler-set Content-Length on every streamed body and frames it chunked
