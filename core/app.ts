@@ -71,7 +71,11 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         return { detail }
       }
       if (error instanceof RequestValidationError) return body(422, error.errors)
-      if (error instanceof HttpError) return body(error.status, error.detail)
+      if (error instanceof HttpError) {
+        // A device or daemon failing is worth a line of its own; refusals of bad requests are not.
+        if (error.status >= 500) log.warn('request failed', { method: request.method, path: new URL(request.url).pathname, status: error.status, detail: error.detail })
+        return body(error.status, error.detail)
+      }
       if (error instanceof DeviceError) {
         const mapped = fromDeviceError(error, 'device')
         if (mapped instanceof RequestValidationError) return body(422, mapped.errors)
