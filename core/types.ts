@@ -148,6 +148,8 @@ export interface StreamMember {
   /** File-name stem for recordings: nickname, else device name. */
   label: string
   source: VideoSource
+  /** The pixel format the stream reads from the camera ('MJPG', 'YUYV', …); absent: the encode type's own. */
+  pixel_format?: string
 }
 
 export interface StreamJob {

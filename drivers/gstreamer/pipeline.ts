@@ -2,7 +2,7 @@
 // supervisor watches is named here (see monitor.ts): `cam<i>` (member i's v4l2src: QoS = lost frames),
 // `mon<i>` (an identity after the source: gaps in the timeline) and `alive<i>` (a progressreport: a bus
 // message every second while buffers flow, so the service sees a stall rather than guessing one).
-import type { Endpoint, StreamJob, StreamMember, VideoSource } from '../../core/types'
+import type { Endpoint, StreamJob, StreamMember } from '../../core/types'
 import { framerate } from './simulated'
 
 /** Every encode type records into Matroska: it stays playable after kill -9 and holds several video tracks. */
@@ -52,7 +52,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
   members.forEach((member, i) => {
     tokens.push(...sourceTokens(job, member, i))
     if (!options.bare) tokens.push('!', ...monitorTokens(i))
-    tokens.push(...encodeTokens(job, options))
+    tokens.push(...encodeTokens(job, member, options))
     if (stream.stream_type === 'UDP') {
       tokens.push('!', ...payloaderTokens(job, group))
       const clients = memberEndpoints(stream.endpoints, i).map((e) => `${e.host}:${e.port}`).join(',')
@@ -69,19 +69,32 @@ export function monitorTokens(i: number): string[] {
 }
 
 function sourceTokens(job: StreamJob, member: StreamMember, index: number): string[] {
-  return sourceDescription(member.source, job, index)
+  return sourceDescription(member, job, index)
+}
+
+/** GStreamer's name for each raw V4L2 pixel format a stream may read (plugins/cameras/formats.ts SOURCE_FORMAT). */
+const RAW_FORMATS: Record<string, string> = { YUYV: 'YUY2' }
+
+/** The GStreamer raw format the member's camera is read in, or null when it is read compressed (MJPG, H264). */
+function rawFormat(member: StreamMember): string | null {
+  if (!member.pixel_format || member.pixel_format === 'MJPG' || member.pixel_format === 'H264') return null
+  const raw = RAW_FORMATS[member.pixel_format]
+  if (!raw) throw new Error(`cannot read pixel format ${member.pixel_format} (known raw formats: ${Object.keys(RAW_FORMATS).join(', ')})`)
+  return raw
 }
 
 /** The member's source up to the camera's native caps. */
-function sourceDescription(source: VideoSource, job: StreamJob, index: number): string[] {
+function sourceDescription(member: StreamMember, job: StreamJob, index: number): string[] {
+  const { source } = member
   if (source.kind === 'gst') return source.description.trim().split(/\s+/)
   const { encode_type, width, height, interval } = job.stream
-  const media = encode_type === 'H264' ? 'video/x-h264' : 'image/jpeg'
+  const raw = rawFormat(member)
+  const media = raw ? `video/x-raw,format=${raw}` : encode_type === 'H264' ? 'video/x-h264' : 'image/jpeg'
   return ['v4l2src', `name=cam${index}`, `device=${source.device}`, '!', `${media},width=${width},height=${height},framerate=${framerate(interval)}`]
 }
 
-/** From the camera's output to the stream's codec: H.264 parsed, MJPG as is, SOFTWARE_H264 re-encoded. */
-function encodeTokens(job: StreamJob, options: PipelineOptions): string[] {
+/** From the camera's output to the stream's codec: H.264 parsed, MJPG as is, SOFTWARE_H264 re-encoded (from MJPG or raw). */
+function encodeTokens(job: StreamJob, member: StreamMember, options: PipelineOptions): string[] {
   const { encode_type, width, height } = job.stream
   const recording = job.stream.stream_type === 'RECORDING'
   if (encode_type === 'MJPG') return []
@@ -90,8 +103,8 @@ function encodeTokens(job: StreamJob, options: PipelineOptions): string[] {
   const rate = fps(job)
   const bitrate = options.bitrateKbps ?? softwareBitrateKbps(width, height, rate)
   return [
-    '!', 'jpegdec',
-    // 4:2:2 JPEG (most UVC cameras) would otherwise become High 4:2:2 H.264, which few decoders play.
+    ...(rawFormat(member) ? [] : ['!', 'jpegdec']),
+    // 4:2:2 input (most UVC JPEG, YUYV) would otherwise become High 4:2:2 H.264, which few decoders play.
     '!', 'videoconvert', '!', 'video/x-raw,format=I420',
     '!', 'x264enc', 'tune=zerolatency', 'speed-preset=ultrafast', `bitrate=${bitrate}`, `key-int-max=${Math.max(1, Math.round(rate))}`,
     ...parse,

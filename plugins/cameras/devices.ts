@@ -15,7 +15,7 @@ import type {
   VendorControl,
 } from '../../core/types'
 import { DeviceError } from '../../core/types'
-import { checkStreamFormat, defaultStream } from './formats'
+import { checkStreamFormat, defaultStream, sourcePixelFormat } from './formats'
 
 /** What is remembered about a device, keyed by its identity (serial when it has one, else bus_info). */
 export interface DeviceSettings {
@@ -375,7 +375,7 @@ export class DeviceManager {
     const format = { device_path: stream.device_path, encode_type: stream.encode_type, width: stream.width, height: stream.height, interval: stream.interval }
     const members = [leader, ...followers].map((p) => {
       const path = p === leader ? stream.device_path : safeCheck(p.raw, stream)
-      return { bus_info: p.raw.bus_info, label: this.settingsOf(p).nickname || p.raw.name, source: p.backend.videoSource(path, { ...format, device_path: path }) }
+      return { bus_info: p.raw.bus_info, label: this.settingsOf(p).nickname || p.raw.name, source: p.backend.videoSource(path, { ...format, device_path: path }), pixel_format: sourcePixelFormat(p.raw, stream.encode_type) }
     })
     const job: StreamJob = { bus_info: leader.raw.bus_info, stream, members, recordings_dir: this.ctx.config.recordingsDir }
     await streamer.start(job)

@@ -2,26 +2,38 @@
 import { valueError } from '../../core/errors'
 import type { Camera, EncodeType, Endpoint, Interval, RawDevice, Stream } from '../../core/types'
 
-/** The pixel format a camera node must offer for each encode type (SOFTWARE_H264 re-encodes MJPG). */
-export const SOURCE_FORMAT: Record<Exclude<EncodeType, 'NONE'>, string> = {
-  H264: 'H264',
-  MJPG: 'MJPG',
-  SOFTWARE_H264: 'MJPG',
+/**
+ * The pixel formats a camera node may be read in for each encode type, preferred first: SOFTWARE_H264
+ * re-encodes MJPG, or raw YUYV (4:2:2) when the camera offers no MJPG (vivid, raw-only cameras).
+ */
+export const SOURCE_FORMAT: Record<Exclude<EncodeType, 'NONE'>, readonly string[]> = {
+  H264: ['H264'],
+  MJPG: ['MJPG'],
+  SOFTWARE_H264: ['MJPG', 'YUYV'],
+}
+
+/** The camera node and the pixel format a stream of this encode type reads: the preferred format any node offers. */
+function sourceOf(device: RawDevice, encode: Exclude<EncodeType, 'NONE'>): { camera: Camera; pixel_format: string } | undefined {
+  for (const pixel_format of SOURCE_FORMAT[encode]) {
+    const camera = device.cameras.find((c) => c.formats[pixel_format]?.length)
+    if (camera) return { camera, pixel_format }
+  }
+  return undefined
 }
 
 export function offeredEncodeTypes(device: RawDevice): EncodeType[] {
-  const formats = new Set(device.cameras.flatMap((c) => Object.keys(c.formats)))
-  const out = (Object.keys(SOURCE_FORMAT) as Exclude<EncodeType, 'NONE'>[]).filter((e) => formats.has(SOURCE_FORMAT[e]))
+  const out = (Object.keys(SOURCE_FORMAT) as Exclude<EncodeType, 'NONE'>[]).filter((e) => sourceOf(device, e))
   return [...out, 'NONE']
+}
+
+/** The pixel format the streamer must request from the camera for this encode type (undefined for NONE). */
+export function sourcePixelFormat(device: RawDevice, encode: EncodeType): string | undefined {
+  return encode === 'NONE' ? undefined : sourceOf(device, encode)?.pixel_format
 }
 
 const fps = (i: Interval) => i.denominator / i.numerator
 const fmtInterval = (i: Interval) => `${i.numerator}/${i.denominator}`
 const sameInterval = (a: Interval, b: Interval) => a.numerator * b.denominator === b.numerator * a.denominator
-
-function cameraFor(device: RawDevice, encode: Exclude<EncodeType, 'NONE'>): Camera | undefined {
-  return device.cameras.find((c) => c.formats[SOURCE_FORMAT[encode]]?.length)
-}
 
 /**
  * Checks a requested stream against what the camera really offers; answers the camera node to read.
@@ -29,11 +41,12 @@ function cameraFor(device: RawDevice, encode: Exclude<EncodeType, 'NONE'>): Came
  */
 export function checkStreamFormat(device: RawDevice, encode: EncodeType, width: number, height: number, interval: Interval): string {
   if (encode === 'NONE') return device.cameras[0]?.path ?? device.device_paths[0] ?? ''
-  const camera = cameraFor(device, encode)
-  if (!camera) {
+  const source = sourceOf(device, encode)
+  if (!source) {
     throw valueError(['body', 'encode_type'], `${device.name} cannot stream ${encode}; it offers ${offeredEncodeTypes(device).join(', ')}`, encode)
   }
-  const sizes = camera.formats[SOURCE_FORMAT[encode]]!
+  const { camera, pixel_format } = source
+  const sizes = camera.formats[pixel_format]!
   const size = sizes.find((s) => s.width === width && s.height === height)
   if (!size) {
     const offered = sizes.map((s) => `${s.width}x${s.height}`).join(', ')
@@ -46,15 +59,15 @@ export function checkStreamFormat(device: RawDevice, encode: EncodeType, width: 
   return camera.path
 }
 
-/** H264 when offered, else MJPG; 1920x1080 at 30 fps when offered, else the largest size at its best rate up to 30 fps. */
+/** H264 when offered, else MJPG, else SOFTWARE_H264 (from raw YUYV); 1920x1080 at 30 fps when offered, else the largest size at its best rate up to 30 fps. */
 export function defaultStream(device: RawDevice, endpoint: Endpoint): Stream {
   const encode: EncodeType = offeredEncodeTypes(device)[0]!
   const base = { stream_type: 'UDP' as const, endpoints: [endpoint], enabled: false }
   if (encode === 'NONE') {
     return { ...base, device_path: device.cameras[0]?.path ?? '', encode_type: 'NONE', width: 0, height: 0, interval: { numerator: 1, denominator: 30 } }
   }
-  const camera = cameraFor(device, encode)!
-  const sizes = camera.formats[SOURCE_FORMAT[encode]]!
+  const { camera, pixel_format } = sourceOf(device, encode)!
+  const sizes = camera.formats[pixel_format]!
   const size = sizes.find((s) => s.width === 1920 && s.height === 1080) ?? [...sizes].sort((a, b) => b.width * b.height - a.width * a.height)[0]!
   const byRate = [...size.intervals].sort((a, b) => fps(b) - fps(a))
   const interval = byRate.find((i) => Math.abs(fps(i) - 30) < 1e-9) ?? byRate.find((i) => fps(i) <= 30) ?? byRate[0] ?? { numerator: 1, denominator: 30 }

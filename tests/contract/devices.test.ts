@@ -1,5 +1,8 @@
 // Spec operations 1–6 and the camera extras on simulated cameras: bodies field by field, every error status.
 import { beforeEach, describe, expect, test } from 'bun:test'
+import type { RequestValidationError } from '../../core/errors'
+import type { RawDevice } from '../../core/types'
+import { checkStreamFormat, defaultStream, offeredEncodeTypes, sourcePixelFormat } from '../../plugins/cameras/formats'
 import type { TestServer } from '../helpers'
 import {
   AUTO_WB,
@@ -296,6 +299,56 @@ describe('streams without a streamer', () => {
       expect(await post('/api/devices/unconfigure_stream', { bus_info: EHD })).toMatchObject({ status: 200 })
       expect((await device(s, EHD)).stream).toMatchObject({ enabled: false, endpoints: [] })
       expect((await post('/api/devices/unconfigure_stream', { bus_info: 'usb-x' })).status).toBe(404)
+    } finally {
+      await stop()
+    }
+  })
+})
+
+describe('the SOFTWARE_H264 source rule (plugins/cameras/formats.ts)', () => {
+  const yuyvSizes = [{ width: 320, height: 240, intervals: [{ numerator: 1, denominator: 5 }] }]
+  const rawOnly = (cameras: RawDevice['cameras']): RawDevice => ({ bus_info: 'platform:raw-0', name: 'raw camera', vid: 0, pid: 0, manufacturer: null, serial: '', device_paths: cameras.map((c) => c.path), cameras, controls: [] })
+
+  test('a YUYV-only camera offers SOFTWARE_H264 (read as YUYV) and NONE', async () => {
+    try {
+      const raw = rawOnly([{ path: '/dev/video0', formats: { YUYV: yuyvSizes } }])
+      expect(offeredEncodeTypes(raw)).toEqual(['SOFTWARE_H264', 'NONE'])
+      expect(sourcePixelFormat(raw, 'SOFTWARE_H264')).toBe('YUYV')
+      expect(checkStreamFormat(raw, 'SOFTWARE_H264', 320, 240, { numerator: 1, denominator: 5 })).toBe('/dev/video0')
+      const refusal = (() => {
+        try {
+          checkStreamFormat(raw, 'MJPG', 320, 240, { numerator: 1, denominator: 5 })
+        } catch (e) {
+          return e as RequestValidationError
+        }
+      })()
+      expect(refusal?.errors[0]).toMatchObject({ loc: ['body', 'encode_type'], msg: expect.stringContaining('it offers SOFTWARE_H264, NONE') })
+      expect(defaultStream(raw, { host: '192.168.2.1', port: 5600 })).toMatchObject({ encode_type: 'SOFTWARE_H264', width: 320, height: 240 })
+      // MJPG on any node is preferred over raw.
+      const both = rawOnly([{ path: '/dev/video0', formats: { YUYV: yuyvSizes } }, { path: '/dev/video2', formats: { MJPG: yuyvSizes } }])
+      expect(sourcePixelFormat(both, 'SOFTWARE_H264')).toBe('MJPG')
+      expect(checkStreamFormat(both, 'SOFTWARE_H264', 320, 240, { numerator: 1, denominator: 5 })).toBe('/dev/video2')
+    } finally {
+      await stop()
+    }
+  })
+
+  test('the simulated webcam (MJPG and YUYV) offers MJPG, SOFTWARE_H264, NONE and re-encodes its MJPG', async () => {
+    try {
+      const webcam = await device(s, WEBCAM)
+      const raw = rawOnly(webcam.cameras)
+      expect(offeredEncodeTypes(raw)).toEqual(['MJPG', 'SOFTWARE_H264', 'NONE'])
+      expect(sourcePixelFormat(raw, 'SOFTWARE_H264')).toBe('MJPG')
+      const configured = await post('/api/devices/configure_stream', {
+        bus_info: WEBCAM,
+        stream_type: 'UDP',
+        encode_type: 'SOFTWARE_H264',
+        stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 30 } },
+        enabled: false,
+        endpoints: [{ host: '10.0.0.5', port: 5602 }],
+      })
+      expect(configured.status).toBe(200)
+      expect((await device(s, WEBCAM)).stream).toMatchObject({ encode_type: 'SOFTWARE_H264', width: 1280, height: 720 })
     } finally {
       await stop()
     }

@@ -55,6 +55,28 @@ describe('buildPipeline', () => {
     expect(line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP'), { bitrateKbps: 1234 }))).toContain('bitrate=1234')
   })
 
+  test('SOFTWARE_H264 from a raw YUYV camera: raw YUY2 caps, no jpegdec, converted to 4:2:0 and re-encoded', () => {
+    const job = v4l2Job('SOFTWARE_H264', 'UDP')
+    job.members[0]!.pixel_format = 'YUYV'
+    const p = line(buildPipeline(job))
+    expect(p).toBe(
+      'v4l2src name=cam0 device=/dev/video2 ! video/x-raw,format=YUY2,width=1920,height=1080,framerate=30/1' +
+        ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
+        ` ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast bitrate=${softwareBitrateKbps(1920, 1080, 30)} key-int-max=30` +
+        ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
+        ' ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false async=false',
+    )
+    // An explicit MJPG source is the default path.
+    job.members[0]!.pixel_format = 'MJPG'
+    expect(line(buildPipeline(job))).toBe(line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP'))))
+  })
+
+  test('a raw pixel format the builder has no GStreamer name for is refused', () => {
+    const job = v4l2Job('SOFTWARE_H264', 'UDP')
+    job.members[0]!.pixel_format = 'Y10B'
+    expect(() => buildPipeline(job)).toThrow('cannot read pixel format Y10B')
+  })
+
   test('RECORDING goes into Matroska with short clusters and unbuffered writes', () => {
     for (const enc of ['H264', 'MJPG', 'SOFTWARE_H264'] as const) {
       const p = line(buildPipeline(v4l2Job(enc, 'RECORDING'), { recordingPath: '/rec/cam0_2024-01-01_00-00-00.mkv' }))
