@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kernel tier prerequisites: QEMU (TCG), busybox for the initramfs, v4l-utils (the second opinion inside
 # the VM), C compilers and the kernel's UAPI headers for x86-64 and aarch64 (the struct-layout test), a Debian kernel
-# unpacked (not installed) under tests/kernel/.cache/ with its vivid module.
+# unpacked (not installed) under tests/kernel/.cache/ with its vivid module, and GStreamer (the VM sees the
+# host's root, so the stream test inside it runs the host's gst-launch-1.0).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE=tests/kernel/.cache
@@ -28,4 +29,5 @@ ls "$CACHE"/root/boot/vmlinuz-* >/dev/null || { echo "kernel.sh: no vmlinuz afte
 # The package's postinst (not run by dpkg -x) is what writes modules.dep; modprobe in the guest needs it.
 ver=$(basename "$(ls -d "$CACHE"/root/lib/modules/*/ | head -1)")
 [ -f "$CACHE/root/lib/modules/$ver/modules.dep" ] || depmod -b "$CACHE/root" "$ver" || { echo "kernel.sh: depmod failed" >&2; exit 1; }
+bash scripts/setup/gstreamer.sh || { echo "kernel.sh: scripts/setup/gstreamer.sh failed (the VM stream test needs GStreamer)" >&2; exit 1; }
 echo "kernel.sh: ready ($(basename "$(ls "$CACHE"/root/boot/vmlinuz-* | head -1)"))"

@@ -1,0 +1,126 @@
+// Inside the VM: the real service (core/main.ts with the cameras, v4l2 and gstreamer plugins) streams a
+// vivid capture node — raw YUYV only — as SOFTWARE_H264 over RTP/UDP to a real GStreamer receiver on
+// loopback, which decodes frames of the configured size. The VM's CPU is emulated (TCG), hence the small
+// size, the low rate and the generous waits; no frame within them is a failure.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { Receiver } from '../../integration/gstreamer.helpers'
+import { v4l2ctl } from './v4l2ctl'
+
+const REPO = join(import.meta.dir, '../../..')
+const PORT = 18081
+const BASE = `http://127.0.0.1:${PORT}`
+const RTP_PORT = 15600
+const BUS = 'platform:vivid-000'
+const NODE = '/dev/video0'
+// 320x180 at 5 fps: the smallest webcam size vivid offers, at a rate x264 keeps up with under TCG.
+const WIDTH = 320
+const HEIGHT = 180
+const INTERVAL = { numerator: 1, denominator: 5 }
+const FRAMES = 5
+const dataDir = mkdtempSync('/tmp/periscope-vm-stream-')
+let service: ChildProcess | null = null
+let receiver: Receiver | null = null
+let log = ''
+
+async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  while (Date.now() < deadline) {
+    try {
+      const v = await f()
+      if (v) return v
+    } catch (e) {
+      last = e
+    }
+    await Bun.sleep(200)
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms (${last ?? 'no answer'})\n--- service log ---\n${log.slice(-4000)}`)
+}
+
+type Device = { bus_info: string; cameras: { path: string; formats: Record<string, { width: number; height: number }[]> }[]; stream: Record<string, unknown>; stream_status: { state: string; error: string | null } }
+const device = async () => ((await (await fetch(`${BASE}/api/devices`)).json()) as Device[]).find((d) => d.bus_info === BUS)
+const post = (path: string, body: unknown) => fetch(`${BASE}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+
+/** gst-launch children of the service, by parent pid (the streamer prefixes setpriv, which execs gst). */
+const gstChildren = (pid: number) =>
+  spawnSync('ps', ['-o', 'pid=,args=', '--ppid', String(pid)], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.includes('gst-launch'))
+    .map((l) => Number(l.trim().split(/\s+/)[0]))
+
+/** Alive and not a zombie (an orphan waits for the VM's init to reap it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
+
+async function stopService(): Promise<void> {
+  if (!service?.pid || service.exitCode !== null) return
+  service.kill('SIGTERM')
+  const exited = new Promise((r) => service!.once('exit', r))
+  if ((await Promise.race([exited, Bun.sleep(15_000).then(() => 'late')])) === 'late') process.kill(service.pid, 'SIGKILL')
+}
+
+beforeAll(async () => {
+  if (!existsSync('/sys/bus/platform/drivers/vivid/vivid.0')) throw new Error('vivid is not loaded: this test runs inside the kernel-tier VM')
+  for (const tool of ['gst-launch-1.0', 'setpriv', 'ps']) {
+    if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/kernel.sh (it runs scripts/setup/gstreamer.sh)`)
+  }
+  service = spawn(join(REPO, 'node_modules/.bin/bun'), ['run', 'core/main.ts', '--port', String(PORT), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'off', '--plugins', 'cameras,v4l2,gstreamer'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+  service.stdout!.on('data', (d) => (log += d))
+  service.stderr!.on('data', (d) => (log += d))
+  await until('the service answering /api/health', async () => (await fetch(`${BASE}/api/health`)).ok, 60_000)
+})
+
+afterAll(async () => {
+  const pid = service?.pid
+  const children = pid ? gstChildren(pid) : []
+  await receiver?.stop()
+  await stopService()
+  for (const child of children) {
+    try {
+      process.kill(child, 'SIGKILL')
+    } catch {}
+  }
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+test('a vivid node (raw YUYV only) offers SOFTWARE_H264 at the size the test streams', async () => {
+  expect(v4l2ctl(['-d', NODE, '--list-formats-ext'])).toContain(`Size: Discrete ${WIDTH}x${HEIGHT}`)
+  const vivid = await until('the vivid device listed', device, 30_000)
+  const camera = vivid.cameras.find((c) => c.path === NODE)!
+  expect(Object.keys(camera.formats)).not.toContain('MJPG')
+  expect(camera.formats.YUYV!.some((s) => s.width === WIDTH && s.height === HEIGHT)).toBe(true)
+  // Asking for H264 is refused with the list of what the camera can do: SOFTWARE_H264 from its YUYV.
+  const h264 = await post('/api/devices/configure_stream', { bus_info: BUS, stream_type: 'UDP', encode_type: 'H264', stream_format: { width: WIDTH, height: HEIGHT, interval: INTERVAL }, enabled: false, endpoints: [{ host: '127.0.0.1', port: RTP_PORT }] })
+  expect(h264.status).toBe(422)
+  expect(JSON.stringify(await h264.json())).toContain('SOFTWARE_H264, NONE')
+})
+
+test('SOFTWARE_H264 over UDP: v4l2src → x264enc → RTP, and a real receiver decodes frames of the configured size', async () => {
+  receiver = new Receiver(RTP_PORT, 'SOFTWARE_H264')
+  await receiver.ready()
+  const started = Date.now()
+  const r = await post('/api/devices/configure_stream', { bus_info: BUS, stream_type: 'UDP', encode_type: 'SOFTWARE_H264', stream_format: { width: WIDTH, height: HEIGHT, interval: INTERVAL }, enabled: true, endpoints: [{ host: '127.0.0.1', port: RTP_PORT }] })
+  expect(r.status).toBe(200)
+  expect((await device())!.stream).toMatchObject({ encode_type: 'SOFTWARE_H264', device_path: NODE, width: WIDTH, height: HEIGHT, enabled: true })
+  await until(`${FRAMES} decoded frames at the receiver (got ${receiver.frames.length})`, async () => receiver!.frames.length >= FRAMES, 120_000)
+  console.log(`first decoded frame ${receiver.frames[0]! - started} ms after configure_stream; ${FRAMES} frames after ${receiver.frames[FRAMES - 1]! - started} ms`)
+  expect([receiver.width, receiver.height]).toEqual([WIDTH, HEIGHT])
+  expect((await device())!.stream_status).toMatchObject({ state: 'running', error: null })
+}, 180_000)
+
+test('SIGTERM to the service stops its gst child', async () => {
+  const pid = service!.pid!
+  const children = gstChildren(pid)
+  expect(children.length).toBe(1)
+  await stopService()
+  expect(service!.exitCode ?? service!.signalCode).not.toBeNull()
+  await until('the gst child gone', async () => children.every((c) => !running(c)), 10_000)
+}, 30_000)
