@@ -89,7 +89,8 @@ export async function runInVm(script: string, opts: { timeoutMs: number; vividAr
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
+# No tmpfs over /tmp: the overlay's upper layer is already tmpfs, and the repo (a CI clone) may live in /tmp.
+mount -t tmpfs tmpfs /run
 ip link set lo up 2>/dev/null || busybox ip link set lo up
 R=/mnt/results
 rm -rf /lib/modules/${version}; mkdir -p /lib/modules; ln -s ${KROOT}/lib/modules/${version} /lib/modules/${version}
