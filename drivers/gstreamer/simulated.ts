@@ -1,5 +1,5 @@
 // What a simulated camera outputs, as a gst-launch fragment: the same caps a real camera's node gives
-// for that encode type (H.264 byte-stream, or MJPG which SOFTWARE_H264 re-encodes). One place, shared
+// for that encode type (H.264 byte-stream, or MJPG which SOFTWARE_H264 re-encodes; a simulated camera always offers MJPG). One place, shared
 // by the mock camera driver and the streamer's tests; it imports nothing but core/types on purpose.
 import type { EncodeType, Interval } from '../../core/types'
 
