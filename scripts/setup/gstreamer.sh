@@ -15,18 +15,8 @@ PACKAGES=(
   procps                      # ps: the tests and the benchmark find gst children by parent pid
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"; then
-    apt-get -o DPkg::Lock::Timeout=600 update
-    apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" || { echo "gstreamer setup: could not install ${missing[*]}" >&2; exit 1; }
-  fi
-fi
+source "$(dirname "$0")/apt.sh"
+apt_install_missing "gstreamer setup" "${PACKAGES[@]}"
 
 # setpriv (util-linux) gives children a parent-death signal; stty (coreutils) sets the board's baud rate.
 for tool in gst-launch-1.0 gst-inspect-1.0 gst-discoverer-1.0 setpriv stty ps python3; do

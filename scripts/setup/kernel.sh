@@ -8,13 +8,8 @@ cd "$(dirname "$0")/../.."
 CACHE=tests/kernel/.cache
 PKGS=(qemu-system-x86 busybox-static v4l-utils gcc libc6-dev linux-libc-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio kmod)
 
-missing=()
-for p in "${PKGS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p"); done
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends "${missing[@]}" || { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; } \
-    || { echo "kernel.sh: could not install ${missing[*]}" >&2; exit 1; }
-fi
+source scripts/setup/apt.sh
+apt_install_missing "kernel.sh" "${PKGS[@]}"
 
 # The guest kernel: Debian 12's 6.1 image (vivid is a module there), unpacked with dpkg -x.
 mkdir -p "$CACHE"

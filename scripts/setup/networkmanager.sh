@@ -8,27 +8,10 @@ die() { echo "setup/networkmanager: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (apt-get install)"
 
 need=(network-manager udev dbus-daemon dbus-bin iproute2)
-missing=()
-for p in "${need[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-
-if [ ${#missing[@]} -gt 0 ]; then
-  # The packages' maintainer scripts must not start NetworkManager or udevd on this machine: the tests
-  # start their own, inside a network namespace. policy-rc.d exit 101 = "do not start services".
-  own_policy=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  trap '[ "$own_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"; then
-    apt-get -o DPkg::Lock::Timeout=600 update || die "apt-get update failed"
-    apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" || die "could not install ${missing[*]}"
-  fi
-fi
+# apt_install_missing keeps the packages' maintainer scripts from starting NetworkManager or udevd on
+# this machine: the tests start their own, inside a network namespace.
+source "$(dirname "$0")/apt.sh"
+apt_install_missing "setup/networkmanager" "${need[@]}" || die "could not install ${need[*]}"
 
 for bin in /usr/sbin/NetworkManager /usr/bin/nmcli /lib/systemd/systemd-udevd /usr/bin/udevadm /usr/bin/dbus-daemon /usr/sbin/ip; do
   [ -x "$bin" ] || die "$bin is missing after install"

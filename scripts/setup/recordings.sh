@@ -12,18 +12,8 @@ PACKAGES=(
   curl     # the HTTP client of the tests (--path-as-is keeps hostile paths intact)
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"; then
-    apt-get -o DPkg::Lock::Timeout=600 update
-    apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" || { echo "recordings setup: could not install ${missing[*]}" >&2; exit 1; }
-  fi
-fi
+source "$(dirname "$0")/apt.sh"
+apt_install_missing "recordings setup" "${PACKAGES[@]}"
 
 for tool in unzip zipinfo zip python3 curl truncate dd sha256sum; do
   command -v "$tool" >/dev/null || { echo "recordings setup: $tool missing after install" >&2; exit 1; }
