@@ -2,56 +2,27 @@
 // devices, sets a control over HTTP (v4l2-ctl reads it back), and survives an unplug/plug (sysfs
 // unbind/bind) with the control restored on reappearance.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, writeFileSync } from 'node:fs'
+import { VmService } from './service.helpers'
 import { v4l2ctl } from './v4l2ctl'
 
-const REPO = join(import.meta.dir, '../../..')
-const PORT = 18080
-const BASE = `http://127.0.0.1:${PORT}`
 const DRIVER = '/sys/bus/platform/drivers/vivid'
 const BUS = 'platform:vivid-000'
 const BRIGHTNESS = 0x00980900
-const dataDir = mkdtempSync('/tmp/periscope-vm-')
-let service: ChildProcess | null = null
-let log = ''
+const service = new VmService(18080, 'cameras,v4l2,dwe')
+const until = service.until.bind(service)
 
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  while (Date.now() < deadline) {
-    try {
-      const v = await f()
-      if (v) return v
-    } catch (e) {
-      last = e
-    }
-    await Bun.sleep(100)
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms (${last ?? 'no answer'})\n--- service log ---\n${log.slice(-3000)}`)
-}
-
-const devices = async () => (await (await fetch(`${BASE}/api/devices`)).json()) as { bus_info: string; device_info: { device_paths: string[] }; controls: { control_id: number; value: unknown }[] }[]
-const setControl = (bus_info: string, control_id: number, value: number) =>
-  fetch(`${BASE}/api/devices/set_uvc_control`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ bus_info, control_id, value }) })
+const devices = async () => (await (await fetch(`${service.base}/api/devices`)).json()) as { bus_info: string; device_info: { device_paths: string[] }; controls: { control_id: number; value: unknown }[] }[]
+const setControl = (bus_info: string, control_id: number, value: number) => service.post('/api/devices/set_uvc_control', { bus_info, control_id, value })
 
 beforeAll(async () => {
   if (!existsSync(`${DRIVER}/vivid.0`)) throw new Error('vivid is not loaded: this test runs inside the kernel-tier VM')
-  service = spawn(join(REPO, 'node_modules/.bin/bun'), ['run', 'core/main.ts', '--port', String(PORT), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'off', '--plugins', 'cameras,v4l2,dwe'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
-  service.stdout!.on('data', (d) => (log += d))
-  service.stderr!.on('data', (d) => (log += d))
-  await until('the service answering /api/health', async () => (await fetch(`${BASE}/api/health`)).ok, 60_000)
+  await service.start()
 })
 
 afterAll(async () => {
   if (!existsSync(`${DRIVER}/vivid.0`)) writeFileSync(`${DRIVER}/bind`, 'vivid.0')
-  if (service?.pid && service.exitCode === null) {
-    service.kill('SIGTERM')
-    const exited = new Promise((r) => service!.once('exit', r))
-    if ((await Promise.race([exited, Bun.sleep(5000).then(() => 'late')])) === 'late') process.kill(service.pid, 'SIGKILL')
-  }
-  rmSync(dataDir, { recursive: true, force: true })
+  await service.stop()
 })
 
 test('GET /api/devices lists the vivid devices with every node and their controls', async () => {

@@ -3,15 +3,12 @@
 // loopback, which decodes frames of the configured size. The VM's CPU is emulated (TCG), hence the small
 // size, the low rate and the generous waits; no frame within them is a failure.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { Receiver } from '../../integration/gstreamer.helpers'
+import { VmService } from './service.helpers'
 import { v4l2ctl } from './v4l2ctl'
 
-const REPO = join(import.meta.dir, '../../..')
-const PORT = 18081
-const BASE = `http://127.0.0.1:${PORT}`
 const RTP_PORT = 15600
 const BUS = 'platform:vivid-000'
 const NODE = '/dev/video0'
@@ -20,29 +17,13 @@ const WIDTH = 320
 const HEIGHT = 180
 const INTERVAL = { numerator: 1, denominator: 5 }
 const FRAMES = 5
-const dataDir = mkdtempSync('/tmp/periscope-vm-stream-')
-let service: ChildProcess | null = null
+const service = new VmService(18081, 'cameras,v4l2,gstreamer')
+const until = <T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs: number) => service.until(what, f, timeoutMs, 200)
 let receiver: Receiver | null = null
-let log = ''
-
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  while (Date.now() < deadline) {
-    try {
-      const v = await f()
-      if (v) return v
-    } catch (e) {
-      last = e
-    }
-    await Bun.sleep(200)
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms (${last ?? 'no answer'})\n--- service log ---\n${log.slice(-4000)}`)
-}
 
 type Device = { bus_info: string; cameras: { path: string; formats: Record<string, { width: number; height: number }[]> }[]; stream: Record<string, unknown>; stream_status: { state: string; error: string | null } }
-const device = async () => ((await (await fetch(`${BASE}/api/devices`)).json()) as Device[]).find((d) => d.bus_info === BUS)
-const post = (path: string, body: unknown) => fetch(`${BASE}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+const device = async () => ((await (await fetch(`${service.base}/api/devices`)).json()) as Device[]).find((d) => d.bus_info === BUS)
+const post = (path: string, body: unknown) => service.post(path, body)
 
 /** gst-launch children of the service, by parent pid (the streamer prefixes setpriv, which execs gst). */
 const gstChildren = (pid: number) =>
@@ -60,35 +41,24 @@ function running(pid: number): boolean {
   }
 }
 
-async function stopService(): Promise<void> {
-  if (!service?.pid || service.exitCode !== null) return
-  service.kill('SIGTERM')
-  const exited = new Promise((r) => service!.once('exit', r))
-  if ((await Promise.race([exited, Bun.sleep(15_000).then(() => 'late')])) === 'late') process.kill(service.pid, 'SIGKILL')
-}
-
 beforeAll(async () => {
   if (!existsSync('/sys/bus/platform/drivers/vivid/vivid.0')) throw new Error('vivid is not loaded: this test runs inside the kernel-tier VM')
   for (const tool of ['gst-launch-1.0', 'setpriv', 'ps']) {
     if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/kernel.sh (it runs scripts/setup/gstreamer.sh)`)
   }
-  service = spawn(join(REPO, 'node_modules/.bin/bun'), ['run', 'core/main.ts', '--port', String(PORT), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'off', '--plugins', 'cameras,v4l2,gstreamer'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
-  service.stdout!.on('data', (d) => (log += d))
-  service.stderr!.on('data', (d) => (log += d))
-  await until('the service answering /api/health', async () => (await fetch(`${BASE}/api/health`)).ok, 60_000)
+  await service.start()
 })
 
 afterAll(async () => {
-  const pid = service?.pid
+  const pid = service.pid
   const children = pid ? gstChildren(pid) : []
   await receiver?.stop()
-  await stopService()
+  await service.stop(15_000)
   for (const child of children) {
     try {
       process.kill(child, 'SIGKILL')
     } catch {}
   }
-  rmSync(dataDir, { recursive: true, force: true })
 })
 
 test('a vivid node (raw YUYV only) offers SOFTWARE_H264 at the size the test streams', async () => {
@@ -117,10 +87,9 @@ test('SOFTWARE_H264 over UDP: v4l2src → x264enc → RTP, and a real receiver d
 }, 180_000)
 
 test('SIGTERM to the service stops its gst child', async () => {
-  const pid = service!.pid!
-  const children = gstChildren(pid)
+  const children = gstChildren(service.pid!)
   expect(children.length).toBe(1)
-  await stopService()
-  expect(service!.exitCode ?? service!.signalCode).not.toBeNull()
+  await service.stop(15_000)
+  expect(service.exited).toBe(true)
   await until('the gst child gone', async () => children.every((c) => !running(c)), 10_000)
 }, 30_000)
