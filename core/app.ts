@@ -124,13 +124,17 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     }, { detail: { hide: true } })
     .get(
       '/api/health',
-      () => ({
-        status: failed.size ? 'degraded' : 'ok',
-        version: VERSION,
-        uptime_s: Math.round((Date.now() - startedAt) / 1000),
-        plugins: Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)])),
-        backends: ctx.registry.describe(),
-      }),
+      () => {
+        const health = Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)]))
+        return {
+          // Degraded as soon as one plugin is not fine (NetworkManager away, a stream failing, …).
+          status: Object.values(health).every((h) => h.state === 'ok') ? 'ok' : 'degraded',
+          version: VERSION,
+          uptime_s: Math.round((Date.now() - startedAt) / 1000),
+          plugins: health,
+          backends: ctx.registry.describe(),
+        }
+      },
       { ...docs({ tag: 'system', summary: 'Version, uptime, and the state of every plugin and backend' }) },
     )
     .get('/api/events', ({ request }) => eventStream(ctx.events, request.signal), {

@@ -23,6 +23,13 @@ afterAll(async () => {
 const IP = { ip_addresses: [{ address: '192.168.2.2', prefix: 24 }], gateway: '192.168.2.1', method: 'manual', dns: ['1.1.1.1'], never_default: false }
 
 describe('network operations without NetworkManager', () => {
+  test('health says degraded and why', async () => {
+    const { body } = await s.call('GET', '/api/health')
+    expect(body.status).toBe('degraded')
+    expect(body.plugins.network.state).toBe('degraded')
+    expect(body.plugins.cameras.state).toBe('ok')
+  })
+
   test('7, 8: 503 with a detail that names the system bus', async () => {
     for (const path of ['/api/network/wired/devices', '/api/network/connection_profiles']) {
       const r = await s.call('GET', path)
