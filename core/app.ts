@@ -13,7 +13,7 @@ import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, 
 import { t } from 'elysia'
 import { SettingsStore } from './store'
 import { DeviceError } from './types'
-import { setBodyLimit } from './validation'
+import { bodyLimitOf } from './validation'
 import { VERSION } from './version'
 
 export interface PeriscopeApp {
@@ -29,7 +29,6 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
-  setBodyLimit(config.bodyLimit)
   const store = SettingsStore.open(config.dataDir)
   const ctx: PluginContext = { config, registry: new Registry(), events: new EventBus(), store, log, activity: { lastRequestAt: 0 } }
   const startedAt = Date.now()
@@ -52,6 +51,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
   const app = new Elysia({ serve: { maxRequestBodySize: Math.max(config.bodyLimit * 2, 16 << 20), idleTimeout: 60 } })
     .onRequest(({ request, set }) => {
       requestStart.set(request, performance.now())
+      bodyLimitOf.set(request, config.bodyLimit)
       ctx.activity.lastRequestAt = Date.now()
       Object.assign(set.headers, corsHeaders(request.headers.get('origin')))
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(request.headers.get('origin')) })

@@ -31,8 +31,4 @@ export class EventBus {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }
-
-  get listenerCount(): number {
-    return this.listeners.size
-  }
 }

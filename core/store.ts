@@ -15,8 +15,6 @@ const MIGRATIONS: string[] = [
    ) WITHOUT ROWID`,
 ]
 
-export const SCHEMA_VERSION = MIGRATIONS.length
-
 export class SettingsStore {
   private constructor(private readonly db: Database) {}
 

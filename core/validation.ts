@@ -247,15 +247,13 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 
 const tooLarge = (limit: number) => new HttpError(413, `Request body is larger than the limit of ${limit} bytes`)
 
-let bodyLimit = 1 << 20
-/** Set once by createApp from config.bodyLimit. */
-export const setBodyLimit = (bytes: number) => {
-  bodyLimit = bytes
-}
+/** Each app instance tags its requests with its own limit (config.bodyLimit) as they arrive. */
+export const bodyLimitOf = new WeakMap<Request, number>()
+const DEFAULT_BODY_LIMIT = 1 << 20
 
 /** FastAPI's reading of a body: JSON when the content type is JSON or absent, raw text otherwise. */
 export async function parseBody(request: Request): Promise<unknown> {
-  const text = await readBodyText(request, bodyLimit)
+  const text = await readBodyText(request, bodyLimitOf.get(request) ?? DEFAULT_BODY_LIMIT)
   if (text.length === 0) return undefined
   const type = request.headers.get('content-type')
   const isJson = !type || /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())

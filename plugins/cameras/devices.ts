@@ -2,6 +2,7 @@
 // leader/follower groups, external management. Mutations run one at a time (a queue), reads never wait.
 import { conflict, fromDeviceError, notFound, valueError, HttpError } from '../../core/errors'
 import type { PluginContext } from '../../core/plugin'
+import { readPreferences } from '../../core/preferences'
 import type {
   CameraBackend,
   Control,
@@ -38,7 +39,6 @@ interface Present {
 }
 
 const NS = 'devices'
-const DEFAULT_PREFS = { default_stream: { host: '192.168.2.1', port: 5600 } }
 
 export class DeviceManager {
   private present = new Map<string, Present>() // by bus_info
@@ -237,7 +237,7 @@ export class DeviceManager {
 
   /** A port for a new device's default endpoint that no other device uses. */
   private freeEndpoint(): Endpoint {
-    const prefs = this.ctx.store.get<typeof DEFAULT_PREFS>('preferences', 'current') ?? DEFAULT_PREFS
+    const prefs = readPreferences(this.ctx.store)
     const used = new Set([...this.settings.values()].flatMap((s) => s.stream.endpoints.map((e) => e.port)))
     let port = prefs.default_stream.port
     while (used.has(port)) port++

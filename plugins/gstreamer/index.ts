@@ -7,11 +7,11 @@ import { existsSync } from 'node:fs'
 import { conflict, notFound } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin, type PluginHealth, type PluginInstance } from '../../core/plugin'
+import { readPreferences, type Preferences } from '../../core/preferences'
 import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
 
-interface Preferences { frequency_offset?: number }
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
 
@@ -23,7 +23,7 @@ export default definePlugin({
       log.warn(INSTALL)
       return { health: () => ({ state: 'down', detail: INSTALL }) }
     }
-    const offset = () => store.get<Preferences>('preferences', 'current')?.frequency_offset ?? 0
+    const offset = () => readPreferences(store).frequency_offset
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
     const fixedPort = process.env.PERISCOPE_FRAME_SYNC_PORT
     const frameSync = new FrameSync({
@@ -34,7 +34,7 @@ export default definePlugin({
     const streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
-      const next = (event.data as Preferences | null)?.frequency_offset
+      const next = (event.data as Partial<Preferences> | null)?.frequency_offset
       frameSync.setFrequencyOffset(typeof next === 'number' ? next : offset())
     })
     registry.provide('streamer', streamer, 'gstreamer')

@@ -1,26 +1,21 @@
 // Preferences: saved whole, read back, and announced (the frame-sync module re-sends on change).
-import { Elysia, t, type Static } from 'elysia'
+import { Elysia } from 'elysia'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
+import { readPreferences, savePreferences, type Preferences } from '../../core/preferences'
 import { PreferencesModel, RecommendedHostModel, SuccessModel } from '../../core/schemas'
-import { check } from '../../core/validation'
-
-export type Preferences = Static<typeof PreferencesModel>
-export const PREFERENCES_KEY = ['preferences', 'current'] as const
 
 export default definePlugin({
   name: 'preferences',
   setup({ store, events }) {
-    const defaults = (): Preferences => check(PreferencesModel, {}, [])
-    const current = (): Preferences => store.get<Preferences>(...PREFERENCES_KEY) ?? defaults()
     const tag = 'preferences'
     return new Elysia()
-      .get('/api/preferences', () => current(), { ...docs({ tag, summary: 'The saved preferences', ok: PreferencesModel }) })
+      .get('/api/preferences', () => readPreferences(store), { ...docs({ tag, summary: 'The saved preferences', ok: PreferencesModel }) })
       .post(
         '/api/preferences/save_preferences',
         ({ body }) => {
           const prefs = body as Preferences
-          store.set(...PREFERENCES_KEY, prefs)
+          savePreferences(store, prefs)
           events.emit('preferences_updated', prefs)
           return { success: true }
         },

@@ -147,6 +147,17 @@ describe('health, limits, CORS, token, unknown routes', () => {
     expect(res.status).toBe(413)
   })
 
+  test('each instance keeps its own body limit (two apps in one process)', async () => {
+    const small = await startContractServer({ config: { bodyLimit: 1000 } })
+    try {
+      const body = { bus_info: EHD, nickname: 'n'.repeat(60), pad: 'x'.repeat(1500) }
+      expect((await small.call('POST', '/api/devices/set_nickname', body)).status).toBe(413)
+      expect((await s.call('POST', '/api/devices/set_nickname', body)).status).toBe(200)
+    } finally {
+      await small.stop()
+    }
+  })
+
   test('CORS preflight and headers for a UI on another origin', async () => {
     const pre = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
     expect(pre.status).toBe(204)

@@ -10,7 +10,7 @@ import { SettingsStore } from '../../core/store'
 import type { Config } from '../../core/config'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import plugin from '../../plugins/gstreamer'
-import { requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { eachLine, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 
 /** A pty pair: `port` is the slave a service would open; `lines` is what arrived at the master. */
 class PtyBoard {
@@ -36,17 +36,11 @@ while True:
     void this.read()
   }
 
-  private async read(): Promise<void> {
-    const decoder = new TextDecoder()
-    let rest = ''
-    for await (const chunk of this.proc.stdout as ReadableStream<Uint8Array>) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
-      rest = lines.pop()!
-      for (const line of lines) {
-        if (line.startsWith('LINE ')) this.lines.push(line.slice(5).replace(/\r$/, ''))
-        else if (line.startsWith('/dev/')) this.port = line.trim()
-      }
-    }
+  private read(): Promise<void> {
+    return eachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => {
+      if (line.startsWith('LINE ')) this.lines.push(line.slice(5).replace(/\r$/, ''))
+      else if (line.startsWith('/dev/')) this.port = line.trim()
+    })
   }
 
   async ready(): Promise<string> {

@@ -102,6 +102,17 @@ export function gstChildrenOf(ppid: number): number[] {
 }
 
 /** A real GStreamer receiver: depayloads, decodes, and reports each decoded frame with its size. */
+/** Calls `onLine` for each line a child process prints, until its output ends. */
+export async function eachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder()
+  let rest = ''
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+    const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
+    rest = lines.pop()!
+    for (const line of lines) onLine(line)
+  }
+}
+
 export class Receiver {
   frames: number[] = [] // arrival times (ms)
   width = 0
@@ -120,18 +131,12 @@ export class Receiver {
     void this.read()
   }
 
-  private async read(): Promise<void> {
-    const decoder = new TextDecoder()
-    let rest = ''
-    for await (const chunk of this.proc.stdout as ReadableStream<Uint8Array>) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
-      rest = lines.pop()!
-      for (const line of lines) {
-        if (line.includes('GstIdentity:rx: last-message = chain')) this.frames.push(Date.now())
-        const caps = /GstIdentity:rx\.GstPad:src: caps = video\/x-raw.*?width=\(int\)(\d+), height=\(int\)(\d+)/.exec(line)
-        if (caps) [this.width, this.height] = [Number(caps[1]), Number(caps[2])]
-      }
-    }
+  private read(): Promise<void> {
+    return eachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => {
+      if (line.includes('GstIdentity:rx: last-message = chain')) this.frames.push(Date.now())
+      const caps = /GstIdentity:rx\.GstPad:src: caps = video\/x-raw.*?width=\(int\)(\d+), height=\(int\)(\d+)/.exec(line)
+      if (caps) [this.width, this.height] = [Number(caps[1]), Number(caps[2])]
+    })
   }
 
   /** Waits until udpsrc is bound (a packet sent before would be lost and blur the timing). */
