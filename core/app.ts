@@ -2,7 +2,7 @@
 // test can run many side by side on port 0. The app itself is an Elysia plugin tree: core routes, then
 // every plugin's routes composed with .use().
 import { openapi } from '@elysiajs/openapi'
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { dirname, join } from 'node:path'
 import type { Config } from './config'
 import { fromDeviceError, HttpError, RequestValidationError } from './errors'
@@ -10,7 +10,6 @@ import { EventBus } from './events'
 import { createLogger, type Logger } from './log'
 import { componentSchemas, docs } from './openapi'
 import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
-import { t } from 'elysia'
 import { SettingsStore } from './store'
 import { DeviceError } from './types'
 import { bodyLimitOf } from './validation'
@@ -53,8 +52,9 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       requestStart.set(request, performance.now())
       bodyLimitOf.set(request, config.bodyLimit)
       ctx.activity.lastRequestAt = Date.now()
-      Object.assign(set.headers, corsHeaders(request.headers.get('origin')))
-      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders(request.headers.get('origin')) })
+      const cors = corsHeaders(request.headers.get('origin'))
+      Object.assign(set.headers, cors)
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: cors })
       if (config.token && MUTATING.has(request.method) && new URL(request.url).pathname.startsWith('/api/')) {
         if (request.headers.get('authorization') !== `Bearer ${config.token}`) {
           set.status = 401
