@@ -38,6 +38,8 @@ export const CID = {
   EXPOSURE_AUTO: 0x009a0901,
   EXPOSURE_ABSOLUTE: 0x009a0902,
   PRIVACY: 0x009a0910,
+  FOCUS_ABSOLUTE: 0x009a090a,
+  FOCUS_AUTO: 0x009a090c,
 } as const
 
 const int = (min: number, max: number, def: number, step = 1): ControlFlags => ({ control_type: 'INTEGER', min_value: min, max_value: max, step, default_value: def })
@@ -101,6 +103,14 @@ export const UVC_CONTROLS: MockControlDef[] = [
     inactiveWhen: (v) => v.get(CID.EXPOSURE_AUTO) !== EXPOSURE_MANUAL,
   },
   { control_id: CID.PRIVACY, name: 'Privacy', flags: { ...bool(false), read_only: true } },
+  // Its id is lower than the auto mode's that governs it, as in linux/v4l2-controls.h.
+  {
+    control_id: CID.FOCUS_ABSOLUTE,
+    name: 'Focus, Absolute',
+    flags: int(0, 255, 0, 5),
+    inactiveWhen: (v) => v.get(CID.FOCUS_AUTO) === 1,
+  },
+  { control_id: CID.FOCUS_AUTO, name: 'Focus, Automatic Continuous', flags: bool(true) },
 ]
 
 export interface MockModel {

@@ -133,15 +133,28 @@ export class DeviceManager {
     await this.resumeStream(entry)
   }
 
+  /**
+   * Applies the saved controls. Ids do not order auto modes before the controls they govern (focus
+   * absolute 0x9a090a comes before focus auto 0x9a090c), so what was refused as inactive gets a second pass.
+   */
   private async restoreControls(entry: Present, saved: DeviceSettings): Promise<void> {
-    for (const [id, value] of Object.entries(saved.controls)) {
-      try {
-        await this.applyControl(entry, Number(id), value)
-      } catch (e) {
-        this.ctx.log.warn('could not restore a control', { bus_info: entry.raw.bus_info, control_id: Number(id), err: e })
+    let pending = Object.entries(saved.controls)
+    for (let pass = 1; pass <= 2 && pending.length; pass++) {
+      const refused: typeof pending = []
+      for (const [id, value] of pending) {
+        try {
+          await this.applyControl(entry, Number(id), value, false)
+        } catch (e) {
+          refused.push([id, value])
+          if (pass === 2) this.ctx.log.warn('could not restore a control', { bus_info: entry.raw.bus_info, control_id: Number(id), err: e })
+        }
       }
+      // One re-read of values and flags per pass, not one per control.
+      await this.refreshControls(entry).catch(() => {})
+      pending = refused
     }
   }
+
 
   private async deviceLeft(bus_info: string): Promise<void> {
     const entry = this.present.get(bus_info)
@@ -262,7 +275,16 @@ export class DeviceManager {
   }
 
   /** Applies through the vendor or the backend; updates the cached device; answers what the hardware holds. */
-  private async applyControl(entry: Present, control_id: number, value: number | boolean): Promise<number | boolean | string> {
+  /** A control can change others' flags (auto exposure makes exposure inactive): re-read them. */
+  private async refreshControls(entry: Present): Promise<void> {
+    const { backend } = entry
+    const controls = backend.controls
+      ? await backend.controls(entry.raw.bus_info)
+      : (await backend.list()).find((d) => d.bus_info === entry.raw.bus_info)?.controls
+    if (controls) entry.raw = { ...entry.raw, controls }
+  }
+
+  private async applyControl(entry: Present, control_id: number, value: number | boolean, refresh = true): Promise<number | boolean | string> {
     const vendor = entry.vendorControls.find((v) => v.def.control_id === control_id)
     const what = `${entry.raw.name} (${entry.raw.bus_info}) control ${control_id}`
     try {
@@ -272,12 +294,7 @@ export class DeviceManager {
         return vendor.value
       }
       const held = await entry.backend.setControl(entry.raw.bus_info, control_id, value)
-      // A control can change others' flags (auto exposure makes exposure inactive): re-read them.
-      const { backend } = entry
-      const controls = backend.controls
-        ? await backend.controls(entry.raw.bus_info)
-        : (await backend.list()).find((d) => d.bus_info === entry.raw.bus_info)?.controls
-      if (controls) entry.raw = { ...entry.raw, controls }
+      if (refresh) await this.refreshControls(entry)
       return held
     } catch (e) {
       if (e instanceof DeviceError) throw fromDeviceError(e, what, ['body', 'value'], value)

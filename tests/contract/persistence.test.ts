@@ -55,6 +55,25 @@ describe('persistence', () => {
     }
   })
 
+  test('restore applies an auto mode before the control it governs, whatever their ids', async () => {
+    const s = await startContractServer()
+    const [FOCUS_ABSOLUTE, FOCUS_AUTO] = [0x009a090a, 0x009a090c]
+    try {
+      const set = (control_id: number, value: number) => s.call('POST', '/api/devices/set_uvc_control', { bus_info: EHD, control_id, value })
+      expect((await set(FOCUS_AUTO, 0)).status).toBe(200)
+      expect((await set(FOCUS_ABSOLUTE, 120)).status).toBe(200)
+      await s.call('POST', '/api/mock/unplug', { bus_info: EHD })
+      await s.call('POST', '/api/mock/plug', { bus_info: EHD })
+      await waitFor(async () => (await device(s, EHD)) !== undefined)
+      const d = await device(s, EHD)
+      expect(controlOf(d, FOCUS_AUTO).value).toBe(0)
+      expect(controlOf(d, FOCUS_ABSOLUTE)).toMatchObject({ value: 120, flags: { control_type: 'INTEGER' } })
+      expect(controlOf(d, FOCUS_ABSOLUTE).flags.inactive).toBeUndefined()
+    } finally {
+      await s.stop()
+    }
+  })
+
   test('two identical cameras swapped between ports keep their own settings', async () => {
     const s = await startContractServer({ config: { simulate: 'fleet' } })
     try {
