@@ -2,7 +2,8 @@
 // (tests/integration/nm/lab.ts). The service runs in this process, in the host namespace, and reaches
 // NetworkManager through the private bus only. Prerequisites: root, scripts/setup/networkmanager.sh.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PeriscopeEvent } from '../../core/events'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
@@ -338,6 +339,53 @@ describe('without NetworkManager', () => {
       expect(back.body.map((p: { id: string }) => p.id).sort()).toEqual(['peer', 'spare', 'static0'])
     } finally {
       await early.stop()
+    }
+  })
+})
+
+describe('as an unprivileged user', () => {
+  // The service as a user NetworkManager does not authorise (the lab runs it with auth-polkit=root-only,
+  // as a vehicle with no polkit rule for that user): a separate process under setpriv, on the same bus.
+  test('reads work; changes are 502 saying what to allow in polkit, and nothing changes', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'periscope-nobody-'))
+    chownSync(dataDir, 65534, 65534)
+    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const port = probe.port
+    probe.stop(true)
+    const root = join(import.meta.dir, '../..')
+    const service = Bun.spawn(
+      ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, 'run', join(root, 'core/main.ts'),
+        '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--plugins', 'network', '--simulate', 'off', '--log-level', 'warn'],
+      { cwd: root, env: { ...process.env, HOME: dataDir, DBUS_SYSTEM_BUS_ADDRESS: lab.busAddress }, stdout: 'ignore', stderr: 'pipe' },
+    )
+    try {
+      const url = `http://127.0.0.1:${port}`
+      const call = async (method: string, path: string, body?: unknown) => {
+        const r = await fetch(url + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+        return { status: r.status, body: (await r.json()) as any }
+      }
+      await until('the unprivileged service to answer', () => call('GET', '/api/network/connection_profiles').catch(() => ({ status: 0, body: null })), (r) => r.status === 200, 20_000)
+      expect(Number(readFileSync(`/proc/${service.pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)![1])).toBe(65534)
+      const devices = await call('GET', '/api/network/wired/devices')
+      expect(devices.status).toBe(200)
+      expect(devices.body.map((d: { interface: string }) => d.interface).sort()).toEqual(['eth0', 'eth1'])
+
+      const before = await showFields('-f', 'ipv4.method,ipv4.addresses', 'connection', 'show', 'spare')
+      const path = await profilePath('spare')
+      const update = await call('POST', `/api/network/update_connection_profile?path=${encodeURIComponent(path)}`, { method: 'manual', ip_addresses: [{ address: '10.99.0.1', prefix: 24 }] })
+      expect(update.status).toBe(502)
+      expect(update.body.detail).toContain('permission denied')
+      expect(update.body.detail).toContain('polkit')
+      expect(await showFields('-f', 'ipv4.method,ipv4.addresses', 'connection', 'show', 'spare')).toEqual(before)
+
+      const activate = await call('POST', '/api/network/wired/activate_profile', { interface: 'eth0', path })
+      expect(activate.status).toBe(502)
+      expect(activate.body.detail).toContain('permission denied')
+      expect((await rows('-f', 'NAME,DEVICE', 'connection', 'show', '--active')).find((r) => r[1] === 'eth0')?.[0]).toBe('static0')
+    } finally {
+      service.kill()
+      await service.exited
+      rmSync(dataDir, { recursive: true, force: true })
     }
   })
 })

@@ -3,7 +3,7 @@
 // NetworkManager inside that namespace. Both daemons see a private /run and /var/lib/NetworkManager
 // (bind mounts inside `ip netns exec`'s own mount namespace), so nothing of the host's network, udev
 // database or NetworkManager state is touched. Everything started is stopped by pid in stop().
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -65,10 +65,11 @@ const BUS_CONFIG = (socket: string) => `<!DOCTYPE busconfig PUBLIC "-//freedeskt
 `
 
 // dns=none and rc-manager=unmanaged: never write /etc/resolv.conf; no-auto-default: no surprise
-// "Wired connection 1" profiles, so the test decides every profile that exists.
+// "Wired connection 1" profiles, so the test decides every profile that exists. auth-polkit=root-only:
+// root is always allowed and anyone else refused, as on a vehicle with no polkit rule for the service.
 const NM_CONFIG = (connections: string) => `[main]
 plugins=keyfile
-auth-polkit=false
+auth-polkit=root-only
 dns=none
 rc-manager=unmanaged
 no-auto-default=*
@@ -131,6 +132,7 @@ export async function startNmLab(options: { pairs?: number } = {}): Promise<NmLa
   if (problem) throw new Error(problem)
   const pairs = options.pairs ?? 1
   const dir = mkdtempSync(join(tmpdir(), 'periscope-nm-'))
+  chmodSync(dir, 0o711) // an unprivileged test process reaches the bus socket inside
   const ns = `periscope-nm-${process.pid}-${Math.random().toString(36).slice(2, 7)}`
   const socket = join(dir, 'system_bus_socket')
   const busAddress = `unix:path=${socket}`
