@@ -188,18 +188,19 @@ export default definePlugin({
             jobs.status(token) // 404 before waiting when the token is unknown
             server?.timeout(request, 0) // the first byte may wait for the preparing pass
             const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), request.signal)
-            return new Response(body as unknown as ReadableStream<Uint8Array>, {
-              headers: {
-                'content-type': 'application/zip',
-                // Bun 1.4.5 drops a handler-set Content-Length on every streamed body and frames it chunked
-                // (oven-sh/bun#10507); it is set anyway for the day that is fixed, and X-Archive-Size
-                // carries the same exact length now. A cut-short transfer still fails the client (no final chunk).
-                'content-length': String(size),
-                'x-archive-size': String(size),
-                'access-control-expose-headers': 'x-archive-size, content-disposition',
-                'content-disposition': disposition('attachment', `recordings_${timestamp(new Date())}.zip`),
-              },
-            })
+            const headers = {
+              'content-type': 'application/zip',
+              // Bun 1.4.5 drops a handler-set Content-Length on every streamed body and frames it chunked
+              // (oven-sh/bun#10507); it is set anyway for the day that is fixed, and X-Archive-Size
+              // carries the same exact length now. A cut-short transfer still fails the client (no final chunk).
+              'content-length': String(size),
+              'x-archive-size': String(size),
+              'access-control-expose-headers': 'x-archive-size, content-disposition',
+              'content-disposition': disposition('attachment', `recordings_${timestamp(new Date())}.zip`),
+            }
+            // HEAD: the exact length (Bun keeps it on a bodiless answer), and no read of any recording.
+            if (request.method === 'HEAD') return new Response(null, { headers })
+            return new Response(body as unknown as ReadableStream<Uint8Array>, { headers })
           }),
         {
           ...docs({

@@ -67,9 +67,13 @@ describe('zip downloads', () => {
     const job = await prepare(names)
     expect(job.download_url).toBe(`/api/recordings/zip/download?token=${job.token}`)
     const out = join(work, 'fixtures.zip')
-    // Downloading straight away waits for the preparing pass.
+    // HEAD waits for the preparing pass, then answers the exact Content-Length without reading a recording.
+    const head = await curl('HEAD', s.url + job.download_url, ['-I'])
+    expect(head.status).toBe(200)
+    expect((await s.call('GET', `/api/recordings/zip/${job.token}`)).body).toMatchObject({ state: 'ready', downloaded: 0 })
     const r = await curl('GET', s.url + job.download_url, ['-o', out])
     unsubscribe()
+    expect(Number(head.headers['content-length'])).toBe(statSync(out).size)
     expect(r.status).toBe(200)
     expect(r.headers['content-type']).toBe('application/zip')
     expect(r.headers['content-disposition']).toMatch(/^attachment; filename="recordings_.*\.zip"/)
