@@ -13,7 +13,7 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger
 }
 
-export function createLogger(level: LogLevel, base: Record<string, unknown> = {}, write = (line: string) => process.stderr.write(line + '\n')): Logger {
+export function createLogger(level: LogLevel, base: Record<string, unknown> = {}, write: (line: string) => void = (line) => void process.stderr.write(line + '\n')): Logger {
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[lvl] < RANK[level]) return
     const entry: Record<string, unknown> = { time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }

@@ -12,6 +12,8 @@ export interface TestServer {
   dataDir: string
   ctx: PluginContext
   app: PeriscopeApp
+  /** The service's warn and error log lines, parsed (errors also go to stderr; PERISCOPE_TEST_LOG=1 shows all). */
+  logs: Record<string, unknown>[]
   stop(): Promise<void>
   /** fetch + JSON: `await s.call('POST', '/api/x', body)` → { status, body } */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
@@ -24,13 +26,21 @@ export function tempDir(prefix = 'periscope-test-'): string {
 export async function startTestServer(options: { plugins: PeriscopePlugin[]; config?: Partial<Config>; dataDir?: string; keepDataDir?: boolean }): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config })
-  const app = await createApp(config, options.plugins, createLogger(process.env.PERISCOPE_TEST_LOG === '1' ? 'debug' : 'error'))
+  const verbose = process.env.PERISCOPE_TEST_LOG === '1'
+  const logs: Record<string, unknown>[] = []
+  const write = (line: string) => {
+    const entry = JSON.parse(line) as Record<string, unknown>
+    if (entry.level === 'warn' || entry.level === 'error') logs.push(entry)
+    if (verbose || entry.level === 'error') process.stderr.write(line + '\n')
+  }
+  const app = await createApp(config, options.plugins, createLogger(verbose ? 'debug' : 'warn', {}, write))
   const { url } = await app.listen()
   return {
     url,
     dataDir,
     ctx: app.ctx,
     app,
+    logs,
     async stop() {
       await app.stop()
       if (!options.keepDataDir && !options.dataDir) rmSync(dataDir, { recursive: true, force: true })

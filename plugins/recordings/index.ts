@@ -100,11 +100,19 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 
 export default definePlugin({
   name: 'recordings',
-  setup({ config, registry, events, store: settings }) {
+  setup({ config, registry, events, store: settings, log }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
     const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
-    const jobs = new ZipJobs({ ttlSeconds: config.zipTokenTtlSeconds, crcs, onProgress: (status) => events.emit('zip_progress', status) })
+    const jobs = new ZipJobs({
+      ttlSeconds: config.zipTokenTtlSeconds,
+      crcs,
+      onProgress: (status) => {
+        events.emit('zip_progress', status)
+        // Bun prints the error that cut a transfer short as a bare stack; this is its log record.
+        if (status.state === 'failed') log.warn('zip job failed', { token: status.token, error: status.error })
+      },
+    })
 
     let ready = false
     let initError: string | null = null

@@ -188,6 +188,7 @@ describe('zip downloads', () => {
     const status = (await s.call('GET', `/api/recordings/zip/${job.token}`)).body
     expect(status.state).toBe('failed')
     expect(status.error).toContain('clip.avi')
+    expect(s.logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: 'zip job failed', plugin: 'recordings', token: job.token, error: status.error }))
   }, 30_000)
 
   test('a job can be cancelled; an unused token expires; the job table is bounded', async () => {
