@@ -44,6 +44,16 @@ async function waitReady(token: string, server = s): Promise<any> {
   throw new Error('zip job never left preparing')
 }
 
+async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await probe()
+    if (ok(v)) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(v)}`)
+    await Bun.sleep(50)
+  }
+}
+
 /** unzip -t, zipinfo and Python's zipfile must all accept `zip`; answers Python's view. */
 async function validate(zip: string, hash = true) {
   const t = await run(['unzip', '-t', zip])
@@ -190,6 +200,32 @@ describe('zip downloads', () => {
     expect(status.error).toContain('clip.avi')
     expect(s.logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: 'zip job failed', plugin: 'recordings', token: job.token, error: status.error }))
   }, 30_000)
+
+  test('a client that hangs up mid-transfer (the tether pulled): reading stops, the job is ready again, a new download is whole', async () => {
+    reset()
+    Bun.spawnSync(['truncate', '-s', '300M', join(dir, 'long.mkv')])
+    copyFixtures(dir, ['clip.avi'])
+    const job = await prepare(['long', 'clip'])
+    await waitReady(job.token)
+    const size = (await s.call('GET', `/api/recordings/zip/${job.token}`)).body.archive_size as number
+    const cut = Bun.spawn(['curl', '-sS', '--limit-rate', '20M', '-o', join(work, 'hangup.zip'), s.url + job.download_url], { stdout: 'ignore', stderr: 'ignore' })
+    for (let i = 0; i < 200 && (await s.call('GET', `/api/recordings/zip/${job.token}`)).body.downloaded < 5 << 20; i++) await Bun.sleep(25)
+    cut.kill('SIGKILL')
+    await cut.exited
+    const after = await until('the job to be ready again', () => s.call('GET', `/api/recordings/zip/${job.token}`), (r) => r.body.state === 'ready')
+    expect(after.body.error).toBeNull() // a hang-up is not the job's failure
+    const stoppedAt = after.body.downloaded as number
+    expect(stoppedAt).toBeLessThan(size)
+    await Bun.sleep(500)
+    expect((await s.call('GET', `/api/recordings/zip/${job.token}`)).body.downloaded).toBe(stoppedAt) // nothing read for nobody
+
+    const out = join(work, 'again.zip')
+    const again = await curl('GET', s.url + job.download_url, ['-o', out])
+    expect(again.status).toBe(200)
+    expect(statSync(out).size).toBe(size)
+    const { py } = await validate(out, false)
+    expect(py.entries.map((e) => e.name).sort()).toEqual(['clip.avi', 'long.mkv'])
+  }, 60_000)
 
   test('a job can be cancelled; an unused token expires; the job table is bounded', async () => {
     reset()
