@@ -231,7 +231,11 @@ export class ZipJobs {
           this.emit(job)
         }
         crcs.push(crc)
-        this.crcs.set(f.identity, crc)
+        try {
+          this.crcs.set(f.identity, crc)
+        } catch {
+          // A full card cannot take the remembered CRC; that costs a second pass next time, not this zip.
+        }
       } finally {
         await fh.close()
       }

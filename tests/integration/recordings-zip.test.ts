@@ -227,6 +227,37 @@ describe('zip downloads', () => {
     expect(py.entries.map((e) => e.name).sort()).toEqual(['clip.avi', 'long.mkv'])
   }, 60_000)
 
+  test('on a full card: prepare, download and rename still work (no temporary file, the CRC memory is only a cache)', async () => {
+    const card = join(work, 'card')
+    mkdirSync(card)
+    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', card])
+    if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+    let full: TestServer | null = null
+    try {
+      mkdirSync(join(card, 'recordings'))
+      copyFixtures(join(card, 'recordings'), ['plain.mp4', 'clip.avi'])
+      full = await startTestServer({ plugins: [recordings], dataDir: card })
+      Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(card, 'filler')}`, 'bs=4k']) // until ENOSPC
+      expect((await full.call('GET', '/api/recordings/disk')).body.free).toBeLessThan(4096)
+      expect(() => writeFileSync(join(card, 'probe'), Buffer.alloc(8192))).toThrow(/ENOSPC/)
+
+      const job = await prepare(['plain', 'clip'], full)
+      expect(await waitReady(job.token, full)).toMatchObject({ state: 'ready', error: null })
+      const out = join(work, 'full-card.zip')
+      const r = await curl('GET', full.url + job.download_url, ['-o', out])
+      expect(r.status).toBe(200)
+      const { py } = await validate(out)
+      expect(py.entries.map((e) => e.name).sort()).toEqual(['clip.avi', 'plain.mp4'])
+      for (const e of py.entries) expect(e.sha256).toBe(sha256(join(card, 'recordings', e.name)))
+      const renamed = await full.call('PATCH', '/api/recordings/plain.mp4/kept.mp4')
+      expect(renamed.status).toBe(200)
+      expect(renamed.body.map((x: { name: string }) => x.name).sort()).toEqual(['clip', 'kept'])
+    } finally {
+      await full?.stop()
+      Bun.spawnSync(['umount', card])
+    }
+  }, 30_000)
+
   test('a job can be cancelled; an unused token expires; the job table is bounded', async () => {
     reset()
     Bun.spawnSync(['truncate', '-s', '2G', join(dir, 'big.mkv')])
