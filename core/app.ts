@@ -126,11 +126,14 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       '/api/health',
       () => {
         const health = Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)]))
+        const settings: PluginHealth = store.problem ? { state: 'degraded', detail: store.problem } : { state: 'ok' }
         return {
-          // Degraded as soon as one plugin is not fine (NetworkManager away, a stream failing, …).
-          status: Object.values(health).every((h) => h.state === 'ok') ? 'ok' : 'degraded',
+          // Degraded as soon as one plugin is not fine (NetworkManager away, a stream failing, …) or a
+          // setting cannot be saved (a full card).
+          status: settings.state === 'ok' && Object.values(health).every((h) => h.state === 'ok') ? 'ok' : 'degraded',
           version: VERSION,
           uptime_s: Math.round((Date.now() - startedAt) / 1000),
+          settings,
           plugins: health,
           backends: ctx.registry.describe(),
         }

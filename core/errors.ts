@@ -1,10 +1,11 @@
 // The error model (DESIGN.md): 422 in pydantic v2's shape (core/validation.ts), every other failure
-// {"detail": "<sentence a person can act on>"} with 404/409/413/502/503/504. A 500 is a bug.
+// {"detail": "<sentence a person can act on>"} with 404/409/413/502/503/504, and 507 when the disk
+// cannot take a setting (full or read-only). A 500 is a bug.
 import { DeviceError } from './types'
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 404 | 409 | 413 | 401 | 502 | 503 | 504,
+    readonly status: 404 | 409 | 413 | 401 | 502 | 503 | 504 | 507,
     readonly detail: string,
   ) {
     super(detail)

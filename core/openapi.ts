@@ -43,6 +43,7 @@ const ERROR_TEXT: Record<number, string> = {
   502: 'The device or a daemon refused or failed: the errno is in `detail`',
   503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
   504: 'The device did not answer in time',
+  507: 'Not saved: the disk holding the settings is full or read-only (`detail` says which and what to do)',
 }
 
 export interface DocsOptions extends ValidatedSchemas {

@@ -1,9 +1,11 @@
 // Settings store: SQLite (bun:sqlite) in WAL mode in the data dir. Values are JSON under
 // (namespace, key); each write is its own transaction, so a kill -9 leaves the last committed state.
+// A full or read-only disk answers writes with 507 and never keeps the service from starting.
 // The schema is versioned with PRAGMA user_version; MIGRATIONS[i] takes version i to i + 1.
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { HttpError } from './errors'
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE settings (
@@ -15,35 +17,132 @@ const MIGRATIONS: string[] = [
    ) WITHOUT ROWID`,
 ]
 
-export class SettingsStore {
-  private constructor(private readonly db: Database) {}
+const schemaVersion = (db: Database) => (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
 
+function migrate(db: Database): void {
+  const from = schemaVersion(db)
+  if (from > MIGRATIONS.length) {
+    throw new Error(`settings database has schema version ${from}, newer than this Periscope (${MIGRATIONS.length}); refusing to touch it`)
+  }
+  for (let v = from; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!)
+      db.exec(`PRAGMA user_version = ${v + 1}`)
+    })()
+  }
+}
+
+/** SQLite's answer when the disk cannot take a write: full (or failing), or mounted read-only. */
+function storageFailure(e: unknown): 'full' | 'read-only' | null {
+  const code = String((e as { code?: unknown })?.code ?? '')
+  if (code.startsWith('SQLITE_READONLY')) return 'read-only'
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN')) return 'full'
+  return null
+}
+
+export class SettingsStore {
+  /** Why the last write failed (a full or read-only disk), until one succeeds; null when all is well. */
+  problem: string | null = null
+
+  private constructor(
+    private db: Database,
+    private readonly dataDir: string,
+    /** False while the settings live in memory only: the database could not even be created. */
+    private persistent: boolean,
+  ) {}
+
+  /**
+   * Opens the settings in `dataDir`. A full or read-only card must not keep the service from starting
+   * (the pilot needs it to delete recordings): the settings are then read as saved, and writes answer
+   * 507 until there is room again.
+   */
   static open(dataDir: string): SettingsStore {
     mkdirSync(dataDir, { recursive: true })
-    const db = new Database(join(dataDir, 'periscope.sqlite'), { create: true, strict: true })
-    db.exec('PRAGMA journal_mode = WAL')
-    db.exec('PRAGMA synchronous = FULL') // a setting acknowledged over HTTP survives a power cut
-    db.exec('PRAGMA busy_timeout = 5000')
-    const store = new SettingsStore(db)
-    store.migrate()
-    return store
+    let db: Database | null = null
+    try {
+      db = SettingsStore.connect(dataDir)
+      const store = new SettingsStore(db, dataDir, true)
+      migrate(store.db)
+      return store
+    } catch (e) {
+      db?.close() // an exclusive-mode connection would keep the file locked against the retry
+      const failure = storageFailure(e)
+      if (!failure) throw e
+      const store = new SettingsStore(new Database(':memory:', { strict: true }), dataDir, false)
+      migrate(store.db)
+      store.problem = store.sentence(failure)
+      return store
+    }
+  }
+
+  private static connect(dataDir: string): Database {
+    const path = join(dataDir, 'periscope.sqlite')
+    let db = new Database(path, { create: true, strict: true })
+    try {
+      db.exec('PRAGMA journal_mode = WAL')
+    } catch (e) {
+      if (!storageFailure(e)) {
+        db.close()
+        throw e
+      }
+      // WAL's shared-memory file cannot be made on a full disk. In exclusive locking mode SQLite keeps
+      // that index in this process's memory instead; only this process uses the database anyway.
+      db.close()
+      db = new Database(path, { create: true, strict: true })
+      db.exec('PRAGMA locking_mode = EXCLUSIVE')
+    }
+    try {
+      db.exec('PRAGMA journal_mode = WAL')
+      db.exec('PRAGMA synchronous = FULL') // a setting acknowledged over HTTP survives a power cut
+      db.exec('PRAGMA busy_timeout = 5000')
+      return db
+    } catch (e) {
+      db.close()
+      throw e
+    }
+  }
+
+  private sentence(failure: 'full' | 'read-only'): string {
+    return failure === 'full'
+      ? `Not saved: the disk holding Periscope's settings (${this.dataDir}) is full. Free some space (delete recordings) and try again`
+      : `Not saved: the disk holding Periscope's settings (${this.dataDir}) is read-only (a card remounted read-only after errors?)`
+  }
+
+  /** Runs a write; a full or read-only disk becomes a 507 whose detail says what to do. */
+  private write<T>(fn: () => T): T {
+    if (!this.persistent) this.reopen()
+    try {
+      const result = fn()
+      this.problem = null
+      return result
+    } catch (e) {
+      const failure = storageFailure(e)
+      if (!failure) throw e
+      this.problem = this.sentence(failure)
+      throw new HttpError(507, this.problem)
+    }
+  }
+
+  /** The settings lived in memory because the database could not be created: try again, now there may be room. */
+  private reopen(): void {
+    let db: Database | null = null
+    try {
+      db = SettingsStore.connect(this.dataDir)
+      migrate(db)
+    } catch (e) {
+      db?.close()
+      const failure = storageFailure(e)
+      if (!failure) throw e
+      this.problem = this.sentence(failure)
+      throw new HttpError(507, this.problem)
+    }
+    this.db.close()
+    this.db = db
+    this.persistent = true
   }
 
   get version(): number {
-    return (this.db.query('PRAGMA user_version').get() as { user_version: number }).user_version
-  }
-
-  private migrate(): void {
-    const from = this.version
-    if (from > MIGRATIONS.length) {
-      throw new Error(`settings database has schema version ${from}, newer than this Periscope (${MIGRATIONS.length}); refusing to touch it`)
-    }
-    for (let v = from; v < MIGRATIONS.length; v++) {
-      this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[v]!)
-        this.db.exec(`PRAGMA user_version = ${v + 1}`)
-      })()
-    }
+    return schemaVersion(this.db)
   }
 
   get<T>(namespace: string, key: string): T | undefined {
@@ -52,16 +151,18 @@ export class SettingsStore {
   }
 
   set(namespace: string, key: string, value: unknown): void {
-    this.db
-      .query(
-        `INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-      )
-      .run(namespace, key, JSON.stringify(value), new Date().toISOString())
+    this.write(() =>
+      this.db
+        .query(
+          `INSERT INTO settings (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+        )
+        .run(namespace, key, JSON.stringify(value), new Date().toISOString()),
+    )
   }
 
   delete(namespace: string, key: string): void {
-    this.db.query('DELETE FROM settings WHERE namespace = ? AND key = ?').run(namespace, key)
+    this.write(() => this.db.query('DELETE FROM settings WHERE namespace = ? AND key = ?').run(namespace, key))
   }
 
   list<T>(namespace: string): { key: string; value: T }[] {
@@ -71,7 +172,7 @@ export class SettingsStore {
 
   /** Runs several writes atomically. */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)()
+    return this.write(() => this.db.transaction(fn)())
   }
 
   close(): void {

@@ -126,7 +126,14 @@ export class DeviceManager {
       saved = { bus_info: raw.bus_info, nickname: '', controls: {}, stream: defaultStream(raw, this.freeEndpoint()), leader: null, followers: [], externally_managed: false }
     }
     saved.bus_info = raw.bus_info
-    this.save(identity, saved)
+    try {
+      this.save([identity, saved])
+    } catch (e) {
+      if (!(e instanceof HttpError && e.status === 507)) throw e
+      // A full card must not cost the camera: it runs on what was saved (or first-seen defaults), unsaved.
+      this.settings.set(identity, saved)
+      this.ctx.log.warn('camera settings not saved', { bus_info: raw.bus_info, detail: e.detail })
+    }
     await this.restoreControls(entry, saved)
     this.invalidate()
     if (announce) this.ctx.events.emit('device_added', { bus_info: raw.bus_info, device: this.toModel(entry) })
@@ -237,9 +244,25 @@ export class DeviceManager {
     this.cachedList = null
   }
 
-  private save(identity: string, settings: DeviceSettings): void {
-    this.settings.set(identity, settings)
-    this.ctx.store.set(NS, identity, settings)
+  /**
+   * Saves, then keeps in memory. A write the disk refuses (full card: 507) puts memory back to what the
+   * store holds, so the API never shows a setting that a restart would lose.
+   */
+  private save(...changes: [identity: string, settings: DeviceSettings][]): void {
+    try {
+      this.ctx.store.transaction(() => {
+        for (const [identity, settings] of changes) this.ctx.store.set(NS, identity, settings)
+      })
+    } catch (e) {
+      for (const [identity] of changes) {
+        const kept = this.ctx.store.get<DeviceSettings>(NS, identity)
+        if (kept) this.settings.set(identity, kept)
+        else this.settings.delete(identity)
+      }
+      this.invalidate()
+      throw e
+    }
+    for (const [identity, settings] of changes) this.settings.set(identity, settings)
     this.invalidate()
   }
 
@@ -268,7 +291,13 @@ export class DeviceManager {
       const held = await this.applyControl(entry, control_id, coerced)
       const saved = this.settingsOf(entry)
       if (control.flags.control_type !== 'BUTTON') saved.controls[String(control_id)] = held as number | boolean
-      this.save(entry.identity, saved)
+      try {
+        this.save([entry.identity, saved])
+      } catch (e) {
+        if (!(e instanceof HttpError && e.status === 507)) throw e
+        this.updated(entry) // the camera does hold the new value
+        throw new HttpError(507, `The camera holds the new value of control ${control_id}, but a restart or re-plug will lose it. ${e.detail}`)
+      }
       this.updated(entry)
       return { success: true as const, value: held }
     })
@@ -323,7 +352,7 @@ export class DeviceManager {
         throw valueError(['body', 'endpoints'], 'a UDP stream needs at least one endpoint', req.endpoints)
       }
       saved.stream = { device_path, encode_type: req.encode_type, stream_type: req.stream_type, endpoints: req.endpoints, width, height, interval, enabled: req.enabled }
-      this.save(entry.identity, saved)
+      this.save([entry.identity, saved])
       this.updated(entry)
       // Saved first: a missing streamer must not lose the configuration.
       if (!req.enabled) await this.stopStream(entry)
@@ -344,7 +373,7 @@ export class DeviceManager {
       const entry = this.get(bus_info)
       const saved = this.settingsOf(entry)
       saved.stream = { ...saved.stream, enabled: false, endpoints: [] }
-      this.save(entry.identity, saved)
+      this.save([entry.identity, saved])
       await this.stopStream(entry)
       this.updated(entry)
       return { success: true }
@@ -364,7 +393,7 @@ export class DeviceManager {
       }
       const s = this.settingsOf(entry)
       s.stream.enabled = true
-      this.save(entry.identity, s)
+      this.save([entry.identity, s])
       await this.startGroup(entry)
       this.updated(entry)
       return { success: true }
@@ -376,7 +405,7 @@ export class DeviceManager {
       const entry = this.get(bus_info)
       const saved = this.settingsOf(entry)
       saved.nickname = nickname
-      this.save(entry.identity, saved)
+      this.save([entry.identity, saved])
       this.updated(entry)
       return { success: true }
     })
@@ -439,10 +468,7 @@ export class DeviceManager {
       fs.leader = leader.identity
       fs.stream = { ...fs.stream, enabled: false, endpoints: [] }
       ls.followers = [...ls.followers, follower.identity]
-      this.ctx.store.transaction(() => {
-        this.save(follower.identity, fs)
-        this.save(leader.identity, ls)
-      })
+      this.save([follower.identity, fs], [leader.identity, ls])
       if (ls.stream.enabled && !ls.externally_managed) await this.startGroup(leader)
       this.updated(follower)
       this.updated(leader)
@@ -467,10 +493,7 @@ export class DeviceManager {
     const fs = this.settingsOf(follower)
     ls.followers = ls.followers.filter((f) => f !== follower.identity)
     fs.leader = null
-    this.ctx.store.transaction(() => {
-      this.save(leader.identity, ls)
-      this.save(follower.identity, fs)
-    })
+    this.save([leader.identity, ls], [follower.identity, fs])
     if (ls.stream.enabled && !ls.externally_managed && this.ctx.registry.get('streamer')) await this.startGroup(leader)
   }
 
@@ -482,7 +505,7 @@ export class DeviceManager {
       const saved = this.settingsOf(entry)
       if (event === 'DEVICE_MANAGED') {
         saved.externally_managed = true
-        this.save(entry.identity, saved)
+        this.save([entry.identity, saved])
         await this.stopStream(entry)
         // Out of any group: an external tool owns the camera now.
         const leader = saved.leader ? this.presentByIdentity(saved.leader) : undefined
@@ -490,7 +513,7 @@ export class DeviceManager {
         for (const f of saved.followers.map((id) => this.presentByIdentity(id)).filter((p): p is Present => !!p)) await this.detach(entry, f)
       } else if (event === 'DEVICE_UNMANAGED') {
         saved.externally_managed = false
-        this.save(entry.identity, saved)
+        this.save([entry.identity, saved])
         await this.resumeStream(entry)
       } else {
         if (!entry.backend.activeFormat) throw new HttpError(503, `The ${entry.backend.name} backend cannot read a camera's active format`)
@@ -499,7 +522,7 @@ export class DeviceManager {
         })
         if (!active) throw conflict(`${bus_info} reports no active format`)
         saved.stream = { ...saved.stream, ...active }
-        this.save(entry.identity, saved)
+        this.save([entry.identity, saved])
       }
       this.updated(entry)
       return { success: true }

@@ -39,7 +39,7 @@ export default definePlugin({
               'Checked against the control\'s flags first (type, range, step, menu, read-only, inactive); answers the value the hardware holds afterwards and saves it. Negative ids are vendor options.',
             body: SetUVCControlRequest,
             ok: t.Object({ success: t.Boolean(), value: t.Union([t.Number(), t.Boolean(), t.String()]) }),
-            errors: [404, 409, 502, 504],
+            errors: [404, 409, 502, 504, 507],
           }),
         },
       )
@@ -49,7 +49,7 @@ export default definePlugin({
           const b = body as Static<typeof FollowerRequest>
           return devices.addFollower(b.leader_bus_info, b.follower_bus_info, false)
         },
-        { ...docs({ tag, summary: 'Add a follower to a leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503] }) },
+        { ...docs({ tag, summary: 'Add a follower to a leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503, 507] }) },
       )
       .post(
         '/api/devices/external/add_follower',
@@ -63,7 +63,7 @@ export default definePlugin({
             summary: 'Add a follower to a leader, even when the follower is externally managed',
             body: FollowerRequest,
             ok: SuccessModel,
-            errors: [404, 409, 503],
+            errors: [404, 409, 503, 507],
           }),
         },
       )
@@ -73,7 +73,7 @@ export default definePlugin({
           const b = body as Static<typeof FollowerRequest>
           return devices.removeFollower(b.leader_bus_info, b.follower_bus_info)
         },
-        { ...docs({ tag, summary: 'Remove a follower from its leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503] }) },
+        { ...docs({ tag, summary: 'Remove a follower from its leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503, 507] }) },
       )
       .post(
         '/api/devices/external/notify_camera',
@@ -88,7 +88,7 @@ export default definePlugin({
             description: 'DEVICE_MANAGED (the default): we stop our stream and leave the camera alone. DEVICE_UNMANAGED: ours again. STREAM_START: re-read the active format into the stream.',
             body: NotifyCameraRequest,
             ok: SuccessModel,
-            errors: [404, 409, 502, 503],
+            errors: [404, 409, 502, 503, 507],
           }),
         },
       )
@@ -98,7 +98,7 @@ export default definePlugin({
           summary: "Restart a device's stream (enables it; a follower restarts its leader's group)",
           body: BusInfoRequest,
           ok: SuccessModel,
-          errors: [404, 409, 503],
+          errors: [404, 409, 503, 507],
         }),
       })
       .post('/api/devices/configure_stream', ({ body }) => devices.configureStream(body as Static<typeof ConfigureStreamRequest>), {
@@ -108,11 +108,11 @@ export default definePlugin({
           description: 'The format must be one the camera offers; a 422 says what it offers. The configuration is saved before the stream starts.',
           body: ConfigureStreamRequest,
           ok: SuccessModel,
-          errors: [404, 409, 503],
+          errors: [404, 409, 503, 507],
         }),
       })
       .post('/api/devices/unconfigure_stream', ({ body }) => devices.unconfigureStream((body as Static<typeof BusInfoRequest>).bus_info), {
-        ...docs({ tag, summary: 'Stop a stream and clear its endpoints', body: BusInfoRequest, ok: SuccessModel, errors: [404] }),
+        ...docs({ tag, summary: 'Stop a stream and clear its endpoints', body: BusInfoRequest, ok: SuccessModel, errors: [404, 507] }),
       })
       .post(
         '/api/devices/set_nickname',
@@ -120,7 +120,7 @@ export default definePlugin({
           const b = body as Static<typeof SetNicknameRequest>
           return devices.setNickname(b.bus_info, b.nickname)
         },
-        { ...docs({ tag, summary: 'Name a device', body: SetNicknameRequest, ok: SuccessModel, errors: [404] }) },
+        { ...docs({ tag, summary: 'Name a device', body: SetNicknameRequest, ok: SuccessModel, errors: [404, 507] }) },
       )
     return { routes, start: () => devices.start(), stop: () => devices.stop() }
   },

@@ -19,7 +19,7 @@ export default definePlugin({
           events.emit('preferences_updated', prefs)
           return { success: true }
         },
-        { ...docs({ tag, summary: 'Save the preferences (replaces them whole; missing fields take their defaults)', body: PreferencesModel, ok: SuccessModel }) },
+        { ...docs({ tag, summary: 'Save the preferences (replaces them whole; missing fields take their defaults)', body: PreferencesModel, ok: SuccessModel, errors: [507] }) },
       )
       .get(
         '/api/preferences/get_recommended_host',

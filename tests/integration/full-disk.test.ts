@@ -1,0 +1,126 @@
+// A full card (the recordings filled it, the settings database lives on it too): a real small tmpfs as
+// the data dir. The service keeps working, starts on it, refuses to pretend a setting was saved (507 with
+// what to do), shows only what survives a restart, and saves again once a recording is deleted.
+// Needs root (mount); the integration tier runs as root.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadPlugin } from '../../core/loader'
+import { startTestServer, tempDir, type TestServer } from '../helpers'
+
+const WEBCAM = 'usb-0000:00:14.0-4'
+const BRIGHTNESS = 0x00980900
+let card: string
+let work: string
+
+beforeAll(() => {
+  work = tempDir('periscope-full-')
+  card = join(work, 'card')
+  mkdirSync(card)
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', card])
+  if (mounted.exitCode !== 0) throw new Error(`these tests need root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+  mkdirSync(join(card, 'recordings'))
+})
+afterAll(() => {
+  Bun.spawnSync(['umount', card])
+  rmSync(work, { recursive: true, force: true })
+})
+
+const start = async () =>
+  startTestServer({
+    plugins: await Promise.all(['mock', 'cameras', 'preferences', 'recordings'].map(loadPlugin)),
+    dataDir: card,
+    config: { simulate: 'default' },
+  })
+/** Fills the card with a "recording" until ENOSPC. */
+const fill = () => Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(card, 'recordings', 'dive.mkv')}`, 'bs=4k'])
+const prefs = (host: string) => ({ default_stream: { host, port: 5600 }, suggest_host: false, frequency_offset: 0 })
+const webcam = async (s: TestServer) => ((await s.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === WEBCAM)
+const brightness = (dev: any) => dev.controls.find((c: any) => c.control_id === BRIGHTNESS).value
+
+describe('on a full card', () => {
+  test('running: writes are 507 saying what to do, the API shows only what is saved, and deleting a recording makes room', async () => {
+    const s = await start()
+    try {
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.10'))).status).toBe(200)
+      fill()
+      expect((await s.call('GET', '/api/recordings/disk')).body.free).toBeLessThan(8192)
+
+      const saved = await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.99'))
+      expect(saved.status).toBe(507)
+      expect(saved.body.detail).toContain('is full')
+      expect(saved.body.detail).toContain('delete recordings')
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.10')
+
+      const named = await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })
+      expect(named.status).toBe(507)
+      expect((await webcam(s)).nickname).not.toBe('bow') // not shown as if saved
+
+      const before = brightness(await webcam(s))
+      const set = await s.call('POST', '/api/devices/set_uvc_control', { bus_info: WEBCAM, control_id: BRIGHTNESS, value: before + 10 })
+      expect(set.status).toBe(507)
+      expect(set.body.detail).toContain('camera holds the new value')
+      expect(brightness(await webcam(s))).toBe(before + 10) // true: the camera has it
+
+      const health = (await s.call('GET', '/api/health')).body
+      expect(health.status).toBe('degraded')
+      expect(health.settings).toMatchObject({ state: 'degraded', detail: expect.stringContaining('is full') })
+      expect(s.logs.some((l) => l.status === 507)).toBe(true)
+
+      // The pilot deletes a recording: room again, and saving works.
+      const deleted = await s.call('DELETE', '/api/recordings/dive.mkv')
+      expect(deleted.status).toBe(200)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.11'))).status).toBe(200)
+      expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
+      expect((await s.call('GET', '/api/health')).body.settings).toEqual({ state: 'ok' })
+    } finally {
+      await s.stop()
+    }
+  })
+
+  test('restarting: the service starts, reads the saved settings, lists its cameras, and saves once there is room', async () => {
+    fill()
+    const s = await start()
+    try {
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.11')
+      expect((await webcam(s)).nickname).toBe('bow')
+      expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
+      expect((await s.call('GET', '/api/recordings')).body.map((r: any) => r.name)).toEqual(['dive'])
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.12'))).status).toBe(507)
+      expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.12'))).status).toBe(200)
+    } finally {
+      await s.stop()
+    }
+    const again = await start()
+    try {
+      expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.12')
+    } finally {
+      await again.stop()
+    }
+  })
+
+  test('a first start on a full card (no settings database yet): it runs on defaults and saves once there is room', async () => {
+    rmSync(join(card, 'periscope.sqlite'), { force: true })
+    rmSync(join(card, 'periscope.sqlite-wal'), { force: true })
+    rmSync(join(card, 'periscope.sqlite-shm'), { force: true })
+    fill()
+    const s = await start()
+    try {
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.1') // the default
+      expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
+      expect((await s.call('GET', '/api/health')).body.settings.state).toBe('degraded')
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(507)
+      expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(200)
+    } finally {
+      await s.stop()
+    }
+    const again = await start()
+    try {
+      expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.13')
+    } finally {
+      await again.stop()
+    }
+  })
+})
