@@ -3,7 +3,7 @@
 // A full or read-only disk answers writes with 507 and never keeps the service from starting.
 // The schema is versioned with PRAGMA user_version; MIGRATIONS[i] takes version i to i + 1.
 import { Database } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
+import { accessSync, constants, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { HttpError } from './errors'
 
@@ -32,12 +32,28 @@ function migrate(db: Database): void {
   }
 }
 
-/** SQLite's answer when the disk cannot take a write: full (or failing), or mounted read-only. */
-function storageFailure(e: unknown): 'full' | 'read-only' | null {
+/**
+ * The saved settings as a copy in memory, for a card SQLite cannot open (read-only: WAL needs to write
+ * its index even to read). Changes still in the WAL after a crash are not in it. Empty when there is none.
+ */
+function savedSnapshot(dataDir: string): Database {
+  try {
+    const bytes = new Uint8Array(readFileSync(join(dataDir, 'periscope.sqlite')))
+    if (bytes.length >= 100) {
+      bytes[18] = 1 // the header's WAL read/write versions back to 1: a memory database has no WAL
+      bytes[19] = 1
+      return Database.deserialize(bytes)
+    }
+  } catch {
+    // no database yet, or unreadable: the defaults
+  }
+  return new Database(':memory:', { strict: true })
+}
+
+/** SQLite's answer when the disk cannot take a write (full, failing, read-only, or not ours to write). */
+function storageFailure(e: unknown): boolean {
   const code = String((e as { code?: unknown })?.code ?? '')
-  if (code.startsWith('SQLITE_READONLY')) return 'read-only'
-  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN')) return 'full'
-  return null
+  return code === 'SQLITE_FULL' || ['SQLITE_IOERR', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'].some((c) => code.startsWith(c))
 }
 
 export class SettingsStore {
@@ -66,11 +82,10 @@ export class SettingsStore {
       return store
     } catch (e) {
       db?.close() // an exclusive-mode connection would keep the file locked against the retry
-      const failure = storageFailure(e)
-      if (!failure) throw e
-      const store = new SettingsStore(new Database(':memory:', { strict: true }), dataDir, false)
+      if (!storageFailure(e)) throw e
+      const store = new SettingsStore(savedSnapshot(dataDir), dataDir, false)
       migrate(store.db)
-      store.problem = store.sentence(failure)
+      store.problem = store.explain()
       return store
     }
   }
@@ -102,10 +117,17 @@ export class SettingsStore {
     }
   }
 
-  private sentence(failure: 'full' | 'read-only'): string {
-    return failure === 'full'
-      ? `Not saved: the disk holding Periscope's settings (${this.dataDir}) is full. Free some space (delete recordings) and try again`
-      : `Not saved: the disk holding Periscope's settings (${this.dataDir}) is read-only (a card remounted read-only after errors?)`
+  /** Why the disk refused, in words a pilot can act on. */
+  private explain(): string {
+    const where = `the disk holding Periscope's settings (${this.dataDir})`
+    try {
+      accessSync(this.dataDir, constants.W_OK)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code
+      if (code === 'EROFS') return `Not saved: ${where} is read-only (a card remounted read-only after errors?)`
+      if (code === 'EACCES') return `Not saved: ${where} is not writable by Periscope's user`
+    }
+    return `Not saved: ${where} is full. Free some space (delete recordings) and try again`
   }
 
   /** Runs a write; a full or read-only disk becomes a 507 whose detail says what to do. */
@@ -116,9 +138,8 @@ export class SettingsStore {
       this.problem = null
       return result
     } catch (e) {
-      const failure = storageFailure(e)
-      if (!failure) throw e
-      this.problem = this.sentence(failure)
+      if (!storageFailure(e)) throw e
+      this.problem = this.explain()
       throw new HttpError(507, this.problem)
     }
   }
@@ -131,9 +152,8 @@ export class SettingsStore {
       migrate(db)
     } catch (e) {
       db?.close()
-      const failure = storageFailure(e)
-      if (!failure) throw e
-      this.problem = this.sentence(failure)
+      if (!storageFailure(e)) throw e
+      this.problem = this.explain()
       throw new HttpError(507, this.problem)
     }
     this.db.close()

@@ -1,9 +1,10 @@
 // A full card (the recordings filled it, the settings database lives on it too): a real small tmpfs as
 // the data dir. The service keeps working, starts on it, refuses to pretend a setting was saved (507 with
-// what to do), shows only what survives a restart, and saves again once a recording is deleted.
+// what to do), shows only what survives a restart, and saves again once a recording is deleted. The same
+// card remounted read-only: the service starts with the saved settings and says why nothing can change.
 // Needs root (mount); the integration tier runs as root.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
@@ -121,6 +122,39 @@ describe('on a full card', () => {
       expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.13')
     } finally {
       await again.stop()
+    }
+  })
+
+  test('a card remounted read-only: the service starts with the saved settings and says why nothing can be saved', async () => {
+    const s = await start()
+    try {
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.20'))).status).toBe(200)
+      expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'stern' })).status).toBe(200)
+      writeFileSync(join(card, 'recordings', 'keep.mkv'), Buffer.alloc(1000))
+    } finally {
+      await s.stop()
+    }
+    expect(Bun.spawnSync(['mount', '-o', 'remount,ro', card]).exitCode).toBe(0)
+    try {
+      const ro = await start()
+      try {
+        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.20')
+        expect((await webcam(ro)).nickname).toBe('stern')
+        expect((await ro.call('GET', '/api/health')).body.settings).toMatchObject({ state: 'degraded', detail: expect.stringContaining('read-only') })
+        const refused = await ro.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.21'))
+        expect(refused.status).toBe(507)
+        expect(refused.body.detail).toContain('read-only')
+        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.20')
+        const del = await ro.call('DELETE', '/api/recordings/keep.mkv')
+        expect(del).toMatchObject({ status: 502, body: { detail: expect.stringContaining('EROFS') } })
+        const ren = await ro.call('PATCH', '/api/recordings/keep.mkv/other.mkv')
+        expect(ren).toMatchObject({ status: 502, body: { detail: expect.stringContaining('EROFS') } })
+        expect(existsSync(join(card, 'recordings', 'keep.mkv'))).toBe(true)
+      } finally {
+        await ro.stop()
+      }
+    } finally {
+      Bun.spawnSync(['mount', '-o', 'remount,rw', card])
     }
   })
 })
