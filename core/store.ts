@@ -63,7 +63,7 @@ export class SettingsStore {
   private constructor(
     private db: Database,
     private readonly dataDir: string,
-    /** False while the settings live in memory only: the database could not even be created. */
+    /** False while the settings are a copy in memory: the database could not be opened for writing. */
     private persistent: boolean,
   ) {}
 
@@ -144,7 +144,7 @@ export class SettingsStore {
     }
   }
 
-  /** The settings lived in memory because the database could not be created: try again, now there may be room. */
+  /** The settings were a copy in memory because the database could not be opened: try again, there may be room now. */
   private reopen(): void {
     let db: Database | null = null
     try {
