@@ -61,3 +61,14 @@ export async function startTestServer(options: { plugins: PeriscopePlugin[]; con
     },
   }
 }
+
+/** Probes until `ok` holds; fails naming `what` and the last value seen. */
+export async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await probe()
+    if (ok(v)) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(v)}`)
+    await Bun.sleep(50)
+  }
+}

@@ -9,7 +9,7 @@ import type { PeriscopeEvent } from '../../core/events'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { MATCH_RULES } from '../../drivers/networkmanager/bus'
 import { createNetworkPlugin } from '../../plugins/network'
-import { startTestServer, type TestServer } from '../helpers'
+import { startTestServer, until, type TestServer } from '../helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 
 const ROLLBACK_SECONDS = 2
@@ -20,16 +20,6 @@ let server: TestServer
 const events: PeriscopeEvent[] = []
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(v)}`)
-    await sleep(100)
-  }
-}
-
 /** `nmcli -t` lines as field arrays (its escaping of ':' inside values is not needed for these fields). */
 const rows = async (...args: string[]) =>
   (await lab.nmcli('-t', ...args))

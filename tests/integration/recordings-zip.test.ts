@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, write
 import { join } from 'node:path'
 import recordings from '../../plugins/recordings'
 import { planZip } from '../../drivers/storage/zip'
-import { startTestServer, tempDir, type TestServer } from '../helpers'
+import { startTestServer, tempDir, until, type TestServer } from '../helpers'
 import { copyFixtures, curl, FIXTURE_DURATIONS, pythonZip, requireTools, run, sha256 } from './fixtures/recordings/support'
 
 let s: TestServer
@@ -42,16 +42,6 @@ async function waitReady(token: string, server = s): Promise<any> {
     await Bun.sleep(50)
   }
   throw new Error('zip job never left preparing')
-}
-
-async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(v)}`)
-    await Bun.sleep(50)
-  }
 }
 
 /** unzip -t, zipinfo and Python's zipfile must all accept `zip`; answers Python's view. */
