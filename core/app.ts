@@ -126,6 +126,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       '/api/health',
       () => {
         const health = Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)]))
+        store.recheck()
         const settings: PluginHealth = store.problem ? { state: 'degraded', detail: store.problem } : { state: 'ok' }
         return {
           // Degraded as soon as one plugin is not fine (NetworkManager away, a stream failing, …) or a

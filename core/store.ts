@@ -130,6 +130,22 @@ export class SettingsStore {
     return `Not saved: ${where} is full. Free some space (delete recordings) and try again`
   }
 
+  private checkedAt = 0
+
+  /**
+   * After a refused write, looks again (at most once a second) whether the disk takes a write now, with
+   * one that changes nothing, so `problem` clears when the pilot deletes a recording, not at the next save.
+   */
+  recheck(): void {
+    if (!this.problem || Date.now() - this.checkedAt < 1000) return
+    this.checkedAt = Date.now()
+    try {
+      this.write(() => this.db.exec(`PRAGMA user_version = ${schemaVersion(this.db)}`))
+    } catch {
+      // still refused: `problem` says why
+    }
+  }
+
   /** Runs a write; a full or read-only disk becomes a 507 whose detail says what to do. */
   private write<T>(fn: () => T): T {
     if (!this.persistent) this.reopen()

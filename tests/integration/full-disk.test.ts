@@ -71,6 +71,8 @@ describe('on a full card', () => {
       // The pilot deletes a recording: room again, and saving works.
       const deleted = await s.call('DELETE', '/api/recordings/dive.mkv')
       expect(deleted.status).toBe(200)
+      await Bun.sleep(1000) // health looks again at most once a second
+      expect((await s.call('GET', '/api/health')).body).toMatchObject({ settings: { state: 'ok' } }) // before any save
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.11'))).status).toBe(200)
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
       expect((await s.call('GET', '/api/health')).body.settings).toEqual({ state: 'ok' })
