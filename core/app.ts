@@ -29,6 +29,8 @@ const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
   const store = SettingsStore.open(config.dataDir)
+  if (store.notice) log.error('settings database set aside', { detail: store.notice })
+  if (store.problem) log.warn('settings cannot be saved', { detail: store.problem })
   const ctx: PluginContext = { config, registry: new Registry(), events: new EventBus(), store, log, activity: { lastRequestAt: 0 } }
   const startedAt = Date.now()
   const failed = new Map<string, string>() // plugin → why start() failed
@@ -126,8 +128,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       '/api/health',
       () => {
         const health = Object.fromEntries(plugins.map((p) => [p.name, pluginHealth(p)]))
-        store.recheck()
-        const settings: PluginHealth = store.problem ? { state: 'degraded', detail: store.problem } : { state: 'ok' }
+        const settings: PluginHealth = store.health()
         return {
           // Degraded as soon as one plugin is not fine (NetworkManager away, a stream failing, …) or a
           // setting cannot be saved (a full card).

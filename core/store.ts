@@ -3,7 +3,7 @@
 // A full or read-only disk answers writes with 507 and never keeps the service from starting.
 // The schema is versioned with PRAGMA user_version; MIGRATIONS[i] takes version i to i + 1.
 import { Database } from 'bun:sqlite'
-import { accessSync, constants, mkdirSync, readFileSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 import { HttpError } from './errors'
 
@@ -56,9 +56,24 @@ function storageFailure(e: unknown): boolean {
   return code === 'SQLITE_FULL' || ['SQLITE_IOERR', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'].some((c) => code.startsWith(c))
 }
 
+const corrupt = (e: unknown) => /^SQLITE_(NOTADB|CORRUPT)/.test(String((e as { code?: unknown })?.code ?? ''))
+
+/** Renames the database and its WAL files aside with a timestamp; answers the new name of the database. */
+function setAside(dataDir: string): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  const kept = join(dataDir, `periscope.sqlite.damaged-${stamp}`)
+  for (const suffix of ['', '-wal', '-shm']) {
+    const from = join(dataDir, `periscope.sqlite${suffix}`)
+    if (existsSync(from)) renameSync(from, kept + suffix)
+  }
+  return kept
+}
+
 export class SettingsStore {
   /** Why the last write failed (a full or read-only disk), until one succeeds; null when all is well. */
   problem: string | null = null
+  /** Something the pilot should know since start (a damaged database set aside); null when nothing. */
+  notice: string | null = null
 
   private constructor(
     private db: Database,
@@ -79,9 +94,19 @@ export class SettingsStore {
       db = SettingsStore.connect(dataDir)
       const store = new SettingsStore(db, dataDir, true)
       migrate(store.db)
+      const check = (store.db.query('PRAGMA quick_check').get() as { quick_check: string }).quick_check
+      if (check !== 'ok') throw Object.assign(new Error(`settings database damaged: ${check}`), { code: 'SQLITE_CORRUPT' })
       return store
     } catch (e) {
       db?.close() // an exclusive-mode connection would keep the file locked against the retry
+      if (corrupt(e)) {
+        // A card that lied about a flush can leave a damaged file. The vehicle must still come up: the
+        // file is kept beside (for recovery by hand) and the service starts from first-seen defaults.
+        const kept = setAside(dataDir)
+        const store = SettingsStore.open(dataDir)
+        store.notice = `The settings database was damaged (${(e as Error).message}); it is kept as ${kept} and Periscope started from defaults`
+        return store
+      }
       if (!storageFailure(e)) throw e
       const store = new SettingsStore(savedSnapshot(dataDir), dataDir, false)
       migrate(store.db)
@@ -132,11 +157,18 @@ export class SettingsStore {
 
   private checkedAt = 0
 
+  /** For /api/health: degraded while settings cannot be saved, or after a damaged database was set aside. */
+  health(): { state: 'ok' | 'degraded'; detail?: string } {
+    this.recheck()
+    const detail = [this.problem, this.notice].filter(Boolean).join('. ')
+    return detail ? { state: 'degraded', detail } : { state: 'ok' }
+  }
+
   /**
    * After a refused write, looks again (at most once a second) whether the disk takes a write now, with
    * one that changes nothing, so `problem` clears when the pilot deletes a recording, not at the next save.
    */
-  recheck(): void {
+  private recheck(): void {
     if (!this.problem || Date.now() - this.checkedAt < 1000) return
     this.checkedAt = Date.now()
     try {

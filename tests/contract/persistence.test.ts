@@ -1,6 +1,6 @@
 // Settings survive a restart, a re-plug on another port, a swap of two identical cameras, and kill -9.
 import { describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SettingsStore } from '../../core/store'
 import { tempDir } from '../helpers'
@@ -137,6 +137,51 @@ describe('persistence', () => {
       rmSync(dataDir, { recursive: true, force: true })
     }
   })
+})
+
+describe('a damaged settings database', () => {
+  for (const [what, damage] of [
+    ['not a database at all', (bytes: Buffer) => bytes.fill(0x5a, 0, 100)],
+    ['a damaged page', (bytes: Buffer) => bytes.fill(0x5a, 4096, 8192)],
+  ] as const) {
+    test(`${what}: the service starts from defaults, keeps the file aside and says so`, async () => {
+      const dataDir = tempDir()
+      try {
+        const first = await startContractServer({ dataDir })
+        expect((await first.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'bow' })).status).toBe(200)
+        await first.stop()
+        const file = join(dataDir, 'periscope.sqlite')
+        const bytes = readFileSync(file)
+        damage(bytes)
+        writeFileSync(file, bytes)
+
+        const s = await startContractServer({ dataDir })
+        try {
+          const health = (await s.call('GET', '/api/health')).body
+          expect(health.status).toBe('degraded')
+          expect(health.settings.detail).toContain('damaged')
+          const kept = readdirSync(dataDir).filter((f) => f.startsWith('periscope.sqlite.damaged-'))
+          expect(kept).toHaveLength(1)
+          expect(readFileSync(join(dataDir, kept[0]!)).equals(bytes)).toBe(true) // kept byte for byte
+          expect(health.settings.detail).toContain(kept[0]!)
+          expect(s.logs).toContainEqual(expect.objectContaining({ level: 'error', msg: 'settings database set aside' }))
+          expect((await device(s, EHD)).nickname).not.toBe('bow') // defaults
+          expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'stern' })).status).toBe(200)
+        } finally {
+          await s.stop()
+        }
+        const again = await startContractServer({ dataDir })
+        try {
+          expect((await device(again, EHD)).nickname).toBe('stern') // the new database keeps what was saved
+          expect((await again.call('GET', '/api/health')).body.settings).toEqual({ state: 'ok' })
+        } finally {
+          await again.stop()
+        }
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true })
+      }
+    })
+  }
 })
 
 async function waitFor(predicate: () => Promise<boolean>, timeoutMs = 2000): Promise<void> {
