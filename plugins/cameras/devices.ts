@@ -121,7 +121,7 @@ export class DeviceManager {
     }
     const entry: Present = { raw, backend, identity, device_type, role, vendorControls }
     this.present.set(raw.bus_info, entry)
-    let saved = this.settings.get(identity)
+    let saved = structuredClone(this.settings.get(identity))
     if (!saved) {
       saved = { bus_info: raw.bus_info, nickname: '', controls: {}, stream: defaultStream(raw, this.freeEndpoint()), leader: null, followers: [], externally_managed: false }
     }
@@ -179,8 +179,9 @@ export class DeviceManager {
 
   // ---- reading ----
 
+  /** A copy to change and hand to save(): memory changes only when the store took the change. */
   private settingsOf(entry: Present): DeviceSettings {
-    return this.settings.get(entry.identity)!
+    return structuredClone(this.settings.get(entry.identity)!)
   }
 
   private presentByIdentity(identity: string): Present | undefined {
@@ -245,23 +246,13 @@ export class DeviceManager {
   }
 
   /**
-   * Saves, then keeps in memory. A write the disk refuses (full card: 507) puts memory back to what the
-   * store holds, so the API never shows a setting that a restart would lose.
+   * Saves, then keeps in memory. A write the disk refuses (full card: 507) throws and leaves memory as
+   * it was, so the API never shows a setting that a restart would lose.
    */
   private save(...changes: [identity: string, settings: DeviceSettings][]): void {
-    try {
-      this.ctx.store.transaction(() => {
-        for (const [identity, settings] of changes) this.ctx.store.set(NS, identity, settings)
-      })
-    } catch (e) {
-      for (const [identity] of changes) {
-        const kept = this.ctx.store.get<DeviceSettings>(NS, identity)
-        if (kept) this.settings.set(identity, kept)
-        else this.settings.delete(identity)
-      }
-      this.invalidate()
-      throw e
-    }
+    this.ctx.store.transaction(() => {
+      for (const [identity, settings] of changes) this.ctx.store.set(NS, identity, settings)
+    })
     for (const [identity, settings] of changes) this.settings.set(identity, settings)
     this.invalidate()
   }

@@ -114,6 +114,11 @@ describe('on a full card', () => {
       expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
       expect((await s.call('GET', '/api/health')).body.settings.state).toBe('degraded')
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(507)
+      // Cameras seen for the first time run on unsaved defaults; a refused change leaves them as they were.
+      expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'aft' })).status).toBe(507)
+      const devices = await s.call('GET', '/api/devices')
+      expect(devices.status).toBe(200)
+      expect((await webcam(s)).nickname).toBe('')
       expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(200)
     } finally {
