@@ -221,29 +221,22 @@ function diskLimiter(dir: string): { set(bps: number, pid: number): void; inside
   let majMin = `${Math.floor(dev / 256) & 0xfff}:${(dev & 0xff) | ((Math.floor(dev / 2 ** 12) & 0xfff00) >>> 0)}`
   const sys = `/sys/dev/block/${majMin}`
   if (existsSync(`${sys}/partition`)) majMin = readFileSync(`${sys}/../dev`, 'utf8').trim()
-  const v1 = '/sys/fs/cgroup/blkio'
-  const v2 = '/sys/fs/cgroup'
   try {
-    if (existsSync(`${v1}/tasks`)) {
-      const group = `${v1}/periscope-bench`
-      mkdirSync(group, { recursive: true })
-      const limit = (bps: number) => writeFileSync(`${group}/blkio.throttle.read_bps_device`, `${majMin} ${bps}\n`)
-      return {
-        set: (bps, pid) => (limit(bps), writeFileSync(`${group}/cgroup.procs`, `${pid}\n`)),
-        inside: (cmd) => `echo $$ > ${group}/cgroup.procs && ${cmd}`,
-        close: (pid) => (limit(0), writeFileSync(`${v1}/cgroup.procs`, `${pid}\n`), rmdirSync(group)),
-      }
+    // cgroup v1: the blkio controller's own hierarchy; v2: the io controller in the unified one.
+    const v1 = existsSync('/sys/fs/cgroup/blkio/tasks')
+    const root = v1 ? '/sys/fs/cgroup/blkio' : '/sys/fs/cgroup'
+    if (!v1) {
+      if (!readFileSync(`${root}/cgroup.controllers`, 'utf8').includes('io')) return null
+      writeFileSync(`${root}/cgroup.subtree_control`, '+io\n')
     }
-    if (readFileSync(`${v2}/cgroup.controllers`, 'utf8').includes('io')) {
-      writeFileSync(`${v2}/cgroup.subtree_control`, '+io\n')
-      const group = `${v2}/periscope-bench`
-      mkdirSync(group, { recursive: true })
-      const limit = (bps: number) => writeFileSync(`${group}/io.max`, `${majMin} rbps=${bps || 'max'}\n`)
-      return {
-        set: (bps, pid) => (limit(bps), writeFileSync(`${group}/cgroup.procs`, `${pid}\n`)),
-        inside: (cmd) => `echo $$ > ${group}/cgroup.procs && ${cmd}`,
-        close: (pid) => (limit(0), writeFileSync(`${v2}/cgroup.procs`, `${pid}\n`), rmdirSync(group)),
-      }
+    const group = `${root}/periscope-bench`
+    mkdirSync(group, { recursive: true })
+    const limit = (bps: number) =>
+      v1 ? writeFileSync(`${group}/blkio.throttle.read_bps_device`, `${majMin} ${bps}\n`) : writeFileSync(`${group}/io.max`, `${majMin} rbps=${bps || 'max'}\n`)
+    return {
+      set: (bps, pid) => (limit(bps), writeFileSync(`${group}/cgroup.procs`, `${pid}\n`)),
+      inside: (cmd) => `echo $$ > ${group}/cgroup.procs && ${cmd}`,
+      close: (pid) => (limit(0), writeFileSync(`${root}/cgroup.procs`, `${pid}\n`), rmdirSync(group)),
     }
   } catch (e) {
     console.log(`  (no disk limit: ${(e as Error).message})`)

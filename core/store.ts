@@ -33,8 +33,9 @@ function migrate(db: Database): void {
 }
 
 /**
- * The saved settings as a copy in memory, for a card SQLite cannot open (read-only: WAL needs to write
- * its index even to read). Changes still in the WAL after a crash are not in it. Empty when there is none.
+ * The saved settings as a copy in memory, for a card SQLite cannot open: WAL must create its index file
+ * even to read, which a full or read-only card refuses. Changes still in the WAL after a crash are not
+ * in it (after a crash the index file exists, so a full card opens normally). Empty when there is none.
  */
 function savedSnapshot(dataDir: string): Database {
   try {
@@ -98,7 +99,7 @@ export class SettingsStore {
       if (check !== 'ok') throw Object.assign(new Error(`settings database damaged: ${check}`), { code: 'SQLITE_CORRUPT' })
       return store
     } catch (e) {
-      db?.close() // an exclusive-mode connection would keep the file locked against the retry
+      db?.close()
       if (corrupt(e)) {
         // A card that lied about a flush can leave a damaged file. The vehicle must still come up: the
         // file is kept beside (for recovery by hand) and the service starts from first-seen defaults.
@@ -116,21 +117,7 @@ export class SettingsStore {
   }
 
   private static connect(dataDir: string): Database {
-    const path = join(dataDir, 'periscope.sqlite')
-    let db = new Database(path, { create: true, strict: true })
-    try {
-      db.exec('PRAGMA journal_mode = WAL')
-    } catch (e) {
-      if (!storageFailure(e)) {
-        db.close()
-        throw e
-      }
-      // WAL's shared-memory file cannot be made on a full disk. In exclusive locking mode SQLite keeps
-      // that index in this process's memory instead; only this process uses the database anyway.
-      db.close()
-      db = new Database(path, { create: true, strict: true })
-      db.exec('PRAGMA locking_mode = EXCLUSIVE')
-    }
+    const db = new Database(join(dataDir, 'periscope.sqlite'), { create: true, strict: true })
     try {
       db.exec('PRAGMA journal_mode = WAL')
       db.exec('PRAGMA synchronous = FULL') // a setting acknowledged over HTTP survives a power cut

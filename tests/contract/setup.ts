@@ -1,5 +1,6 @@
 // The contract tier's instance: simulated cameras with the foundation's plugins, no hardware.
 import { loadPlugin } from '../../core/loader'
+import { CID } from '../../drivers/mock/cameras'
 import type { Config } from '../../core/config'
 import { startTestServer, type TestServer } from '../helpers'
 
@@ -10,13 +11,13 @@ export const LEADER = 'usb-0000:00:14.0-2' // stellarHD leader
 export const FOLLOWER = 'usb-0000:00:14.0-3' // stellarHD follower
 export const WEBCAM = 'usb-0000:00:14.0-4' // Logitech, no serial
 
-export const BRIGHTNESS = 0x00980900
-export const AUTO_WB = 0x0098090c
-export const WB_TEMPERATURE = 0x0098091a
-export const POWER_LINE = 0x00980918
-export const EXPOSURE_AUTO = 0x009a0901
-export const EXPOSURE_ABSOLUTE = 0x009a0902
-export const PRIVACY = 0x009a0910
+export const BRIGHTNESS = CID.BRIGHTNESS
+export const AUTO_WB = CID.AUTO_WHITE_BALANCE
+export const WB_TEMPERATURE = CID.WHITE_BALANCE_TEMPERATURE
+export const POWER_LINE = CID.POWER_LINE_FREQUENCY
+export const EXPOSURE_AUTO = CID.EXPOSURE_AUTO
+export const EXPOSURE_ABSOLUTE = CID.EXPOSURE_ABSOLUTE
+export const PRIVACY = CID.PRIVACY
 
 export async function startContractServer(options: { config?: Partial<Config>; dataDir?: string; plugins?: string[] } = {}): Promise<TestServer> {
   const plugins = await Promise.all((options.plugins ?? CONTRACT_PLUGINS).map(loadPlugin))

@@ -7,10 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
+import { BRIGHTNESS, controlOf, device, WEBCAM } from '../contract/setup'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
-
-const WEBCAM = 'usb-0000:00:14.0-4'
-const BRIGHTNESS = 0x00980900
 let card: string
 let work: string
 
@@ -36,8 +34,25 @@ const start = async () =>
 /** Fills the card with a "recording" until ENOSPC. */
 const fill = () => Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(card, 'recordings', 'dive.mkv')}`, 'bs=4k'])
 const prefs = (host: string) => ({ default_stream: { host, port: 5600 }, suggest_host: false, frequency_offset: 0 })
-const webcam = async (s: TestServer) => ((await s.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === WEBCAM)
-const brightness = (dev: any) => dev.controls.find((c: any) => c.control_id === BRIGHTNESS).value
+const webcam = (s: TestServer) => device(s, WEBCAM)
+const brightness = (dev: any) => controlOf(dev, BRIGHTNESS).value
+
+/** The pilot deletes the recording filling the card; a save that was refused now works and survives a restart. */
+async function roomAgainThenRestart(s: TestServer, host: string): Promise<void> {
+  try {
+    expect((await s.call('POST', '/api/preferences/save_preferences', prefs(host))).status).toBe(507)
+    expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
+    expect((await s.call('POST', '/api/preferences/save_preferences', prefs(host))).status).toBe(200)
+  } finally {
+    await s.stop()
+  }
+  const again = await start()
+  try {
+    expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe(host)
+  } finally {
+    await again.stop()
+  }
+}
 
 describe('on a full card', () => {
   test('running: writes are 507 saying what to do, the API shows only what is saved, and deleting a recording makes room', async () => {
@@ -89,18 +104,11 @@ describe('on a full card', () => {
       expect((await webcam(s)).nickname).toBe('bow')
       expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
       expect((await s.call('GET', '/api/recordings')).body.map((r: any) => r.name)).toEqual(['dive'])
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.12'))).status).toBe(507)
-      expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.12'))).status).toBe(200)
-    } finally {
+    } catch (e) {
       await s.stop()
+      throw e
     }
-    const again = await start()
-    try {
-      expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.12')
-    } finally {
-      await again.stop()
-    }
+    await roomAgainThenRestart(s, '192.168.2.12')
   })
 
   test('a first start on a full card (no settings database yet): it runs on defaults and saves once there is room', async () => {
@@ -113,23 +121,15 @@ describe('on a full card', () => {
       expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.1') // the default
       expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
       expect((await s.call('GET', '/api/health')).body.settings.state).toBe('degraded')
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(507)
       // Cameras seen for the first time run on unsaved defaults; a refused change leaves them as they were.
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'aft' })).status).toBe(507)
-      const devices = await s.call('GET', '/api/devices')
-      expect(devices.status).toBe(200)
+      expect((await s.call('GET', '/api/devices')).status).toBe(200)
       expect((await webcam(s)).nickname).toBe('')
-      expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.13'))).status).toBe(200)
-    } finally {
+    } catch (e) {
       await s.stop()
+      throw e
     }
-    const again = await start()
-    try {
-      expect((await again.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.13')
-    } finally {
-      await again.stop()
-    }
+    await roomAgainThenRestart(s, '192.168.2.13')
   })
 
   test('a card remounted read-only: the service starts with the saved settings and says why nothing can be saved', async () => {
