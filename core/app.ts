@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path'
 import type { Config } from './config'
 import { fromDeviceError, HttpError, RequestValidationError } from './errors'
 import { EventBus } from './events'
+import { serveHttp, type Front } from './front'
 import { createLogger, type Logger } from './log'
 import { componentSchemas, docs } from './openapi'
 import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
@@ -49,7 +50,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     }
   }
 
-  const app = new Elysia({ serve: { maxRequestBodySize: Math.max(config.bodyLimit * 2, 16 << 20), idleTimeout: 60 } })
+  const app = new Elysia()
     .onRequest(({ request, set }) => {
       requestStart.set(request, performance.now())
       bodyLimitOf.set(request, config.bodyLimit)
@@ -174,7 +175,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     if (instance.routes) app.use(instance.routes)
   }
 
-  let server: { stop(closeActive?: boolean): void } | null = null
+  let server: Front | null = null
   let stopping: Promise<void> | null = null
 
   return {
@@ -191,9 +192,9 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
           log.error('plugin failed to start', { plugin: plugin.name, err: e })
         }
       }
-      app.listen({ hostname: config.host, port: config.port })
-      server = app.server!
-      const port = app.server!.port!
+      // The front reads at most twice the app's body limit, so the app's own 413 answers first.
+      server = await serveHttp(app.handle, { hostname: config.host, port: config.port, bodyCap: Math.max(config.bodyLimit * 2, 16 << 20), idleTimeout: 60 })
+      const port = server.port
       const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
       return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port }
     },

@@ -1,5 +1,6 @@
 // Preferences: saved whole, read back, and announced (the frame-sync module re-sends on change).
 import { Elysia } from 'elysia'
+import { callerAddress } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readPreferences, savePreferences, type Preferences } from '../../core/preferences'
@@ -23,11 +24,8 @@ export default definePlugin({
       )
       .get(
         '/api/preferences/get_recommended_host',
-        ({ request, server }) => {
-          // The caller's address: where a pilot's station would receive streams.
-          const ip = server?.requestIP(request)?.address ?? ''
-          return { host: ip.startsWith('::ffff:') ? ip.slice(7) : ip }
-        },
+        // The caller's address: where a pilot's station would receive streams.
+        ({ request }) => ({ host: callerAddress(request) ?? '' }),
         { ...docs({ tag, summary: "The caller's IP address, as the suggested stream host", ok: RecommendedHostModel }) },
       )
   },

@@ -4,6 +4,7 @@
 import { Elysia, t } from 'elysia'
 import { existsSync } from 'node:fs'
 import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
+import { isHead } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { RecordingModel } from '../../core/schemas'
@@ -189,25 +190,22 @@ export default definePlugin({
       )
       .get(
         '/api/recordings/zip/download',
-        async ({ query, request, server }) =>
+        async ({ query, request }) =>
           mapped(async () => {
             const s = await dir()
             const token = (query as { token: string }).token
             jobs.status(token) // 404 before waiting when the token is unknown
-            server?.timeout(request, 0) // the first byte may wait for the preparing pass
             const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), request.signal)
             const headers = {
               'content-type': 'application/zip',
-              // Bun 1.4.5 drops a handler-set Content-Length on every streamed body and frames it chunked
-              // (oven-sh/bun#10507); it is set anyway for the day that is fixed, and X-Archive-Size
-              // carries the same exact length now. A cut-short transfer still fails the client (no final chunk).
+              // Exact, known before the first byte; a transfer cut short (a file changed) fails the client.
               'content-length': String(size),
               'x-archive-size': String(size),
               'access-control-expose-headers': 'x-archive-size, content-disposition',
               'content-disposition': disposition('attachment', `recordings_${timestamp(new Date())}.zip`),
             }
-            // HEAD: the exact length (Bun keeps it on a bodiless answer), and no read of any recording.
-            if (request.method === 'HEAD') return new Response(null, { headers })
+            // HEAD: the exact length, and no read of any recording.
+            if (isHead(request)) return new Response(null, { headers })
             return new Response(body as unknown as ReadableStream<Uint8Array>, { headers })
           }),
         {
@@ -216,7 +214,7 @@ export default definePlugin({
             summary: 'Download a prepared zip (waits while it is still preparing)',
             description:
               'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short (no final chunk), so no client takes it for a whole archive. ' +
-              'The exact length is in X-Archive-Size; HEAD answers it as Content-Length without reading any recording.',
+              'Content-Length is exact (also in X-Archive-Size); HEAD answers it without reading any recording.',
             query: t.Object({ token: t.String() }),
             ok: { content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
             errors: [404, 409, 503],

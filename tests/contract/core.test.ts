@@ -1,6 +1,7 @@
 // The core around the operations: events, OpenAPI and Swagger, health, preferences, body limit, CORS,
 // the bearer token, configuration, third-party plugins.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
@@ -184,6 +185,62 @@ describe('health, limits, CORS, token, unknown routes', () => {
     } finally {
       await guarded.stop()
     }
+  })
+})
+
+/** One raw HTTP/1.1 exchange over TCP (Connection: close), for what fetch() hides: framing, HEAD, Host. */
+async function raw(url: string, head: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const { hostname, port } = new URL(url)
+  const chunks: Uint8Array[] = []
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(head.replace(/\n/g, '\r\n') + 'Connection: close\r\n\r\n'))
+    socket.on('data', (c: Buffer) => chunks.push(c))
+    socket.on('end', () => resolve())
+    socket.on('error', reject)
+    socket.setTimeout(3000, () => reject(new Error(`no end of answer to ${head.split('\n')[0]}`)))
+  })
+  const text = Buffer.concat(chunks).toString('latin1')
+  const cut = text.indexOf('\r\n\r\n')
+  const [statusLine, ...lines] = text.slice(0, cut).split('\r\n')
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]))
+  return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(cut + 4) }
+}
+
+describe('the HTTP front (node:http, core/front.ts)', () => {
+  test('JSON answers carry their exact Content-Length, not chunked framing', async () => {
+    const r = await raw(s.url, 'GET /api/devices HTTP/1.1\nHost: rov\n')
+    expect(r.status).toBe(200)
+    expect(r.headers['transfer-encoding']).toBeUndefined()
+    expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.body, 'latin1'))
+    expect(JSON.parse(r.body).length).toBeGreaterThan(0)
+  })
+
+  test('HEAD: the GET headers and length, no body; an endless event stream answers at once', async () => {
+    const get = await raw(s.url, 'GET /api/health HTTP/1.1\nHost: rov\n')
+    const head = await raw(s.url, 'HEAD /api/health HTTP/1.1\nHost: rov\n')
+    expect(head.status).toBe(200)
+    expect(head.body).toBe('')
+    expect(head.headers['content-length']).toBe(get.headers['content-length'])
+    const events = await raw(s.url, 'HEAD /api/events HTTP/1.1\nHost: rov\n')
+    expect(events.status).toBe(200)
+    expect(events.headers['content-type']).toContain('text/event-stream')
+    expect(events.body).toBe('')
+  })
+
+  test('the Host header does not move the route, and only origin-form targets are taken', async () => {
+    // Elysia finds the path by its position in the URL, so a URL built from a short Host would shift it.
+    expect((await raw(s.url, 'GET /api/health HTTP/1.1\nHost: a\n')).status).toBe(200)
+    const absolute = await raw(s.url, 'GET http://elsewhere/api/health HTTP/1.1\nHost: elsewhere\n')
+    expect(absolute.status).toBe(400)
+    expect(JSON.parse(absolute.body).detail).toContain('path')
+  })
+
+  test('an event stream starts before its first event', async () => {
+    const controller = new AbortController()
+    const res = await fetch(`${s.url}/api/events`, { signal: controller.signal })
+    const first = await res.body!.getReader().read()
+    controller.abort()
+    expect(new TextDecoder().decode(first.value)).toContain(': connected')
   })
 })
 
