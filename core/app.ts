@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path'
 import type { Config } from './config'
 import { fromDeviceError, HttpError, RequestValidationError } from './errors'
 import { EventBus } from './events'
-import { serveHttp, type Front } from './front'
+import { hangUpSignal, serveHttp, type Front } from './front'
 import { createLogger, type Logger } from './log'
 import { componentSchemas, docs } from './openapi'
 import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
@@ -143,7 +143,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       },
       { ...docs({ tag: 'system', summary: 'Version, uptime, and the state of every plugin and backend' }) },
     )
-    .get('/api/events', ({ request }) => eventStream(ctx.events, request.signal), {
+    .get('/api/events', ({ request }) => eventStream(ctx.events, hangUpSignal(request)), {
       ...docs({
         tag: 'system',
         summary: 'Server-sent events',
@@ -193,7 +193,15 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         }
       }
       // The front reads at most twice the app's body limit, so the app's own 413 answers first.
-      server = await serveHttp(app.handle, { hostname: config.host, port: config.port, bodyCap: Math.max(config.bodyLimit * 2, 16 << 20), idleTimeout: 60 })
+      server = await serveHttp(app.handle, {
+        hostname: config.host,
+        port: config.port,
+        routes: [...new Set(app.routes.map((route) => route.path))],
+        exactLength: plugins.flatMap((plugin) => plugin.exactLength ?? []),
+        bodyCap: Math.max(config.bodyLimit * 2, 16 << 20),
+        idleTimeout: 60,
+      })
+      if (!server.nativeRoutes) log.warn('all HTTP goes through node:http (slower): this Bun does not take routes beside it', { bun: Bun.version })
       const port = server.port
       const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
       return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, port }

@@ -1,14 +1,20 @@
-// The HTTP front: Bun's node:http server in front of the app's fetch-style handler (Elysia's
-// app.handle). Why not Bun.serve: it drops a handler-set Content-Length on every streamed body and
-// sends it chunked (oven-sh/bun#10507), and a zip download promises its exact length up front.
-// node:http keeps it. `npm run bench front` measures what this costs against Bun.serve.
+// The HTTP front, in two parts on one port. Bun.serve is the fast one, but it drops a handler-set
+// Content-Length on every streamed body and sends it chunked (oven-sh/bun#10507, open in 1.4.5);
+// Bun's node:http keeps it, at about half the requests/s (`npm run bench front`). Bun's node:http
+// listens through Bun.serve itself, and a Bun.serve `routes` table is served ahead of node:http's
+// handler, so the front gives that call the app's routes: they run natively, and only the paths that
+// stream with an exact length (and routes whose patterns would catch them) fall through to node:http.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export interface FrontOptions {
   hostname: string
   port: number
-  /** Bytes of request body the front reads at most (the app applies its own, smaller limit). */
+  /** The app's route patterns (Elysia's, which Bun's router reads alike: '/api/recordings/:name'). */
+  routes: string[]
+  /** Paths whose streamed answers must keep their Content-Length: served by node:http. */
+  exactLength: string[]
+  /** Bytes of request body node:http reads at most (the app applies its own, smaller limit). */
   bodyCap: number
   /** Seconds an idle keep-alive connection stays open. */
   idleTimeout: number
@@ -16,15 +22,23 @@ export interface FrontOptions {
 
 export interface Front {
   port: number
+  /** How many route patterns Bun.serve answers natively (0: Bun's node:http changed; all is node:http). */
+  nativeRoutes: number
   /** Stops listening; `closeActive` also drops open connections (downloads, event streams). */
   stop(closeActive?: boolean): void
 }
 
-const arrivals = new WeakMap<Request, { caller: string; head: boolean }>()
+interface Arrival {
+  caller(): string | undefined
+  head: boolean
+  hangUp(): AbortSignal
+}
+const arrivals = new WeakMap<Request, Arrival>()
 
 /** The address a request came from, as the socket saw it (IPv4-mapped IPv6 shown as IPv4). */
 export function callerAddress(request: Request): string | undefined {
-  return arrivals.get(request)?.caller
+  const address = arrivals.get(request)?.caller()
+  return address?.startsWith('::ffff:') ? address.slice(7) : address
 }
 
 /**
@@ -36,11 +50,16 @@ export function isHead(request: Request): boolean {
   return arrivals.get(request)?.head ?? false
 }
 
+/** Aborted when the client hangs up before its answer is whole: what an event stream or a download stops on. */
+export function hangUpSignal(request: Request): AbortSignal {
+  return arrivals.get(request)?.hangUp() ?? request.signal
+}
+
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function serveHttp(handle: (request: Request) => Response | Promise<Response>, options: FrontOptions): Promise<Front> {
   const server = http.createServer((req, res) => {
-    answer(req, res).catch((e) => {
+    viaNode(req, res).catch((e) => {
       // Only a failure of the front itself lands here (the app turns its own errors into answers).
       if (!res.headersSent) plain(res, 500, `Internal error in the HTTP front: ${(e as Error).message}`)
       else res.destroy()
@@ -52,14 +71,26 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   server.timeout = 0
   let origin = 'http://localhost'
 
-  async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Only origin-form targets ('/path?query'). The URL's origin is ours, never the client's Host
-    // header: Elysia finds the path by position in the URL, so a crafted Host could move it.
-    if (!req.url?.startsWith('/')) return plain(res, 400, 'The request target must be a path starting with /')
-    const hangUp = new AbortController()
-    res.once('close', () => {
-      if (!res.writableFinished) hangUp.abort()
-    })
+  /**
+   * The URL the app sees: ours, never one built from a client's short Host header, since Elysia finds
+   * the path by position in the URL ('http://a/api/health' would route as '/health').
+   */
+  const urlFor = (target: string) => origin + target
+
+  // The native part: a HEAD is handed over as GET (see isHead) and answered with headers only.
+  const viaBun = async (request: Request, bun: { requestIP(r: Request): { address: string } | null }): Promise<Response> => {
+    const head = request.method === 'HEAD'
+    const url = request.url.indexOf('/', 8) >= 11 && !head ? null : urlFor(request.url.slice(request.url.indexOf('/', 8)))
+    const seen = url ? new Request(url, { method: head ? 'GET' : request.method, headers: request.headers, body: request.body }) : request
+    arrivals.set(seen, { caller: () => bun.requestIP(request)?.address, head, hangUp: () => request.signal })
+    const response = await handle(seen)
+    return head ? headersOnly(response) : response
+  }
+
+  async function viaNode(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // An absolute-form target ('http://rov/path', as proxies send) is taken by its path, as Bun.serve does.
+    const target = req.url?.startsWith('/') ? req.url : pathOf(req.url)
+    if (!target) return plain(res, 400, 'The request target must be a path (/…) or an absolute http URL')
     let body: Uint8Array | undefined
     if (!BODYLESS.has(req.method ?? 'GET')) {
       const read = await readBody(req, options.bodyCap)
@@ -72,46 +103,98 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     const head = req.method === 'HEAD'
     let request: Request
     try {
-      request = new Request(origin + req.url, { method: head ? 'GET' : req.method, headers: req.headers as Record<string, string>, body, signal: hangUp.signal })
+      request = new Request(urlFor(target), { method: head ? 'GET' : req.method, headers: req.headers as Record<string, string>, body })
     } catch {
       return plain(res, 400, 'The request target is not a valid URL')
     }
-    const address = req.socket.remoteAddress ?? ''
-    arrivals.set(request, { caller: address.startsWith('::ffff:') ? address.slice(7) : address, head })
+    let hangUp: AbortController | undefined
+    arrivals.set(request, {
+      caller: () => req.socket.remoteAddress,
+      head,
+      // Made on first use: most requests never ask.
+      hangUp() {
+        if (!hangUp) {
+          hangUp = new AbortController()
+          if (res.destroyed) hangUp.abort()
+          else res.once('close', () => res.writableFinished || hangUp!.abort())
+        }
+        return hangUp.signal
+      },
+    })
     const response = await handle(request)
-    await send(response, res, hangUp.signal, head)
+    await send(head ? await headersOnly(response) : response, res)
   }
 
+  const native = Object.fromEntries(options.routes.filter((route) => !options.exactLength.some((path) => catches(route, path))).map((route) => [route, viaBun]))
+  let nativeRoutes = 0
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(options.port, options.hostname, () => {
-      server.off('error', reject)
-      const port = (server.address() as AddressInfo).port
-      origin = `http://localhost:${port}`
-      resolve({
-        port,
-        stop(closeActive = false) {
-          server.close()
-          if (closeActive) server.closeAllConnections()
-          else server.closeIdleConnections()
-        },
+    const serve = Bun.serve
+    // node:http calls Bun.serve synchronously inside listen(); the routes join that one call.
+    ;(Bun as { serve: unknown }).serve = (serveOptions: Record<string, unknown>) => {
+      if (typeof serveOptions.onNodeHTTPRequest === 'function') nativeRoutes = Object.keys(native).length
+      return serve(nativeRoutes ? ({ ...serveOptions, routes: native } as never) : (serveOptions as never))
+    }
+    try {
+      server.listen(options.port, options.hostname, () => {
+        server.off('error', reject)
+        const port = (server.address() as AddressInfo).port
+        origin = `http://localhost:${port}`
+        resolve({
+          port,
+          nativeRoutes,
+          stop(closeActive = false) {
+            server.close()
+            if (closeActive) server.closeAllConnections()
+            else server.closeIdleConnections()
+          },
+        })
       })
-    })
+    } finally {
+      ;(Bun as { serve: unknown }).serve = serve
+    }
   })
 }
 
+function pathOf(target: string | undefined): string | null {
+  try {
+    const url = new URL(target ?? '')
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.pathname + url.search : null
+  } catch {
+    return null
+  }
+}
+
+/** Whether a route pattern ('/api/recordings/:name/download') would match a path. */
+function catches(route: string, path: string): boolean {
+  const pattern = route.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+  return new RegExp(`^${pattern.join('/')}$`).test(path)
+}
+
+/** A HEAD's answer: the GET's status and headers, with the length of a body that is whole at once. */
+async function headersOnly(response: Response): Promise<Response> {
+  const headers = new Headers(response.headers)
+  if (response.body && !headers.has('content-length') && WHOLE_TYPES.test(headers.get('content-type') ?? '')) {
+    headers.set('content-length', String((await response.bytes()).byteLength))
+  } else await response.body?.cancel()
+  return new Response(null, { status: response.status, headers })
+}
+
+// JSON and plain text are values the app serialised in memory: read whole, at once (as a stream,
+// Bun's reads cost a third of the requests/s on GET /api/devices). A route that streams uses another type.
+const WHOLE_TYPES = /^(?:application\/json|text\/plain)\b/
 const LATER = Symbol('later')
 const soon = () => new Promise<typeof LATER>((resolve) => setImmediate(resolve, LATER))
 /** A body that has this much ready at once is streamed even if it would end soon after. */
 const WHOLE_UP_TO = 1 << 20
 
 /**
- * Writes a response. What the body has ready at once (JSON, text, a small file) goes out whole with
- * its length; a body that makes the front wait (events, a zip) or is large is streamed as it comes,
+ * Writes a response. JSON and text, and any body that has all of itself ready at once (a small file),
+ * go out whole with their length; a body that makes the front wait (events, a zip) or is large is streamed as it comes,
  * with backpressure, under whatever length the route set. A body that fails midway cuts the
- * connection, so a client never takes a short transfer for a whole one. `head`: headers only.
+ * connection, so a client never takes a short transfer for a whole one.
  */
-async function send(response: Response, res: ServerResponse, hungUp: AbortSignal, head: boolean): Promise<void> {
+async function send(response: Response, res: ServerResponse): Promise<void> {
   const headers: string[] = []
   response.headers.forEach((value, name) => void headers.push(name, value))
   if (!response.body) {
@@ -119,9 +202,17 @@ async function send(response: Response, res: ServerResponse, hungUp: AbortSignal
     res.end()
     return
   }
+  if (WHOLE_TYPES.test(response.headers.get('content-type') ?? '')) {
+    const body = await response.bytes()
+    if (!response.headers.has('content-length')) headers.push('content-length', String(body.byteLength))
+    res.writeHead(response.status, headers)
+    res.end(body)
+    return
+  }
   const reader = response.body.getReader()
   const stop = () => void reader.cancel().catch(() => {})
-  hungUp.addEventListener('abort', stop, { once: true })
+  const hungUp = () => res.destroyed && !res.writableFinished
+  res.once('close', () => hungUp() && stop())
   try {
     const ready: Uint8Array[] = []
     let size = 0
@@ -132,7 +223,7 @@ async function send(response: Response, res: ServerResponse, hungUp: AbortSignal
       if (got.done) {
         if (!response.headers.has('content-length')) headers.push('content-length', String(size))
         res.writeHead(response.status, headers)
-        res.end(head ? undefined : ready.length === 1 ? ready[0] : Buffer.concat(ready, size))
+        res.end(ready.length === 1 ? ready[0] : Buffer.concat(ready, size))
         return
       }
       ready.push(got.value)
@@ -141,14 +232,9 @@ async function send(response: Response, res: ServerResponse, hungUp: AbortSignal
       if (size >= WHOLE_UP_TO) break
     }
     res.writeHead(response.status, headers)
-    if (head) {
-      stop()
-      res.end()
-      return
-    }
     for (const chunk of ready) res.write(chunk)
     for (let chunk: Awaited<typeof next> = await next; !chunk.done; chunk = await reader.read()) {
-      if (hungUp.aborted) return
+      if (hungUp()) return
       if (!res.write(chunk.value)) await drained(res)
     }
     res.end()
@@ -156,7 +242,7 @@ async function send(response: Response, res: ServerResponse, hungUp: AbortSignal
     // The app chose the status; its body then failed (a recording changed under a zip). The client
     // gets that status and a transfer cut short of its length. The socket is ended, not destroyed,
     // so what was written still arrives (destroy drops it); destroy follows if the client stalls.
-    if (hungUp.aborted) return void res.destroy()
+    if (hungUp()) return void res.destroy()
     if (!res.headersSent) {
       res.writeHead(response.status, headers)
       res.flushHeaders()

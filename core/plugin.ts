@@ -40,6 +40,11 @@ export interface PeriscopePlugin {
   start?(): void | Promise<void>
   stop?(): void | Promise<void>
   health?(): PluginHealth
+  /**
+   * Paths whose streamed answers carry an exact Content-Length (a zip download). Bun.serve would send
+   * them chunked, so the front serves them through node:http (core/front.ts).
+   */
+  exactLength?: string[]
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin

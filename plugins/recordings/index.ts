@@ -4,7 +4,7 @@
 import { Elysia, t } from 'elysia'
 import { existsSync } from 'node:fs'
 import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
-import { isHead } from '../../core/front'
+import { hangUpSignal, isHead } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { RecordingModel } from '../../core/schemas'
@@ -101,6 +101,7 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 
 export default definePlugin({
   name: 'recordings',
+  exactLength: ['/api/recordings/zip/download'],
   setup({ config, registry, events, store: settings, log }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
@@ -195,7 +196,7 @@ export default definePlugin({
             const s = await dir()
             const token = (query as { token: string }).token
             jobs.status(token) // 404 before waiting when the token is unknown
-            const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), request.signal)
+            const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), hangUpSignal(request))
             const headers = {
               'content-type': 'application/zip',
               // Exact, known before the first byte; a transfer cut short (a file changed) fails the client.

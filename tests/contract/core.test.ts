@@ -206,9 +206,22 @@ async function raw(url: string, head: string): Promise<{ status: number; headers
   return { status: Number(statusLine!.split(' ')[1]), headers, body: text.slice(cut + 4) }
 }
 
-describe('the HTTP front (node:http, core/front.ts)', () => {
+describe('the HTTP front (Bun.serve routes and node:http on one port, core/front.ts)', () => {
+  let f: TestServer
+  beforeAll(async () => {
+    f = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'recordings'] })
+  })
+  afterAll(async () => {
+    await f.stop()
+  })
+
+  test('the app routes run natively, and the zip download through node:http', () => {
+    // The service warns when this Bun takes no routes beside node:http (all of it would be slower).
+    expect(f.logs.filter((l) => String(l.msg).includes('node:http'))).toEqual([])
+  })
+
   test('JSON answers carry their exact Content-Length, not chunked framing', async () => {
-    const r = await raw(s.url, 'GET /api/devices HTTP/1.1\nHost: rov\n')
+    const r = await raw(f.url, 'GET /api/devices HTTP/1.1\nHost: rov\n')
     expect(r.status).toBe(200)
     expect(r.headers['transfer-encoding']).toBeUndefined()
     expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength(r.body, 'latin1'))
@@ -216,28 +229,31 @@ describe('the HTTP front (node:http, core/front.ts)', () => {
   })
 
   test('HEAD: the GET headers and length, no body; an endless event stream answers at once', async () => {
-    const get = await raw(s.url, 'GET /api/health HTTP/1.1\nHost: rov\n')
-    const head = await raw(s.url, 'HEAD /api/health HTTP/1.1\nHost: rov\n')
+    const get = await raw(f.url, 'GET /api/health HTTP/1.1\nHost: rov\n')
+    const head = await raw(f.url, 'HEAD /api/health HTTP/1.1\nHost: rov\n')
     expect(head.status).toBe(200)
     expect(head.body).toBe('')
     expect(head.headers['content-length']).toBe(get.headers['content-length'])
-    const events = await raw(s.url, 'HEAD /api/events HTTP/1.1\nHost: rov\n')
+    const events = await raw(f.url, 'HEAD /api/events HTTP/1.1\nHost: rov\n')
     expect(events.status).toBe(200)
     expect(events.headers['content-type']).toContain('text/event-stream')
     expect(events.body).toBe('')
   })
 
-  test('the Host header does not move the route, and only origin-form targets are taken', async () => {
+  test('the Host header does not move the route; absolute-form targets are taken by their path', async () => {
     // Elysia finds the path by its position in the URL, so a URL built from a short Host would shift it.
-    expect((await raw(s.url, 'GET /api/health HTTP/1.1\nHost: a\n')).status).toBe(200)
-    const absolute = await raw(s.url, 'GET http://elsewhere/api/health HTTP/1.1\nHost: elsewhere\n')
-    expect(absolute.status).toBe(400)
-    expect(JSON.parse(absolute.body).detail).toContain('path')
+    expect((await raw(f.url, 'GET /api/health HTTP/1.1\nHost: a\n')).status).toBe(200)
+    // Absolute-form targets (as proxies send them) are taken by their path, on both parts of the front.
+    expect((await raw(f.url, 'GET http://elsewhere/api/health HTTP/1.1\nHost: elsewhere\n')).status).toBe(200)
+    const zip = await raw(f.url, 'GET http://elsewhere/api/recordings/zip/download?token=nope HTTP/1.1\nHost: elsewhere\n')
+    expect(zip.status).toBe(404)
+    expect(JSON.parse(zip.body).detail).toContain('token')
+    expect((await raw(f.url, 'GET ftp://elsewhere/api/recordings/zip/download HTTP/1.1\nHost: elsewhere\n')).status).toBe(400)
   })
 
   test('an event stream starts before its first event', async () => {
     const controller = new AbortController()
-    const res = await fetch(`${s.url}/api/events`, { signal: controller.signal })
+    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
     const first = await res.body!.getReader().read()
     controller.abort()
     expect(new TextDecoder().decode(first.value)).toContain(': connected')
