@@ -4,7 +4,7 @@
 import { Elysia, t } from 'elysia'
 import { existsSync } from 'node:fs'
 import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
-import { hangUpSignal, isHead } from '../../core/front'
+import { hangUpSignal, isHead, streamResponse } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { RecordingModel } from '../../core/schemas'
@@ -207,7 +207,7 @@ export default definePlugin({
             }
             // HEAD: the exact length, and no read of any recording.
             if (isHead(request)) return new Response(null, { headers })
-            return new Response(body as unknown as ReadableStream<Uint8Array>, { headers })
+            return streamResponse(body, { headers })
           }),
         {
           ...docs({

@@ -251,6 +251,16 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
     expect((await raw(f.url, 'GET ftp://elsewhere/api/recordings/zip/download HTTP/1.1\nHost: elsewhere\n')).status).toBe(400)
   })
 
+  test('stopping the service ends open event streams (the native part) too', async () => {
+    const g = await startContractServer({ plugins: ['mock', 'cameras'] })
+    const res = await fetch(`${g.url}/api/events`)
+    const reader = res.body!.getReader()
+    await reader.read()
+    await g.stop()
+    const ended = await Promise.race([reader.read().then(({ done }) => done, () => true), Bun.sleep(3000).then(() => 'still open')])
+    expect(ended).toBe(true)
+  })
+
   test('an event stream starts before its first event', async () => {
     const controller = new AbortController()
     const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
