@@ -14,7 +14,7 @@ export interface FrontOptions {
   routes: string[]
   /** Paths whose streamed answers must keep their Content-Length: served by node:http. */
   exactLength: string[]
-  /** Bytes of request body node:http reads at most (the app applies its own, smaller limit). */
+  /** Bytes of request body the front takes at most (the app applies its own, smaller limit). */
   bodyCap: number
   /** Seconds an idle keep-alive connection stays open. */
   idleTimeout: number
@@ -146,7 +146,8 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     // node:http calls Bun.serve synchronously inside listen(); the routes join that one call.
     ;(Bun as { serve: unknown }).serve = (serveOptions: Record<string, unknown>) => {
       if (typeof serveOptions.onNodeHTTPRequest === 'function') nativeRoutes = Object.keys(native).length
-      bunServer = serve(nativeRoutes ? ({ ...serveOptions, routes: native } as never) : (serveOptions as never))
+      // The body cap holds on both parts (node:http's own call sets none).
+      bunServer = serve({ ...serveOptions, maxRequestBodySize: options.bodyCap, ...(nativeRoutes ? { routes: native } : {}) } as never)
       return bunServer
     }
     try {
