@@ -31,4 +31,9 @@ export class EventBus {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }
+
+  /** How many listen now (each open event stream is one): a client that hangs up must not stay. */
+  get subscribers(): number {
+    return this.listeners.size
+  }
 }

@@ -197,8 +197,9 @@ async function headersOnly(response: Response): Promise<Response> {
   return new Response(null, { status: response.status, headers })
 }
 
-// JSON and plain text are values the app serialised in memory: read whole, at once (as a stream,
-// Bun's reads cost a third of the requests/s on GET /api/devices). A route that streams uses another type.
+// JSON and plain text are values the app serialised in memory: read whole, at once (read as a stream,
+// they cost a third of the requests/s when GET /api/devices went through node:http). A route that
+// streams uses another type.
 const WHOLE_TYPES = /^(?:application\/json|text\/plain)\b/
 const LATER = Symbol('later')
 const soon = () => new Promise<typeof LATER>((resolve) => setImmediate(resolve, LATER))

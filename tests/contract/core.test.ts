@@ -261,6 +261,17 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
     expect(ended).toBe(true)
   })
 
+  test('a client that hangs up on the event stream is unsubscribed (the tether pulled)', async () => {
+    const before = f.ctx.events.subscribers
+    const controller = new AbortController()
+    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
+    await res.body!.getReader().read()
+    expect(f.ctx.events.subscribers).toBe(before + 1)
+    controller.abort()
+    await until(() => f.ctx.events.subscribers === before, 2000)
+    expect(f.ctx.events.subscribers).toBe(before)
+  })
+
   test('an event stream starts before its first event', async () => {
     const controller = new AbortController()
     const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
