@@ -181,7 +181,7 @@ export default definePlugin({
             summary: 'Start a zip of recordings (names with or without extension); answers a token',
             description:
               'A background pass computes each CRC-32 (progress on GET /api/recordings/zip/{token} and `zip_progress` events); ' +
-              'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, whose exact length is known up front (X-Archive-Size, archive_size). ' +
+              'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, whose exact length is known up front (Content-Length, also X-Archive-Size and archive_size). ' +
               'No temporary file is written. Unused tokens expire (--zip-token-ttl).',
             body: t.Array(t.String(), { minItems: 1 }),
             ok: ZipStatusModel,
