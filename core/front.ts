@@ -16,7 +16,7 @@ export interface FrontOptions {
   exactLength: string[]
   /** Bytes of request body the front takes at most (the app applies its own, smaller limit). */
   bodyCap: number
-  /** Seconds an idle keep-alive connection stays open. */
+  /** Seconds an idle keep-alive connection stays open on the node:http part (its Bun.serve call sets none for the native part). */
   idleTimeout: number
 }
 
@@ -92,8 +92,8 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   // The native part: a HEAD is handed over as GET (see isHead) and answered with headers only.
   const viaBun = async (request: Request, bun: { requestIP(r: Request): { address: string } | null }): Promise<Response> => {
     const head = request.method === 'HEAD'
-    const url = request.url.indexOf('/', 8) >= 11 && !head ? null : urlFor(request.url.slice(request.url.indexOf('/', 8)))
-    const seen = url ? new Request(url, { method: head ? 'GET' : request.method, headers: request.headers, body: request.body }) : request
+    const pathAt = request.url.indexOf('/', 8) // after 'http://' and the host
+    const seen = head || pathAt < 11 ? new Request(urlFor(request.url.slice(pathAt)), { method: head ? 'GET' : request.method, headers: request.headers, body: request.body }) : request
     arrivals.set(seen, { caller: () => bun.requestIP(request)?.address, head, hangUp: () => request.signal })
     const response = await handle(seen)
     return head ? headersOnly(response) : response

@@ -273,7 +273,7 @@ export class ZipJobs {
           streamed += chunk.length
           this.emit(job)
           // Chunks are garbage once written, but the heap grows before it is collected: a full
-          // collection every 64 MiB (a few ms) keeps the service near 105 MB RSS while zipping 10 GiB (128 MiB
+          // collection every 64 MiB (a few ms) keeps the service under 110 MB RSS while zipping 10 GiB (128 MiB
           // went past 120 MB once downloads ran through node:http).
           if (Math.floor(streamed / GC_EVERY) !== Math.floor((streamed - chunk.length) / GC_EVERY)) Bun.gc(true)
           yield chunk

@@ -214,7 +214,7 @@ export default definePlugin({
             tag: 'recordings',
             summary: 'Download a prepared zip (waits while it is still preparing)',
             description:
-              'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short (no final chunk), so no client takes it for a whole archive. ' +
+              'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short of its Content-Length, so no client takes it for a whole archive. ' +
               'Content-Length is exact (also in X-Archive-Size); HEAD answers it without reading any recording.',
             query: t.Object({ token: t.String() }),
             ok: { content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
