@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path'
 import type { Config } from './config'
 import { fromDeviceError, HttpError, RequestValidationError } from './errors'
 import { EventBus } from './events'
-import { hangUpSignal, serveHttp, type Front } from './front'
+import { hangUpSignal, requestPath, serveHttp, type Front } from './front'
 import { createLogger, type Logger } from './log'
 import { componentSchemas, docs } from './openapi'
 import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
@@ -22,6 +22,8 @@ export interface PeriscopeApp {
   plugins: PeriscopePlugin[]
   /** Starts the plugins (hardware) and listens; resolves with the bound address. */
   listen(): Promise<{ url: string; port: number }>
+  /** The HTTP front once listening (which part served what: `handled`). */
+  front(): Front | null
   stop(): Promise<void>
 }
 
@@ -58,7 +60,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       const cors = corsHeaders(request.headers.get('origin'))
       Object.assign(set.headers, cors)
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: cors })
-      if (config.token && MUTATING.has(request.method) && new URL(request.url).pathname.startsWith('/api/')) {
+      if (config.token && MUTATING.has(request.method) && requestPath(request).startsWith('/api/')) {
         if (request.headers.get('authorization') !== `Bearer ${config.token}`) {
           set.status = 401
           set.headers['www-authenticate'] = 'Bearer'
@@ -76,7 +78,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       if (error instanceof RequestValidationError) return body(422, error.errors)
       if (error instanceof HttpError) {
         // A device or daemon failing is worth a line of its own; refusals of bad requests are not.
-        if (error.status >= 500) log.warn('request failed', { method: request.method, path: new URL(request.url).pathname, status: error.status, detail: error.detail })
+        if (error.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: error.status, detail: error.detail })
         return body(error.status, error.detail)
       }
       if (error instanceof DeviceError) {
@@ -87,7 +89,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       if (code === 'NOT_FOUND') return body(404, 'Not Found')
       // Only a route that skipped docs()/validated() lets Elysia parse JSON itself; still a 422, not a 400.
       if (code === 'PARSE') return body(422, [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }])
-      log.error('unhandled error', { method: request.method, path: new URL(request.url).pathname, err: error })
+      log.error('unhandled error', { method: request.method, path: requestPath(request), err: error })
       return body(500, `Internal error (a bug; the log has the details): ${(error as Error)?.message ?? String(error)}`)
     })
     .onAfterResponse(({ request, set }) => {
@@ -95,7 +97,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       const began = requestStart.get(request)
       log.info('request', {
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: requestPath(request),
         status: typeof set.status === 'number' ? set.status : 200,
         duration_ms: began === undefined ? null : Math.round((performance.now() - began) * 100) / 100,
       })
@@ -182,6 +184,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     app: app as unknown as Elysia,
     ctx,
     plugins,
+    front: () => server,
     async listen() {
       for (const plugin of plugins) {
         try {
@@ -200,6 +203,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         exactLength: plugins.flatMap((plugin) => plugin.exactLength ?? []),
         bodyCap: Math.max(config.bodyLimit * 2, 16 << 20),
         idleTimeout: 60,
+        onFault: (err) => log.error('HTTP front failed', { err }),
       })
       if (!server.nativeRoutes) log.warn('all HTTP goes through node:http (slower): this Bun does not take routes beside it', { bun: Bun.version })
       const port = server.port
