@@ -237,11 +237,13 @@ function pathOf(target: string | undefined): string | null {
   }
 }
 
-/** Whether a route pattern ('/api/recordings/:name/download') would match a path. */
-function catches(route: string, path: string): boolean {
+/** What a route pattern ('/api/recordings/:name/download') matches: a parameter is one non-empty segment. */
+export function routeMatcher(route: string): RegExp {
   const pattern = route.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-  return new RegExp(`^${pattern.join('/')}$`).test(path)
+  return new RegExp(`^${pattern.join('/')}$`)
 }
+
+const catches = (route: string, path: string) => routeMatcher(route).test(path)
 
 /** A HEAD's answer: the GET's status and headers, with the length of a body that is whole at once. */
 async function headersOnly(response: Response): Promise<Response> {

@@ -41,8 +41,7 @@ export default definePlugin({
     // Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`.
     const routes = new Elysia().get(
       '/api/streams/:bus_info/sdp',
-      ({ params }) => {
-        const bus_info = decodeURIComponent(params.bus_info)
+      ({ params: { bus_info } }) => {
         const job = streamer.job(bus_info)
         if (!job) throw notFound(`No stream is running for '${bus_info}' (a follower streams in its leader's job)`)
         const { stream } = job
