@@ -49,7 +49,7 @@ describe('path parameters: decoded once, in one place, for every route', () => {
           const names = [...template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])
           const res = await fetch(s.url + template.replace(/\{[^}]+\}/g, bad), { method: method.toUpperCase() })
           expect({ template, method, bad, status: res.status }).toEqual({ template, method, bad, status: 422 })
-          const { detail } = await res.json()
+          const { detail } = (await res.json()) as { detail: unknown }
           expect(detail).toEqual(
             names.map((name) => ({ type: 'value_error', loc: ['path', name], msg: `Value error, the ${name} is not valid percent-encoded UTF-8`, input: bad, ctx: { error: `the ${name} is not valid percent-encoded UTF-8` } })),
           )
