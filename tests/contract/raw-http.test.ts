@@ -39,9 +39,9 @@ beforeAll(async () => {
     }
   })()
   const listening = await until('the service to listen', async () => logs.find((l) => l.msg === 'listening'), (l) => l !== undefined || service.exitCode !== null, 30_000)
-  expect(service.exitCode).toBeNull()
+  expect({ exitCode: service.exitCode, listening: listening !== undefined }).toEqual({ exitCode: null, listening: true })
   port = Number(new URL(listening!.url).port)
-})
+}, 40_000)
 
 afterAll(async () => {
   service.kill('SIGTERM')
