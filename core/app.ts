@@ -5,9 +5,9 @@ import { openapi } from '@elysiajs/openapi'
 import { Elysia, t } from 'elysia'
 import { dirname, join } from 'node:path'
 import type { Config } from './config'
-import { fromDeviceError, HttpError, RequestValidationError } from './errors'
+import { fromDeviceError, HttpError, RequestValidationError, valueError } from './errors'
 import { EventBus } from './events'
-import { hangUpSignal, serveHttp, type Front } from './front'
+import { hangUpSignal, requestPath, routeMatcher, serveHttp, type Front } from './front'
 import { createLogger, type Logger } from './log'
 import { componentSchemas, docs } from './openapi'
 import { Registry, type PeriscopePlugin, type PluginContext, type PluginHealth, type PluginInstance } from './plugin'
@@ -22,10 +22,13 @@ export interface PeriscopeApp {
   plugins: PeriscopePlugin[]
   /** Starts the plugins (hardware) and listens; resolves with the bound address. */
   listen(): Promise<{ url: string; port: number }>
+  /** The HTTP front once listening (which part served what: `handled`). */
+  front(): Front | null
   stop(): Promise<void>
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
@@ -58,13 +61,21 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       const cors = corsHeaders(request.headers.get('origin'))
       Object.assign(set.headers, cors)
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: cors })
-      if (config.token && MUTATING.has(request.method) && new URL(request.url).pathname.startsWith('/api/')) {
+      if (config.token && MUTATING.has(request.method) && requestPath(request).startsWith('/api/')) {
         if (request.headers.get('authorization') !== `Bearer ${config.token}`) {
           set.status = 401
           set.headers['www-authenticate'] = 'Bearer'
           return { detail: 'This operation needs the bearer token: send Authorization: Bearer <token>' }
         }
       }
+    })
+    .onTransform({ as: 'global' }, ({ params, request, route }) => {
+      // Path parameters are decoded once, by Elysia's router, for every route (a handler never decodes
+      // again: '%25' is '%'). A segment that is not valid percent-encoded UTF-8 ('%zz', '%C0%AF') comes
+      // out null: answered here, for every route, as a 422 naming the parameter.
+      if (Object.values(params ?? {}).every((value) => typeof value === 'string')) return
+      const undecodable = Object.entries(rawParams(route, requestPath(request))).filter(([name]) => typeof params[name] !== 'string')
+      throw new RequestValidationError(undecodable.flatMap(([name, raw]) => valueError(['path', name], `the ${name} is not valid percent-encoded UTF-8`, raw).errors))
     })
     .onError(({ error: raised, code, request, set }) => {
       // Elysia wraps whatever a parse hook throws in a ParseError; ours are in its cause.
@@ -76,7 +87,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       if (error instanceof RequestValidationError) return body(422, error.errors)
       if (error instanceof HttpError) {
         // A device or daemon failing is worth a line of its own; refusals of bad requests are not.
-        if (error.status >= 500) log.warn('request failed', { method: request.method, path: new URL(request.url).pathname, status: error.status, detail: error.detail })
+        if (error.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: error.status, detail: error.detail })
         return body(error.status, error.detail)
       }
       if (error instanceof DeviceError) {
@@ -84,10 +95,16 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         if (mapped instanceof RequestValidationError) return body(422, mapped.errors)
         return body((mapped as HttpError).status, (mapped as HttpError).detail)
       }
-      if (code === 'NOT_FOUND') return body(404, 'Not Found')
+      if (code === 'NOT_FOUND') {
+        // A path the app serves, with another method: 405 and what it takes, as FastAPI answers.
+        const allowed = methodsAt(requestPath(request))
+        if (!allowed.length) return body(404, 'Not Found')
+        set.headers.allow = allowed.join(', ')
+        return body(405, 'Method Not Allowed')
+      }
       // Only a route that skipped docs()/validated() lets Elysia parse JSON itself; still a 422, not a 400.
       if (code === 'PARSE') return body(422, [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }])
-      log.error('unhandled error', { method: request.method, path: new URL(request.url).pathname, err: error })
+      log.error('unhandled error', { method: request.method, path: requestPath(request), err: error })
       return body(500, `Internal error (a bug; the log has the details): ${(error as Error)?.message ?? String(error)}`)
     })
     .onAfterResponse(({ request, set }) => {
@@ -95,7 +112,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
       const began = requestStart.get(request)
       log.info('request', {
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: requestPath(request),
         status: typeof set.status === 'number' ? set.status : 200,
         duration_ms: began === undefined ? null : Math.round((performance.now() - began) * 100) / 100,
       })
@@ -175,6 +192,18 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     if (instance.routes) app.use(instance.routes)
   }
 
+  // Which methods each route pattern takes, read from the app's routes on the first 405 (all are added by then).
+  let routeTable: { method: string; matches: RegExp }[] | undefined
+  /** The methods the app serves at a path (HEAD with GET, as Starlette lists them); none: an unknown path. */
+  function methodsAt(path: string): string[] {
+    routeTable ??= app.routes.map((route) => ({ method: route.method, matches: routeMatcher(route.path) }))
+    // Elysia also takes a path with one trailing slash.
+    const loose = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    const served = new Set(routeTable.filter((route) => route.matches.test(loose)).map((route) => route.method))
+    if (served.has('GET')) served.add('HEAD')
+    return METHOD_ORDER.filter((method) => served.has(method))
+  }
+
   let server: Front | null = null
   let stopping: Promise<void> | null = null
 
@@ -182,6 +211,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     app: app as unknown as Elysia,
     ctx,
     plugins,
+    front: () => server,
     async listen() {
       for (const plugin of plugins) {
         try {
@@ -200,6 +230,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         exactLength: plugins.flatMap((plugin) => plugin.exactLength ?? []),
         bodyCap: Math.max(config.bodyLimit * 2, 16 << 20),
         idleTimeout: 60,
+        onFault: (err) => log.error('HTTP front failed', { err }),
       })
       if (!server.nativeRoutes) log.warn('all HTTP goes through node:http (slower): this Bun does not take routes beside it', { bun: Bun.version })
       const port = server.port
@@ -257,4 +288,15 @@ function eventStream(events: EventBus, signal: AbortSignal): Response {
     },
   })
   return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } })
+}
+
+/** Each path parameter's segment as sent (still percent-encoded), in the route's order: the 422's input. */
+function rawParams(route: string, path: string): Record<string, string> {
+  const names = route.split('/')
+  const segments = path.split('/')
+  const raw: Record<string, string> = {}
+  names.forEach((part, i) => {
+    if (part.startsWith(':') && segments[i] !== undefined) raw[part.slice(1)] = segments[i]!
+  })
+  return raw
 }

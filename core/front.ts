@@ -18,12 +18,16 @@ export interface FrontOptions {
   bodyCap: number
   /** Seconds an idle keep-alive connection stays open on the node:http part (its Bun.serve call sets none for the native part). */
   idleTimeout: number
+  /** Told of a failure of the front itself (a bug: the client got a JSON 500). */
+  onFault(error: unknown): void
 }
 
 export interface Front {
   port: number
   /** How many route patterns Bun.serve answers natively (0: Bun's node:http changed; all is node:http). */
   nativeRoutes: number
+  /** Requests each part has handed to the app so far: proof of which part serves what. */
+  handled: { native: number; node: number }
   /** Stops listening; `closeActive` also drops open connections (downloads, event streams). */
   stop(closeActive?: boolean): void
 }
@@ -73,7 +77,8 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   const server = http.createServer((req, res) => {
     viaNode(req, res).catch((e) => {
       // Only a failure of the front itself lands here (the app turns its own errors into answers).
-      if (!res.headersSent) plain(res, 500, `Internal error in the HTTP front: ${(e as Error).message}`)
+      options.onFault(e)
+      if (!res.headersSent) plain(res, 500, FAULT)
       else res.destroy()
     })
   })
@@ -81,6 +86,7 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   // A zip download may wait minutes for its first byte, and an event stream runs for hours.
   server.requestTimeout = 0
   server.timeout = 0
+  const handled = { native: 0, node: 0 }
   let origin = 'http://localhost'
 
   /**
@@ -92,9 +98,16 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   // The native part: a HEAD is handed over as GET (see isHead) and answered with headers only.
   const viaBun = async (request: Request, bun: { requestIP(r: Request): { address: string } | null }): Promise<Response> => {
     const head = request.method === 'HEAD'
-    const pathAt = request.url.indexOf('/', 8) // after 'http://' and the host
-    const seen = head || pathAt < 11 ? new Request(urlFor(request.url.slice(pathAt)), { method: head ? 'GET' : request.method, headers: request.headers, body: request.body }) : request
+    let seen = request
+    if (head || !appReadable(request.url)) {
+      try {
+        seen = new Request(urlFor(targetOf(request.url)), { method: head ? 'GET' : request.method, headers: request.headers, body: request.body })
+      } catch {
+        return jsonAnswer(400, 'The request target is not a valid URL path')
+      }
+    }
     arrivals.set(seen, { caller: () => bun.requestIP(request)?.address, head, hangUp: () => request.signal })
+    handled.native++
     const response = await handle(seen)
     return head ? headersOnly(response) : response
   }
@@ -120,6 +133,7 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
       return plain(res, 400, 'The request target is not a valid URL')
     }
     let hangUp: AbortController | undefined
+    handled.node++
     arrivals.set(request, {
       caller: () => req.socket.remoteAddress,
       head,
@@ -147,7 +161,13 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     ;(Bun as { serve: unknown }).serve = (serveOptions: Record<string, unknown>) => {
       if (typeof serveOptions.onNodeHTTPRequest === 'function') nativeRoutes = Object.keys(native).length
       // The body cap holds on both parts (node:http's own call sets none).
-      bunServer = serve({ ...serveOptions, maxRequestBodySize: options.bodyCap, ...(nativeRoutes ? { routes: native } : {}) } as never)
+      // Bun's own error page (HTML, a stack, source paths) is never served: a throw that escapes a
+      // handler answers JSON. Only a bug of the front can get here: the app answers its own errors.
+      const error = (e: unknown) => {
+        options.onFault(e)
+        return jsonAnswer(500, FAULT)
+      }
+      bunServer = serve({ ...serveOptions, error, maxRequestBodySize: options.bodyCap, ...(nativeRoutes ? { routes: native } : {}) } as never)
       return bunServer
     }
     try {
@@ -158,6 +178,7 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
         resolve({
           port,
           nativeRoutes,
+          handled,
           stop(closeActive = false) {
             server.close()
             if (closeActive) {
@@ -173,6 +194,40 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   })
 }
 
+const FAULT = 'Internal error in the HTTP front (a bug; the log has the details)'
+
+/**
+ * Where the path starts in a URL Bun.serve hands over: 'http://<Host>/p?q' when the Host header
+ * makes a URL, else '/p?q' alone (no Host, an empty one, 'évil', 'a/b'); -1 when there is none.
+ */
+function pathStart(url: string): number {
+  if (url.startsWith('/')) return 0
+  const authority = url.indexOf('://')
+  return authority < 0 ? -1 : url.indexOf('/', authority + 3)
+}
+
+/** The path and query of a URL Bun.serve hands over ('/' when it has none). */
+function targetOf(url: string): string {
+  const at = pathStart(url)
+  return at < 0 ? '/' : url.slice(at)
+}
+
+/** A request's path, as sent (not decoded), for logs and checks: never throws, whatever the URL. */
+export function requestPath(request: Request): string {
+  const target = targetOf(request.url)
+  const query = target.indexOf('?')
+  return query < 0 ? target : target.slice(0, query)
+}
+
+/**
+ * Whether the app can take Bun's URL as it is: `new URL` accepts it (not 'http://a:99999/…'), and
+ * the path starts where Elysia looks for it (the first '/' from index 11 on: 'http://a/api/health'
+ * would route as '/health'). Otherwise the front hands over a copy under its own origin.
+ */
+function appReadable(url: string): boolean {
+  return pathStart(url) >= 11 && URL.canParse(url)
+}
+
 function pathOf(target: string | undefined): string | null {
   try {
     const url = new URL(target ?? '')
@@ -182,11 +237,13 @@ function pathOf(target: string | undefined): string | null {
   }
 }
 
-/** Whether a route pattern ('/api/recordings/:name/download') would match a path. */
-function catches(route: string, path: string): boolean {
+/** What a route pattern ('/api/recordings/:name/download') matches: a parameter is one non-empty segment. */
+export function routeMatcher(route: string): RegExp {
   const pattern = route.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-  return new RegExp(`^${pattern.join('/')}$`).test(path)
+  return new RegExp(`^${pattern.join('/')}$`)
 }
+
+const catches = (route: string, path: string) => routeMatcher(route).test(path)
 
 /** A HEAD's answer: the GET's status and headers, with the length of a body that is whole at once. */
 async function headersOnly(response: Response): Promise<Response> {
@@ -300,6 +357,10 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Uint8Array |
     chunks.push(chunk)
   }
   return Buffer.concat(chunks, size)
+}
+
+function jsonAnswer(status: number, detail: string): Response {
+  return Response.json({ detail }, { status })
 }
 
 function plain(res: ServerResponse, status: number, detail: string): void {

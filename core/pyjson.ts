@@ -97,7 +97,11 @@ export function parsePythonJson(text: string): unknown {
       if (text[i] !== ':') fail("Expecting ':' delimiter", i)
       i++
       skipWs()
-      obj[key] = parseValue()
+      const value = parseValue()
+      // An own "__proto__" field, as Python and JSON.parse make it: assigning it would set the object's
+      // prototype, and validation would then see fields that were never sent.
+      if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
+      else obj[key] = value
       skipWs()
       if (text[i] === '}') return i++, depth--, obj
       if (text[i] !== ',') fail("Expecting ',' delimiter", i)

@@ -46,8 +46,6 @@ export function extensionOf(fileName: string): string {
  * look-alikes ('．．／', '∕') cannot become a path in any tool that normalises names later.
  */
 export function unsafeNameReason(name: string): string | null {
-  // The router hands over null for a path segment that is not valid percent-encoded UTF-8 ('%', '%E0%A4%A').
-  if (typeof name !== 'string') return 'the name is not valid percent-encoded UTF-8'
   if (name.length === 0) return 'the name is empty'
   if (new TextEncoder().encode(name).length > MAX_NAME_BYTES) return `the name is longer than ${MAX_NAME_BYTES} bytes`
   for (const form of new Set([name, name.normalize('NFKC')])) {

@@ -4,14 +4,13 @@
 // run several services in one process).
 import { Elysia } from 'elysia'
 import { existsSync } from 'node:fs'
-import { conflict, notFound } from '../../core/errors'
+import { conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin, type PluginHealth, type PluginInstance } from '../../core/plugin'
 import { readPreferences, type Preferences } from '../../core/preferences'
 import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
-
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
 
@@ -21,7 +20,7 @@ export default definePlugin({
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       log.warn(INSTALL)
-      return { health: () => ({ state: 'down', detail: INSTALL }) }
+      return { routes: sdpRoutes(null), health: () => ({ state: 'down', detail: INSTALL }) }
     }
     const offset = () => readPreferences(store).frequency_offset
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
@@ -38,30 +37,8 @@ export default definePlugin({
       frameSync.setFrequencyOffset(typeof next === 'number' ? next : offset())
     })
     registry.provide('streamer', streamer, 'gstreamer')
-    // Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`.
-    const routes = new Elysia().get(
-      '/api/streams/:bus_info/sdp',
-      ({ params }) => {
-        const bus_info = decodeURIComponent(params.bus_info)
-        const job = streamer.job(bus_info)
-        if (!job) throw notFound(`No stream is running for '${bus_info}' (a follower streams in its leader's job)`)
-        const { stream } = job
-        if (stream.stream_type !== 'UDP' || stream.encode_type === 'NONE') throw conflict(`The stream of '${bus_info}' is ${stream.stream_type} ${stream.encode_type}, not RTP over UDP`)
-        if (!stream.endpoints[0]) throw conflict(`The stream of '${bus_info}' has no endpoint`)
-        return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label), { headers: { 'content-type': 'application/sdp' } })
-      },
-      {
-        ...docs({
-          tag: 'cameras',
-          summary: "SDP description of a running UDP stream, for VLC: one m= line per camera of the group, for the first endpoint",
-          ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
-          errors: [404, 409],
-          pathParams: ['bus_info'],
-        }),
-      },
-    )
     return {
-      routes,
+      routes: sdpRoutes(streamer),
       start: () => frameSync.start(),
       async stop() {
         unsubscribe()
@@ -76,3 +53,28 @@ export default definePlugin({
     }
   },
 })
+
+/** Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`. Without GStreamer: 503. */
+function sdpRoutes(streamer: GstStreamer | null) {
+  return new Elysia().get(
+    '/api/streams/:bus_info/sdp',
+    ({ params: { bus_info } }) => {
+      if (!streamer) throw unavailable(INSTALL)
+      const job = streamer.job(bus_info)
+      if (!job) throw notFound(`No stream is running for '${bus_info}' (a follower streams in its leader's job)`)
+      const { stream } = job
+      if (stream.stream_type !== 'UDP' || stream.encode_type === 'NONE') throw conflict(`The stream of '${bus_info}' is ${stream.stream_type} ${stream.encode_type}, not RTP over UDP`)
+      if (!stream.endpoints[0]) throw conflict(`The stream of '${bus_info}' has no endpoint`)
+      return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label), { headers: { 'content-type': 'application/sdp' } })
+    },
+    {
+      ...docs({
+        tag: 'cameras',
+        summary: "SDP description of a running UDP stream, for VLC: one m= line per camera of the group, for the first endpoint",
+        ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
+        errors: [404, 409, 503],
+        pathParams: ['bus_info'],
+      }),
+    },
+  )
+}

@@ -1,11 +1,12 @@
 // The core around the operations: events, OpenAPI and Swagger, health, preferences, body limit, CORS,
 // the bearer token, configuration, third-party plugins.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import type { TestServer } from '../helpers'
+import { until as waitFor, type TestServer } from '../helpers'
 import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
@@ -215,9 +216,38 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
     await f.stop()
   })
 
-  test('the app routes run natively, and the zip download through node:http', () => {
+  test('the app routes run natively, and the zip download through node:http', async () => {
     // The service warns when this Bun takes no routes beside node:http (all of it would be slower).
     expect(f.logs.filter((l) => String(l.msg).includes('node:http'))).toEqual([])
+    // Proof of the fast path, counted by the front as each part hands a request to the app: a Bun
+    // that routed everything through node:http (or stopped taking the routes) fails here.
+    const { handled, nativeRoutes } = f.app.front()!
+    expect(nativeRoutes).toBeGreaterThan(10)
+    const before = { ...handled }
+    for (const path of ['/api/devices', '/api/health', '/api/recordings', '/api/preferences', '/api/recordings/disk', '/openapi.json']) {
+      expect((await fetch(f.url + path)).status).toBeLessThan(500)
+    }
+    expect((await raw(f.url, 'HEAD /api/devices HTTP/1.1\nHost: rov\n')).status).toBe(200)
+    expect(handled).toEqual({ native: before.native + 7, node: before.node })
+
+    // The zip download, the one path that needs node:http: its exact Content-Length, not chunked.
+    const dir = f.ctx.config.recordingsDir
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'front.mp4'), Buffer.alloc(3000, 7))
+    const job = await f.call('POST', '/api/recordings/zip/prepare', ['front.mp4'])
+    expect(job.status).toBe(200)
+    await waitFor('the zip to be ready', async () => (await f.call('GET', `/api/recordings/zip/${job.body.token}`)).body.state, (state) => state === 'ready')
+    const atDownload = { ...handled }
+    const zip = await raw(f.url, `GET /api/recordings/zip/download?token=${job.body.token} HTTP/1.1\nHost: rov\n`)
+    expect(zip.status).toBe(200)
+    expect(zip.headers['transfer-encoding']).toBeUndefined()
+    expect(Number(zip.headers['content-length'])).toBe(Buffer.byteLength(zip.body, 'latin1'))
+    expect(Number(zip.headers['content-length'])).toBeGreaterThan(3000)
+    expect(handled).toEqual({ native: atDownload.native, node: atDownload.node + 1 })
+    // So are the routes whose patterns would catch its path (zip/:token, :name/download, :old_name/:new_name).
+    expect((await f.call('GET', '/api/recordings/zip/nope')).status).toBe(404)
+    expect(handled).toEqual({ native: atDownload.native, node: atDownload.node + 2 })
+    rmSync(join(dir, 'front.mp4'))
   })
 
   test('JSON answers carry their exact Content-Length, not chunked framing', async () => {
