@@ -20,7 +20,7 @@ afterAll(async () => {
 
 const pathOf = (op: Operation, params: Record<string, unknown>) => op.path.replace(/\{(\w+)\}/g, (_, n) => encodeURIComponent(String(params[n])))
 const queryOf = (values: Record<string, unknown>) => {
-  const q = new URLSearchParams(Object.entries(values).map(([k, v]) => [k, String(v)])).toString()
+  const q = new URLSearchParams(Object.entries(values).map(([k, v]): [string, string] => [k, String(v)])).toString()
   return q ? `?${q}` : ''
 }
 
