@@ -277,7 +277,8 @@ const DEFAULT_BODY_LIMIT = 1 << 20
 export async function parseBody(request: Request): Promise<unknown> {
   const text = await readBodyText(request, bodyLimitOf.get(request) ?? DEFAULT_BODY_LIMIT)
   if (text.length === 0) return undefined
-  // FastAPI ≥ 0.13x reads JSON only when the content type says so; anything else (none too) is raw text.
+  // FastAPI (0.142.2, the version the parity test pins) reads JSON only when the content type says so;
+  // anything else, no content type included, is raw text.
   const type = request.headers.get('content-type')
   const isJson = !!type && /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())
   if (!isJson) return text
