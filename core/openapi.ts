@@ -14,7 +14,8 @@ export function toJsonSchema(schema: TSchema, root = true): Record<string, unkno
   if (name && !root) return { $ref: `#/components/schemas/${name}` }
   if (schema[Kind] === 'Union' && (schema.anyOf as TSchema[]).every((m) => m[Kind] === 'Literal')) {
     const values = (schema.anyOf as TSchema[]).map((m) => m.const)
-    return { type: typeof values[0] === 'number' ? 'integer' : 'string', enum: values, ...(schema.description ? { description: schema.description } : {}) }
+    const kept = Object.fromEntries(['description', 'default', 'examples'].filter((k) => schema[k] !== undefined).map((k) => [k, schema[k]]))
+    return { type: typeof values[0] === 'number' ? 'integer' : 'string', enum: values, ...kept }
   }
   const out: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(schema)) {
@@ -54,8 +55,8 @@ export interface DocsOptions extends ValidatedSchemas {
   ok?: TSchema | { content: Record<string, unknown>; description?: string }
   /** Failure statuses besides 422 (added whenever the route validates input or has path parameters). */
   errors?: number[]
-  /** Path parameters validated by the handler itself: documented as strings with 422s. */
-  pathParams?: string[]
+  /** Path parameters validated by the handler itself, with the schema that says what it accepts (a name alone: any string). */
+  pathParams?: string[] | Record<string, TSchema>
   /** Mutating operations need the bearer token when one is configured. */
   mutating?: boolean
 }
@@ -72,13 +73,16 @@ export function docs(options: DocsOptions) {
     responses['200'] = { description: 'Successful Response', ...(options.ok ? { content: json(toJsonSchema(options.ok as TSchema, false)) } : {}) }
   }
   for (const status of options.errors ?? []) responses[String(status)] = { description: ERROR_TEXT[status] ?? 'Error', content: json(ref('ErrorModel')) }
-  if (options.body || options.query || options.pathParams?.length) {
+  const pathParams: [string, TSchema | null][] = Array.isArray(options.pathParams) ? options.pathParams.map((n) => [n, null]) : Object.entries(options.pathParams ?? {})
+  if (options.body || options.query || pathParams.length) {
     responses['422'] = { description: 'Validation Error', content: json(ref('HTTPValidationError')) }
   }
   if (options.mutating !== false && options.body) responses['401'] ??= { description: ERROR_TEXT[401], content: json(ref('ErrorModel')) }
+  // Every body is read against the limit (config.bodyLimit) before it is parsed.
+  if (options.body) responses['413'] ??= { description: ERROR_TEXT[413], content: json(ref('ErrorModel')) }
 
   const parameters: Record<string, unknown>[] = []
-  for (const name of options.pathParams ?? []) parameters.push({ name, in: 'path', required: true, schema: { type: 'string' } })
+  for (const [name, schema] of pathParams) parameters.push({ name, in: 'path', required: true, schema: schema ? toJsonSchema(schema, false) : { type: 'string' } })
   if (options.query) {
     const required = new Set<string>(options.query.required ?? [])
     for (const [name, schema] of Object.entries(options.query.properties as Record<string, TSchema>)) {

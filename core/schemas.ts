@@ -10,6 +10,11 @@ export const CONTROL_TYPES = ['INTEGER', 'BOOLEAN', 'MENU', 'BUTTON', 'INTEGER64
 export const ENCODE_TYPES = ['MJPG', 'H264', 'SOFTWARE_H264', 'NONE'] as const
 export const STREAM_TYPES = ['UDP', 'RECORDING'] as const
 export const NOTIFY_EVENTS = ['DEVICE_MANAGED', 'DEVICE_UNMANAGED', 'STREAM_START'] as const
+export const IPV4_METHODS = ['auto', 'manual', 'link-local', 'shared', 'disabled'] as const
+const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+/** A dotted-quad IPv4 address without leading zeros (Python's ipaddress rejects "010.0.0.1" too). */
+export const IPV4_PATTERN = `^${OCTET}(\\.${OCTET}){3}$`
+const Ipv4Address = (description?: string) => t.String({ pattern: IPV4_PATTERN, examples: ['192.168.2.2', '10.0.0.1'], ...(description ? { description } : {}) })
 
 // ---- cameras ----
 
@@ -117,12 +122,15 @@ export const RecommendedHostModel = t.Object({ host: t.String() })
 
 // ---- network ----
 
-export const IpAddressModel = t.Object({ address: t.String(), prefix: t.Integer() })
+export const IpAddressModel = t.Object({ address: Ipv4Address(), prefix: t.Integer({ minimum: 0, maximum: 32 }) })
 export const IpConfiguration = t.Object({
-  ip_addresses: t.Array(IpAddressModel, { default: [] }),
-  gateway: t.Union([t.String(), t.Null()], { default: null }),
-  method: t.String({ default: 'auto', description: 'auto, manual, link-local, shared or disabled' }),
-  dns: t.Array(t.String(), { default: [] }),
+  ip_addresses: t.Array(IpAddressModel, { default: [], description: "at least one when method is 'manual'" }),
+  gateway: t.Union([Ipv4Address(), t.Null()], { default: null }),
+  method: t.Union(
+    IPV4_METHODS.map((m) => t.Literal(m)),
+    { default: 'auto' },
+  ),
+  dns: t.Array(Ipv4Address(), { default: [] }),
   never_default: t.Boolean({ default: false }),
 })
 export const WiredDeviceModel = t.Object({

@@ -32,8 +32,19 @@ function enumValues(schema: TSchema): unknown[] | null {
 const err = (type: string, loc: Loc, msg: string, input: unknown, ctx?: Record<string, unknown>): PydanticError =>
   ctx ? { type, loc, msg, input, ctx } : { type, loc, msg, input }
 
-// pydantic-core strips a decimal tail of zeros before parsing a string as an integer ("5.00" → 5).
-const INT_STRING = /^[+-]?\d+(?:\.0*)?$/
+// pydantic-core trims the string, drops a decimal tail of zeros ("5.00" → 5), then reads digits with
+// Python's underscores between them ("1_000"; not "_1", "1_" or "1__0").
+const INT_STRING = /^[+-]?\d+(?:_\d+)*$/
+const FLOAT_STRING = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/
+const FLOAT_SPECIAL: Record<string, number> = { inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity, nan: NaN, '+nan': NaN, '-nan': NaN }
+/** Rust's f64 grammar, as pydantic-core reads a float from a string; null when it is not one. */
+function parseFloatString(s: string): number | null {
+  const lower = s.toLowerCase()
+  if (lower in FLOAT_SPECIAL) return FLOAT_SPECIAL[lower]!
+  return FLOAT_STRING.test(lower) ? Number(lower) : null
+}
+/** pydantic-core's second try: the untrimmed string without underscores, if none leads, trails or doubles. */
+const withoutUnderscores = (s: string): string | null => (s.includes('_') && !/^_|_$|__/.test(s) ? s.replaceAll('_', '') : null)
 
 function validateInteger(schema: TSchema, input: unknown, loc: Loc): Outcome {
   let n: number
@@ -43,9 +54,9 @@ function validateInteger(schema: TSchema, input: unknown, loc: Loc): Outcome {
     if (!Number.isInteger(input)) return { value: input, errors: [err('int_from_float', loc, 'Input should be a valid integer, got a number with a fractional part', input)] }
     n = input
   } else if (typeof input === 'string') {
-    const s = input.trim()
+    const s = input.trim().replace(/\.0*$/, '')
     if (!INT_STRING.test(s)) return { value: input, errors: [err('int_parsing', loc, 'Input should be a valid integer, unable to parse string as an integer', input)] }
-    n = Number.parseInt(s, 10)
+    n = Number.parseInt(s.replaceAll('_', ''), 10)
   } else return { value: input, errors: [err('int_type', loc, 'Input should be a valid integer', input)] }
   return bounds(schema, n, input, loc)
 }
@@ -55,11 +66,10 @@ function validateNumber(schema: TSchema, input: unknown, loc: Loc): Outcome {
   if (typeof input === 'boolean') n = input ? 1 : 0
   else if (typeof input === 'number') n = input
   else if (typeof input === 'string') {
-    const s = input.trim().toLowerCase()
-    const special: Record<string, number> = { inf: Infinity, '+inf': Infinity, '-inf': -Infinity, infinity: Infinity, '+infinity': Infinity, '-infinity': -Infinity, nan: NaN, '+nan': NaN, '-nan': NaN }
-    if (s in special) n = special[s]!
-    else if (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(s)) n = Number(s)
-    else return { value: input, errors: [err('float_parsing', loc, 'Input should be a valid number, unable to parse string as a number', input)] }
+    const bare = withoutUnderscores(input)
+    const parsed = parseFloatString(input.trim()) ?? (bare === null ? null : parseFloatString(bare))
+    if (parsed === null) return { value: input, errors: [err('float_parsing', loc, 'Input should be a valid number, unable to parse string as a number', input)] }
+    n = parsed
   } else return { value: input, errors: [err('float_type', loc, 'Input should be a valid number', input)] }
   return bounds(schema, n, input, loc)
 }
@@ -79,13 +89,23 @@ function validateBoolean(input: unknown, loc: Loc): Outcome {
   if (typeof input === 'boolean') return { value: input, errors: [] }
   if (typeof input === 'number' && (input === 0 || input === 1)) return { value: input === 1, errors: [] }
   if (typeof input === 'string') {
-    const s = input.trim().toLowerCase()
+    // Case-insensitive, but not trimmed: " t" is refused.
+    const s = input.toLowerCase()
     if (TRUE_STRINGS.has(s)) return { value: true, errors: [] }
     if (FALSE_STRINGS.has(s)) return { value: false, errors: [] }
   }
-  if (typeof input === 'number' || typeof input === 'string')
+  // Another whole number is a failed parse; a fraction is not a boolean at all.
+  if ((typeof input === 'number' && Number.isInteger(input)) || typeof input === 'string')
     return { value: input, errors: [err('bool_parsing', loc, 'Input should be a valid boolean, unable to interpret input', input)] }
   return { value: input, errors: [err('bool_type', loc, 'Input should be a valid boolean', input)] }
+}
+
+const patterns = new Map<string, RegExp>()
+/** Patterns are written to mean the same in JavaScript (u flag) and in pydantic's Rust regex: anchored, no look-around. */
+function compiled(pattern: string): RegExp {
+  let re = patterns.get(pattern)
+  if (!re) patterns.set(pattern, (re = new RegExp(pattern, 'u')))
+  return re
 }
 
 function validateString(schema: TSchema, input: unknown, loc: Loc): Outcome {
@@ -99,6 +119,8 @@ function validateString(schema: TSchema, input: unknown, loc: Loc): Outcome {
     const unit = schema.maxLength === 1 ? 'character' : 'characters'
     return { value: input, errors: [err('string_too_long', loc, `String should have at most ${schema.maxLength} ${unit}`, input, { max_length: schema.maxLength })] }
   }
+  if (schema.pattern !== undefined && !compiled(schema.pattern).test(input))
+    return { value: input, errors: [err('string_pattern_mismatch', loc, `String should match pattern '${schema.pattern}'`, input, { pattern: schema.pattern })] }
   return { value: input, errors: [] }
 }
 
@@ -251,12 +273,14 @@ const tooLarge = (limit: number) => new HttpError(413, `Request body is larger t
 export const bodyLimitOf = new WeakMap<Request, number>()
 const DEFAULT_BODY_LIMIT = 1 << 20
 
-/** FastAPI's reading of a body: JSON when the content type is JSON or absent, raw text otherwise. */
+/** FastAPI's reading of a body: JSON when the content type is JSON, raw text otherwise. */
 export async function parseBody(request: Request): Promise<unknown> {
   const text = await readBodyText(request, bodyLimitOf.get(request) ?? DEFAULT_BODY_LIMIT)
   if (text.length === 0) return undefined
+  // FastAPI (0.142.2, the version the parity test pins) reads JSON only when the content type says so;
+  // anything else, no content type included, is raw text.
   const type = request.headers.get('content-type')
-  const isJson = !type || /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())
+  const isJson = !!type && /^application\/([\w.+-]*\+)?json\b/i.test(type.trim())
   if (!isJson) return text
   try {
     return parsePythonJson(text)
@@ -283,7 +307,8 @@ export function validated(schemas: ValidatedSchemas) {
       const raw = await parseBody(request)
       const errors: PydanticError[] = []
       let body: unknown = raw
-      if (raw === undefined) errors.push({ type: 'missing', loc: ['body'], msg: 'Field required', input: null })
+      // A JSON null is no body at all to FastAPI.
+      if (raw === undefined || raw === null) errors.push({ type: 'missing', loc: ['body'], msg: 'Field required', input: null })
       else {
         const r = validateValue(schemas.body, raw, ['body'])
         body = r.value

@@ -1,10 +1,12 @@
 // NetworkManager's ipv4 setting ⇄ the API's IpConfiguration. Pure functions.
 import type { IpConfiguration } from '../../core/types'
+import { IPV4_METHODS, IPV4_PATTERN } from '../../core/schemas'
 import { Variant } from './bus'
 
-export const IPV4_METHODS = ['auto', 'manual', 'link-local', 'shared', 'disabled'] as const
+// The methods and the address syntax are the API schema's (core/schemas.ts), so the document says them.
+export { IPV4_METHODS }
 
-const DOTTED = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/
+const DOTTED = new RegExp(IPV4_PATTERN)
 
 /** A dotted-quad IPv4 address without leading zeros (Python's ipaddress rejects "010.0.0.1" too). */
 export const isIpv4 = (s: string): boolean => DOTTED.test(s)

@@ -40,6 +40,20 @@ export function extensionOf(fileName: string): string {
   return dot > 0 ? fileName.slice(dot + 1).toLowerCase() : ''
 }
 
+/** Code points whose NFKC form holds '.', '/' or '\\' ('．', '∕', '‥', …); a contract test recomputes the list. */
+export const NFKC_LOOKALIKES = '\u2024-\u2026\u2100\u2101\u2105\u2106\u2488-\u249b\u33c2\u33c7\u33d8\ufe19\ufe30\ufe52\ufe68\uff0e\uff0f\uff3c\u{1f100}'
+const NAME_CHAR = `[^./\\\\\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}${NFKC_LOOKALIKES}]`
+const PORTABLE_CHAR = `[^./\\\\\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}:*?"<>|${NFKC_LOOKALIKES}]`
+const EDGE_CHAR = `[^ ./\\\\\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}:*?"<>|${NFKC_LOOKALIKES}]`
+/**
+ * unsafeNameReason as a pattern, for the API document (JSON Schema, u flag; no look-around, so pydantic's
+ * Rust regex reads it alike): no separators, no leading dot, no '..', no control or formatting characters,
+ * none of their look-alikes. The 255-byte limit is bytes, which a pattern cannot count: maxLength says 255.
+ */
+export const RECORDING_NAME_PATTERN = `^${NAME_CHAR}+(\\.${NAME_CHAR}+)*\\.?$`
+/** badNewNameReason as a pattern, a little stricter: portable characters, pieces between dots that neither start nor end with a space, an extension. */
+export const NEW_RECORDING_NAME_PATTERN = `^${EDGE_CHAR}(${PORTABLE_CHAR}*${EDGE_CHAR})?(\\.${EDGE_CHAR}(${PORTABLE_CHAR}*${EDGE_CHAR})?)+$`
+
 /**
  * Why `name` is not a plain file name that can only mean a file directly inside the recordings
  * directory, or null when it is. Checked on the name and on its NFKC form, so that Unicode

@@ -10,7 +10,7 @@ import { definePlugin } from '../../core/plugin'
 import { RecordingModel } from '../../core/schemas'
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
-import { timestamp } from '../../drivers/storage/naming'
+import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../drivers/storage/naming'
 
 const RecordingList = t.Array(RecordingModel, { description: 'Newest first. A recording still being written also carries `in_progress: true`.' })
 const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
@@ -27,6 +27,23 @@ const ZipStatusModel = t.Object({
   status_url: t.String(),
   download_url: t.String(),
 })
+
+// What the store refuses (drivers/storage/naming.ts), said in the document so clients never send it.
+const RecordingName = t.String({
+  minLength: 1,
+  maxLength: MAX_NAME_BYTES,
+  pattern: RECORDING_NAME_PATTERN,
+  examples: ['exploreHD_2026-11-22_14-38-36.mkv', 'exploreHD_2026-11-22_14-38-36'],
+  description: `a recording's file name, with or without its extension: no separators, no leading dot, no '..', no control characters; at most ${MAX_NAME_BYTES} bytes in UTF-8`,
+})
+const NewRecordingName = t.String({
+  minLength: 1,
+  maxLength: MAX_NAME_BYTES,
+  pattern: NEW_RECORDING_NAME_PATTERN,
+  examples: ['dive-42.mkv', 'wreck survey 2.mkv'],
+  description: `the new file name with the same extension: as a recording name, and none of : * ? " < > |, no space at either end; at most ${MAX_NAME_BYTES} bytes in UTF-8`,
+})
+const TokenParam = t.String({ minLength: 1, examples: ['0123456789abcdef0123456789abcdef'] })
 
 const CRC_NAMESPACE = 'recordings.crc32'
 
@@ -183,7 +200,7 @@ export default definePlugin({
               'A background pass computes each CRC-32 (progress on GET /api/recordings/zip/{token} and `zip_progress` events); ' +
               'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, whose exact length is known up front (Content-Length, also X-Archive-Size and archive_size). ' +
               'No temporary file is written. Unused tokens expire (--zip-token-ttl).',
-            body: t.Array(t.String(), { minItems: 1 }),
+            body: t.Array(RecordingName, { minItems: 1 }),
             ok: ZipStatusModel,
             errors: [404, 409, 503],
           }),
@@ -216,7 +233,7 @@ export default definePlugin({
             description:
               'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short of its Content-Length, so no client takes it for a whole archive. ' +
               'Content-Length is exact (also in X-Archive-Size); HEAD answers it without reading any recording.',
-            query: t.Object({ token: t.String() }),
+            query: t.Object({ token: TokenParam }),
             ok: { content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
             errors: [404, 409, 503],
           }),
@@ -228,7 +245,7 @@ export default definePlugin({
           summary: 'State of a zip job: preparing/ready/downloading/failed/cancelled, bytes done/total',
           ok: ZipStatusModel,
           errors: [404],
-          pathParams: ['token'],
+          pathParams: { token: TokenParam },
         }),
       })
       .delete('/api/recordings/zip/:token', ({ params }) => mapped(() => ({ ...jobs.cancel(params.token), ...links(params.token) })), {
@@ -237,7 +254,7 @@ export default definePlugin({
           summary: 'Cancel a zip job (its preparing pass and any download of it)',
           ok: ZipStatusModel,
           errors: [404],
-          pathParams: ['token'],
+          pathParams: { token: TokenParam },
         }),
       })
       .get('/api/recordings/:name/download', ({ params, request }) => mapped(async () => serveFile(await (await dir()).find(params.name), request, true)), {
@@ -246,7 +263,7 @@ export default definePlugin({
           summary: 'Download one recording (Range requests supported)',
           ok: { content: { 'video/*': { schema: { type: 'string', format: 'binary' } } } },
           errors: [404, 503],
-          pathParams: ['name'],
+          pathParams: { name: RecordingName },
         }),
       })
       .get(
@@ -265,7 +282,7 @@ export default definePlugin({
             summary: 'One recording, for playing (inline) or, with ?download=true, as an attachment; Range supported',
             ok: { content: { 'video/*': { schema: { type: 'string', format: 'binary' } } } },
             errors: [404, 503],
-            pathParams: ['name'],
+            pathParams: { name: RecordingName },
           }),
         },
       )
@@ -284,7 +301,7 @@ export default definePlugin({
               'Plain file names only: no separators, "..", control characters, leading dot, or names over 255 bytes. A taken name or a recording in progress answers 409.',
             ok: RecordingList,
             errors: [404, 409, 502, 503],
-            pathParams: ['old_name', 'new_name'],
+            pathParams: { old_name: RecordingName, new_name: NewRecordingName },
           }),
         },
       )
@@ -301,7 +318,7 @@ export default definePlugin({
             summary: 'Delete a recording; answers the list (200 [] when it was the last one)',
             ok: RecordingList,
             errors: [404, 409, 502, 503],
-            pathParams: ['recording_path'],
+            pathParams: { recording_path: RecordingName },
           }),
         },
       )

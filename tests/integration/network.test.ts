@@ -109,20 +109,16 @@ describe('network over a real NetworkManager', () => {
       never_default: false,
     })
     expect(bad.status).toBe(422)
-    expect(bad.body.detail.map((e: { loc: unknown[] }) => e.loc)).toEqual([
-      ['body', 'method'],
-      ['body', 'ip_addresses', 0, 'address'],
-      ['body', 'ip_addresses', 0, 'prefix'],
-      ['body', 'ip_addresses', 1, 'address'],
-      ['body', 'gateway'],
-      ['body', 'dns', 1],
+    // Field order, as pydantic reports them; the address syntax, prefix range and methods are the schema's.
+    expect(bad.body.detail.map((e: { loc: unknown[]; type: string }) => [e.type, ...e.loc])).toEqual([
+      ['string_pattern_mismatch', 'body', 'ip_addresses', 0, 'address'],
+      ['less_than_equal', 'body', 'ip_addresses', 0, 'prefix'],
+      ['string_pattern_mismatch', 'body', 'ip_addresses', 1, 'address'],
+      ['string_pattern_mismatch', 'body', 'gateway'],
+      ['enum', 'body', 'method'],
+      ['string_pattern_mismatch', 'body', 'dns', 1],
     ])
-    for (const e of bad.body.detail) {
-      expect(e.type).toBe('value_error')
-      expect(e.msg).toStartWith('Value error, ')
-      expect(e.ctx.error).toBe(e.msg.slice('Value error, '.length))
-    }
-    expect(bad.body.detail[1].input).toBe('300.1.1.1')
+    expect(bad.body.detail[0].input).toBe('300.1.1.1')
 
     const manual = await server.call('POST', `/api/network/update_connection_profile?path=${encodeURIComponent(path)}`, { method: 'manual', ip_addresses: [] })
     expect(manual.status).toBe(422)

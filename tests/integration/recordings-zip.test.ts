@@ -146,7 +146,7 @@ describe('zip downloads', () => {
     expect(missing.body.detail).toContain("'ghost'")
     expect(missing.body.detail).toContain("'wraith.mkv'")
     const bad = await s.call('POST', '/api/recordings/zip/prepare', ['plain', '../../etc/passwd'])
-    expect(bad).toMatchObject({ status: 422, body: { detail: [{ type: 'value_error', loc: ['body', 1], input: '../../etc/passwd' }] } })
+    expect(bad).toMatchObject({ status: 422, body: { detail: [{ type: 'string_pattern_mismatch', loc: ['body', 1], input: '../../etc/passwd' }] } })
     expect((await s.call('POST', '/api/recordings/zip/prepare', { names: ['plain'] })).body.detail[0]).toMatchObject({ type: 'list_type', loc: ['body'] })
     expect((await s.call('POST', '/api/recordings/zip/prepare', [1])).body.detail[0]).toMatchObject({ type: 'string_type', loc: ['body', 0] })
   })
