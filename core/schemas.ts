@@ -28,9 +28,9 @@ export const CameraModel = t.Object({
   formats: t.Record(t.String(), t.Array(FormatSizeModel), { description: 'Keyed by pixel format: H264, MJPG, YUYV, …' }),
 })
 export const MenuItemModel = t.Object({ index: t.Integer(), name: t.String() })
-const ControlValue = t.Union([t.Number(), t.Integer(), t.Boolean(), t.String()])
+const ControlValue = t.Union([t.Number(), t.Integer(), t.String()], { description: 'A number on every backend, BOOLEAN as 0/1; a string only for STRING controls.' })
 export const ControlFlagsModel = t.Object({
-  default_value: ControlValue,
+  default_value: t.Number(),
   max_value: t.Number({ default: 0 }),
   min_value: t.Number({ default: 0 }),
   step: t.Number({ default: 0 }),

@@ -12,8 +12,14 @@ export interface Interval { numerator: number; denominator: number }
 export interface FormatSize { width: number; height: number; intervals: Interval[] }
 export interface Camera { path: string; formats: Record<string, FormatSize[]> }
 export interface MenuItem { index: number; name: string }
+/**
+ * A control's value on the wire, from every backend: a number for every numeric type, BOOLEAN included
+ * (0/1, as the anchor's `ControlModel.value: float` sends it), a string only for STRING controls. No
+ * boolean, so a UI tested on simulated cameras reads the same type from a real one.
+ */
+export type ControlValue = number | string
 export interface ControlFlags {
-  default_value: number | boolean
+  default_value: number
   max_value: number
   min_value: number
   step: number
@@ -24,7 +30,7 @@ export interface ControlFlags {
   inactive?: boolean
   disabled?: boolean
 }
-export interface Control { flags: ControlFlags; control_id: number; name: string; value: number | boolean | string }
+export interface Control { flags: ControlFlags; control_id: number; name: string; value: ControlValue }
 export interface Endpoint { host: string; port: number }
 export interface Stream {
   device_path: string
@@ -85,7 +91,7 @@ export interface CameraBackend {
   /** Every device present now. */
   list(): Promise<RawDevice[]>
   /** Applies a control and resolves with the value the hardware holds afterwards. Throws DeviceError. */
-  setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean | string>
+  setControl(bus_info: string, control_id: number, value: ControlValue): Promise<ControlValue>
   /** Re-reads one device's controls (values and flags) without enumerating everything again. */
   controls?(bus_info: string): Promise<Control[]>
   /** The format the camera runs right now (VIDIOC_G_FMT/G_PARM); for notify_camera STREAM_START. */
@@ -127,8 +133,8 @@ export interface VendorControl {
   flags: ControlFlags
   /** Which devices carry the control. */
   appliesTo(device: RawDevice): boolean
-  get(device: RawDevice, backend: CameraBackend): Promise<number | boolean>
-  set(device: RawDevice, backend: CameraBackend, value: number | boolean): Promise<void>
+  get(device: RawDevice, backend: CameraBackend): Promise<number>
+  set(device: RawDevice, backend: CameraBackend, value: number): Promise<void>
 }
 
 export interface VendorDefinition {

@@ -1,7 +1,7 @@
 // Simulated cameras that behave like hardware: values clamp and quantize as UVC firmware does, automatic
 // modes make controls inactive, read-only controls refuse, failures can be injected, devices unplug and
 // come back (on another port too), and each camera describes the real video it would produce.
-import type { ActiveFormat, CameraBackend, Control, RawDevice, VideoSource, XuQuery } from '../../core/types'
+import type { ActiveFormat, CameraBackend, Control, ControlValue, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import { simulatedSource } from '../gstreamer/simulated'
 import type { MockDeviceSpec, MockModel } from './cameras'
@@ -26,7 +26,7 @@ interface Failure {
 class MockDevice {
   bus_info: string
   plugged = true
-  readonly values = new Map<number, number | boolean>()
+  readonly values = new Map<number, number>()
   readonly paths: string[]
   readonly xu = new Map<number, number>()
   xuPending: number | null = null
@@ -47,7 +47,7 @@ class MockDevice {
 
   /** Firmware state after power-up: every control and encoder option at its default. */
   powerOn(): void {
-    for (const c of this.model.controls) this.values.set(c.control_id, c.flags.default_value as number)
+    for (const c of this.model.controls) this.values.set(c.control_id, c.flags.default_value)
     this.xu.set(0x02, 6_000_000).set(0x03, 29).set(0x06, 2)
     this.xuPending = null
   }
@@ -112,7 +112,7 @@ export class MockCameraBackend implements CameraBackend {
     throw new DeviceError(f.errno, `injected failure (${f.errno})`)
   }
 
-  async setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean> {
+  async setControl(bus_info: string, control_id: number, value: ControlValue): Promise<number> {
     const d = this.plugged(bus_info)
     const def = d.model.controls.find((c) => c.control_id === control_id)
     if (!def) throw new DeviceError('EINVAL', `no control ${control_id}`)
@@ -120,7 +120,7 @@ export class MockCameraBackend implements CameraBackend {
     if (def.flags.read_only) throw new DeviceError('EACCES', 'read-only control')
     if (def.inactiveWhen?.(d.values)) throw new DeviceError('EACCES', 'inactive control')
     const f = def.flags
-    let v = typeof value === 'boolean' ? Number(value) : Number(value)
+    let v = Number(value)
     if (!Number.isFinite(v)) throw new DeviceError('EINVAL', 'not a number')
     if (f.control_type === 'MENU') {
       if (!f.menu?.some((m) => m.index === v)) throw new DeviceError('EINVAL', `no menu item ${v}`)

@@ -19,7 +19,7 @@ export interface MockControlDef {
   /** Hardware that quantizes more coarsely than it declares (real UVC firmware does). */
   quantum?: number
   /** This control is inactive while `when(values)` holds. */
-  inactiveWhen?: (values: Map<number, number | boolean>) => boolean
+  inactiveWhen?: (values: Map<number, number>) => boolean
 }
 
 // V4L2 control ids (linux/v4l2-controls.h).

@@ -2,7 +2,7 @@
 // every ioctl in a per-device worker thread with a deadline (drivers/v4l2/pool.ts).
 import { watch, type FSWatcher } from 'node:fs'
 import type { Logger } from '../../core/log'
-import type { ActiveFormat, CameraBackend, Control, EncodeType, RawDevice, VideoSource, XuQuery } from '../../core/types'
+import type { ActiveFormat, CameraBackend, Control, ControlValue, EncodeType, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import type { RawActiveFormat } from './device'
 import { DEFAULT_WORKER_URL, DeviceWorker } from './pool'
@@ -205,7 +205,7 @@ export class V4l2Backend implements CameraBackend {
     return loc
   }
 
-  async setControl(bus_info: string, control_id: number, value: number | boolean | string): Promise<number | boolean | string> {
+  async setControl(bus_info: string, control_id: number, value: ControlValue): Promise<ControlValue> {
     const loc = await this.locate(bus_info)
     if (!loc.controlNode) throw new DeviceError('ENOENT', `device '${bus_info}' has no controls`)
     return this.worker(loc.group).request({ op: 'setControl', path: loc.controlNode, control: control_id, value }, this.o.ioTimeoutMs, `setting control ${control_id} on ${bus_info}`)

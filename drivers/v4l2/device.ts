@@ -1,7 +1,7 @@
 // Synchronous V4L2 operations on one open node: capabilities, formats, controls, the active format and
 // raw UVC extension-unit transfers. Blocking: called from worker threads only (see worker.ts).
 import { ptr as ptrOf } from 'bun:ffi'
-import type { Control, ControlFlags, FormatSize, Interval, MenuItem, XuQuery } from '../../core/types'
+import type { Control, ControlFlags, ControlValue, FormatSize, Interval, MenuItem, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import { C, CONTROL_TYPES, IOCTLS, offsetOf, sizeOf, type StructName } from './abi'
 import { ioctl, SysError, tryIoctl } from './libc'
@@ -228,8 +228,6 @@ class ExtControl {
   }
 }
 
-export type ControlValue = number | boolean | string
-
 function getValue(fd: number, info: ControlInfo): ControlValue {
   const x = new ExtControl(info)
   ioctl(fd, IOCTLS.VIDIOC_G_EXT_CTRLS, x.head.bytes, 'VIDIOC_G_EXT_CTRLS')
@@ -238,11 +236,10 @@ function getValue(fd: number, info: ControlInfo): ControlValue {
       return x.string()
     case C.V4L2_CTRL_TYPE_INTEGER64:
       return Number(x.ctrl.s64('value64'))
-    case C.V4L2_CTRL_TYPE_BOOLEAN:
-      return x.ctrl.s32('value') !== 0
     case C.V4L2_CTRL_TYPE_BITMASK:
       return x.ctrl.u32('value')
     default:
+      // BOOLEAN too: the control framework stores 0 or 1, and the wire carries it as that number.
       return x.ctrl.s32('value')
   }
 }
@@ -255,9 +252,8 @@ export type MenuCache = Map<number, MenuItem[]>
 
 export function toControl(fd: number, info: ControlInfo, menus?: MenuCache): Control {
   const type = CONTROL_TYPES[info.type]!
-  const isBool = info.type === C.V4L2_CTRL_TYPE_BOOLEAN
   const flags: ControlFlags = {
-    default_value: isBool ? info.default_value !== 0n : Number(info.default_value),
+    default_value: Number(info.default_value),
     max_value: Number(info.maximum),
     min_value: Number(info.minimum),
     step: Number(info.step),
@@ -274,7 +270,7 @@ export function toControl(fd: number, info: ControlInfo, menus?: MenuCache): Con
     }
     flags.menu = menu
   }
-  const value = readable(info) ? getValue(fd, info) : isBool ? flags.default_value : Number(info.default_value)
+  const value = readable(info) ? getValue(fd, info) : flags.default_value
   return { flags, control_id: info.id, name: info.name, value }
 }
 
@@ -310,14 +306,13 @@ export function setControl(fd: number, id: number, value: ControlValue): Control
     x.setString(value, Number(info.maximum) + 1)
   } else {
     if (typeof value === 'string') throw new DeviceError('EINVAL', `control '${info.name}' (${id}) takes a number, not a string`)
-    const n = typeof value === 'boolean' ? Number(value) : value
-    if (!Number.isInteger(n)) throw new DeviceError('EINVAL', `control '${info.name}' (${id}) takes an integer, got ${n}`)
+    if (!Number.isInteger(value)) throw new DeviceError('EINVAL', `control '${info.name}' (${id}) takes an integer, got ${value}`)
     if (info.type === C.V4L2_CTRL_TYPE_INTEGER64) {
-      x.ctrl.setU64('value64', BigInt.asUintN(64, BigInt(n)))
+      x.ctrl.setU64('value64', BigInt.asUintN(64, BigInt(value)))
     } else {
-      const wide = info.type === C.V4L2_CTRL_TYPE_BITMASK ? n >= 0 && n <= 0xffffffff : n >= -0x80000000 && n <= 0x7fffffff
-      if (!wide) throw new DeviceError('ERANGE', `control '${info.name}' (${id}): ${n} is outside ${info.minimum}..${info.maximum}`)
-      x.ctrl.setU32('value', n >>> 0)
+      const wide = info.type === C.V4L2_CTRL_TYPE_BITMASK ? value >= 0 && value <= 0xffffffff : value >= -0x80000000 && value <= 0x7fffffff
+      if (!wide) throw new DeviceError('ERANGE', `control '${info.name}' (${id}): ${value} is outside ${info.minimum}..${info.maximum}`)
+      x.ctrl.setU32('value', value >>> 0)
     }
   }
   try {

@@ -1,12 +1,12 @@
 // Messages between the backend (main thread) and a device worker.
-import type { Control, FormatSize } from '../../core/types'
+import type { Control, ControlValue, FormatSize } from '../../core/types'
 import type { Capability } from './device'
 
 type Body =
   /** known: node → identity of the nodes whose (non-empty) formats the backend holds; fresh: re-read everything (after a hot-plug event). */
   | { op: 'probe'; nodes: string[]; known: Record<string, string>; fresh: boolean }
   | { op: 'controls'; path: string }
-  | { op: 'setControl'; path: string; control: number; value: number | boolean | string }
+  | { op: 'setControl'; path: string; control: number; value: ControlValue }
   | { op: 'activeFormat'; path: string }
   | { op: 'xuQuery'; path: string; unit: number; selector: number; query: number; data: Uint8Array }
 

@@ -1,7 +1,6 @@
 // One worker thread per physical device: every blocking ioctl of that device runs here, one at a time,
 // so a camera that stalls a control transfer stalls only its own queue, never the HTTP event loop.
 import { DeviceError } from '../../core/types'
-import type { ControlValue } from './device'
 import * as dev from './device'
 import { closeDevice, openDevice } from './libc'
 import type { Probe, ProbedNode, WorkerReply, WorkerRequest } from './protocol'
@@ -77,7 +76,7 @@ function handle(req: WorkerRequest): unknown {
     case 'probe':
       return probe(req.nodes, req.known, req.fresh)
     case 'setControl':
-      return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value as ControlValue))
+      return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value))
     case 'controls':
       return withFd(req.path, (fd) => dev.enumControls(fd))
     case 'activeFormat':

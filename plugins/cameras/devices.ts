@@ -6,6 +6,7 @@ import { readPreferences } from '../../core/preferences'
 import type {
   CameraBackend,
   Control,
+  ControlValue,
   Endpoint,
   EncodeType,
   GroupRole,
@@ -22,7 +23,7 @@ import { checkStreamFormat, defaultStream, sourcePixelFormat } from './formats'
 export interface DeviceSettings {
   bus_info: string // where it was last seen
   nickname: string
-  controls: Record<string, number | boolean>
+  controls: Record<string, number> // saved before values were numbers everywhere: may hold true/false
   stream: Stream
   leader: string | null // identity of the leader it follows
   followers: string[] // identities
@@ -35,7 +36,7 @@ interface Present {
   identity: string
   device_type: number
   role: GroupRole
-  vendorControls: { def: VendorControl; value: number | boolean }[]
+  vendorControls: { def: VendorControl; value: number }[]
 }
 
 const NS = 'devices'
@@ -115,7 +116,7 @@ export class DeviceManager {
     for (const vendor of this.ctx.registry.vendors()) {
       for (const def of vendor.controls ?? []) {
         if (!def.appliesTo(raw)) continue
-        const value = await def.get(raw, backend).catch(() => def.flags.default_value as number | boolean)
+        const value = await def.get(raw, backend).catch(() => def.flags.default_value)
         vendorControls.push({ def, value })
       }
     }
@@ -150,7 +151,7 @@ export class DeviceManager {
       const refused: typeof pending = []
       for (const [id, value] of pending) {
         try {
-          await this.applyControl(entry, Number(id), value, false)
+          await this.applyControl(entry, Number(id), Number(value), false)
         } catch (e) {
           refused.push([id, value])
           if (pass === 2) this.ctx.log.warn('could not restore a control', { bus_info: entry.raw.bus_info, control_id: Number(id), err: e })
@@ -198,11 +199,12 @@ export class DeviceManager {
     return this.presentByIdentity(identity)?.raw.bus_info ?? this.settings.get(identity)?.bus_info ?? identity
   }
 
+  /** Every control of a device as the API shows it, whichever backend or vendor plugin answered. */
   private controlsOf(entry: Present): Control[] {
     return [
       ...entry.raw.controls,
       ...entry.vendorControls.map(({ def, value }) => ({ control_id: def.control_id, name: def.name, flags: def.flags, value })),
-    ]
+    ].map((c) => ({ ...c, value: wireValue(c.value), flags: { ...c.flags, default_value: wireValue(c.flags.default_value) as number } }))
   }
 
   toModel(entry: Present) {
@@ -273,7 +275,7 @@ export class DeviceManager {
 
   // ---- controls ----
 
-  setControl(bus_info: string, control_id: number, value: number): Promise<{ success: true; value: number | boolean | string }> {
+  setControl(bus_info: string, control_id: number, value: number): Promise<{ success: true; value: ControlValue }> {
     return this.serial(async () => {
       const entry = this.get(bus_info)
       const control = this.controlsOf(entry).find((c) => c.control_id === control_id)
@@ -281,7 +283,7 @@ export class DeviceManager {
       const coerced = checkControlValue(control, value)
       const held = await this.applyControl(entry, control_id, coerced)
       const saved = this.settingsOf(entry)
-      if (control.flags.control_type !== 'BUTTON') saved.controls[String(control_id)] = held as number | boolean
+      if (control.flags.control_type !== 'BUTTON' && typeof held === 'number') saved.controls[String(control_id)] = held
       try {
         this.save([entry.identity, saved])
       } catch (e) {
@@ -304,16 +306,16 @@ export class DeviceManager {
     if (controls) entry.raw = { ...entry.raw, controls }
   }
 
-  private async applyControl(entry: Present, control_id: number, value: number | boolean, refresh = true): Promise<number | boolean | string> {
+  private async applyControl(entry: Present, control_id: number, value: number, refresh = true): Promise<ControlValue> {
     const vendor = entry.vendorControls.find((v) => v.def.control_id === control_id)
     const what = `${entry.raw.name} (${entry.raw.bus_info}) control ${control_id}`
     try {
       if (vendor) {
         await vendor.def.set(entry.raw, entry.backend, value)
-        vendor.value = await vendor.def.get(entry.raw, entry.backend)
+        vendor.value = wireValue(await vendor.def.get(entry.raw, entry.backend)) as number
         return vendor.value
       }
-      const held = await entry.backend.setControl(entry.raw.bus_info, control_id, value)
+      const held = wireValue(await entry.backend.setControl(entry.raw.bus_info, control_id, value))
       if (refresh) await this.refreshControls(entry)
       return held
     } catch (e) {
@@ -530,8 +532,17 @@ function safeCheck(raw: RawDevice, stream: Stream): string {
   }
 }
 
+/**
+ * The one place a control value takes its wire type (spec: `ControlModel.value: float`): a boolean,
+ * whoever produced it (a plain-JS backend or vendor plugin is not held to ControlValue by the compiler),
+ * leaves as 0/1, so simulated and real cameras answer alike.
+ */
+export function wireValue(value: ControlValue | boolean): ControlValue {
+  return typeof value === 'boolean' ? Number(value) : value
+}
+
 /** Checks a value against a control's flags before the hardware sees it; answers the value to send. */
-export function checkControlValue(control: Control, value: number): number | boolean {
+export function checkControlValue(control: Control, value: number): number {
   const f = control.flags
   const loc = ['body', 'value']
   const name = `'${control.name}' (${control.control_id})`

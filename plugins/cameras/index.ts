@@ -38,7 +38,7 @@ export default definePlugin({
             description:
               'Checked against the control\'s flags first (type, range, step, menu, read-only, inactive); answers the value the hardware holds afterwards and saves it. Negative ids are vendor options.',
             body: SetUVCControlRequest,
-            ok: t.Object({ success: t.Boolean(), value: t.Union([t.Number(), t.Boolean(), t.String()]) }),
+            ok: t.Object({ success: t.Boolean(), value: t.Union([t.Number(), t.String()]) }),
             errors: [404, 409, 502, 504, 507],
           }),
         },

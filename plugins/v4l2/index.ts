@@ -1,27 +1,30 @@
 // The V4L2 plugin: registers the kernel-backed camera backend. With no video node present it lists
 // nothing and keeps watching, so a camera plugged in later appears without a restart.
-import { definePlugin } from '../../core/plugin'
-import { V4l2Backend } from '../../drivers/v4l2/backend'
+import { definePlugin, type PeriscopePlugin } from '../../core/plugin'
+import { V4l2Backend, type V4l2Options } from '../../drivers/v4l2/backend'
 import { nodeNames } from '../../drivers/v4l2/sysfs'
 
-let backend: V4l2Backend | null = null
+/**
+ * The plugin over a backend with these options (the built-in one uses the defaults: /sys and /dev).
+ * The kernel tier builds one over a stalling device to measure the whole service (tests/kernel/host).
+ */
+export function v4l2Plugin(options: Omit<V4l2Options, 'log'> = {}): PeriscopePlugin {
+  return definePlugin({
+    name: 'v4l2',
+    setup({ registry, log }) {
+      const backend = new V4l2Backend({ ...options, log: log.child({ plugin: 'v4l2' }) })
+      registry.addCameraBackend(backend, 'v4l2')
+      return {
+        start: () => backend.start(),
+        stop: () => backend.stop(),
+        health() {
+          const stalled = backend.stalledDevices()
+          const video_nodes = nodeNames(options.sysfsRoot).length
+          return stalled.length ? { state: 'degraded', detail: `not answering within the deadline: ${stalled.join(', ')}`, video_nodes } : { state: 'ok', video_nodes }
+        },
+      }
+    },
+  })
+}
 
-export default definePlugin({
-  name: 'v4l2',
-  setup({ registry, log }) {
-    backend = new V4l2Backend({ log: log.child({ plugin: 'v4l2' }) })
-    registry.addCameraBackend(backend, 'v4l2')
-  },
-  async start() {
-    await backend?.start()
-  },
-  async stop() {
-    await backend?.stop()
-  },
-  health() {
-    const stalled = backend?.stalledDevices() ?? []
-    return stalled.length
-      ? { state: 'degraded', detail: `not answering within the deadline: ${stalled.join(', ')}`, video_nodes: nodeNames().length }
-      : { state: 'ok', video_nodes: nodeNames().length }
-  },
-})
+export default v4l2Plugin()

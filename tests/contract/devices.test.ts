@@ -1,9 +1,11 @@
 // Spec operations 1–6 and the camera extras on simulated cameras: bodies field by field, every error status.
 import { beforeEach, describe, expect, test } from 'bun:test'
 import type { RequestValidationError } from '../../core/errors'
-import type { RawDevice } from '../../core/types'
+import { loadPlugin } from '../../core/loader'
+import { definePlugin } from '../../core/plugin'
+import type { CameraBackend, RawDevice } from '../../core/types'
 import { checkStreamFormat, defaultStream, offeredEncodeTypes, sourcePixelFormat } from '../../plugins/cameras/formats'
-import type { TestServer } from '../helpers'
+import { startTestServer, type TestServer } from '../helpers'
 import {
   AUTO_WB,
   BRIGHTNESS,
@@ -169,6 +171,57 @@ describe('POST /api/devices/set_uvc_control', () => {
       expect(controlOf(await device(s, EHD), BRIGHTNESS).value).toBe(0)
     } finally {
       await stop()
+    }
+  })
+
+  test('a value is a number on every camera: booleans are 0/1 in value, default_value and the answer; true/false are still taken', async () => {
+    try {
+      const { body } = await s.call('GET', '/api/devices')
+      const controls = (body as any[]).flatMap((d) => d.controls)
+      const booleans = controls.filter((c: any) => c.flags.control_type === 'BOOLEAN')
+      expect(booleans.length).toBeGreaterThan(0)
+      for (const c of controls) {
+        if (c.flags.control_type !== 'STRING') expect(typeof c.value).toBe('number')
+        expect(typeof c.flags.default_value).toBe('number')
+      }
+      for (const c of booleans) {
+        expect([0, 1]).toContain(c.value)
+        expect([0, 1]).toContain(c.flags.default_value)
+      }
+      // As the anchor's pydantic float takes them, true/false arrive as 1/0 and answer as numbers.
+      expect(await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: AUTO_WB, value: false })).toMatchObject({ status: 200, body: { success: true, value: 0 } })
+      expect(controlOf(await device(s, EHD), AUTO_WB).value).toBe(0)
+      expect(await post('/api/devices/set_uvc_control', { bus_info: EHD, control_id: AUTO_WB, value: true })).toMatchObject({ status: 200, body: { success: true, value: 1 } })
+      expect(controlOf(await device(s, EHD), AUTO_WB).value).toBe(1)
+    } finally {
+      await stop()
+    }
+  })
+
+  test('the cameras plugin decides the type: a backend answering true/false (a plain-JS plugin) still shows 0/1', async () => {
+    // A backend that answers booleans, as the V4L2 backend once did and an untyped plugin still could.
+    const BUS = 'usb-bool-1'
+    const AUTO = 0x0098090c
+    let held: boolean | number = true
+    const control = () => ({ control_id: AUTO, name: 'White Balance, Automatic', value: held, flags: { control_type: 'BOOLEAN', min_value: 0, max_value: 1, step: 1, default_value: true } })
+    const backend = {
+      name: 'booleans',
+      list: async () => [{ bus_info: BUS, name: 'Boolean camera', vid: 1, pid: 2, manufacturer: null, serial: '', device_paths: ['/dev/b0'], cameras: [], controls: [control()] }],
+      controls: async () => [control()],
+      setControl: async (_bus: string, _id: number, value: unknown) => (held = Boolean(value)),
+      videoSource: () => ({ kind: 'v4l2' as const, device: '/dev/b0' }),
+      onChange: () => () => {},
+    } as unknown as CameraBackend
+    const plugin = definePlugin({ name: 'booleans', setup: ({ registry }) => registry.addCameraBackend(backend, 'booleans') })
+    const b = await startTestServer({ plugins: [plugin, await loadPlugin('cameras')] })
+    try {
+      const shown = async () => ((await b.call('GET', '/api/devices')).body as any[])[0].controls[0]
+      expect(await shown()).toMatchObject({ value: 1, flags: { default_value: 1 } })
+      expect(await b.call('POST', '/api/devices/set_uvc_control', { bus_info: BUS, control_id: AUTO, value: 0 })).toMatchObject({ status: 200, body: { success: true, value: 0 } })
+      expect(held).toBe(false) // the backend did hold a boolean
+      expect((await shown()).value).toBe(0)
+    } finally {
+      await b.stop()
     }
   })
 

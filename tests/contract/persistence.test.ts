@@ -2,8 +2,11 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { loadPlugin } from '../../core/loader'
+import { definePlugin } from '../../core/plugin'
 import { SettingsStore } from '../../core/store'
-import { tempDir } from '../helpers'
+import { DeviceError, type CameraBackend } from '../../core/types'
+import { startTestServer, tempDir } from '../helpers'
 import { BRIGHTNESS, controlOf, device, EHD, FOLLOWER, LEADER, startContractServer } from './setup'
 
 const H264_720 = { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } }
@@ -29,6 +32,54 @@ describe('persistence', () => {
         expect(ehd.stream).toMatchObject({ stream_type: 'RECORDING', width: 1280, height: 720, endpoints: [{ host: '10.1.1.1', port: 6000 }] })
         expect((await device(s, LEADER)).followers).toEqual([FOLLOWER])
         expect((await device(s, FOLLOWER)).is_managed).toBe(true)
+      } finally {
+        await s.stop()
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  test('a boolean saved as true/false (before values were numbers everywhere) is restored as a number', async () => {
+    // A backend as strict as V4L2's (it refuses anything but a number for a BOOLEAN), answering numbers.
+    const BUS = 'usb-strict-1'
+    const AUTO = 0x0098090c
+    let held = 1
+    const received: unknown[] = []
+    const control = () => ({ control_id: AUTO, name: 'White Balance, Automatic', value: held, flags: { control_type: 'BOOLEAN' as const, min_value: 0, max_value: 1, step: 1, default_value: 1 } })
+    const backend: CameraBackend = {
+      name: 'strict',
+      list: async () => [{ bus_info: BUS, name: 'Strict camera', vid: 1, pid: 2, manufacturer: null, serial: 'S1', device_paths: ['/dev/s0'], cameras: [], controls: [control()] }],
+      controls: async () => [control()],
+      setControl: async (_bus, _id, value) => {
+        received.push(value)
+        if (typeof value !== 'number') throw new DeviceError('EINVAL', `a number, not ${JSON.stringify(value)}`)
+        return (held = value)
+      },
+      videoSource: () => ({ kind: 'v4l2', device: '/dev/s0' }),
+      onChange: () => () => {},
+    }
+    const plugins = [definePlugin({ name: 'strict', setup: ({ registry }) => registry.addCameraBackend(backend, 'strict') }), await loadPlugin('cameras')]
+    const dataDir = tempDir()
+    try {
+      let s = await startTestServer({ plugins, dataDir })
+      expect((await s.call('POST', '/api/devices/set_uvc_control', { bus_info: BUS, control_id: AUTO, value: 0 })).status).toBe(200)
+      await s.stop()
+      // What an earlier version wrote for a V4L2 boolean control.
+      const store = SettingsStore.open(dataDir)
+      try {
+        const [saved] = store.list<{ controls: Record<string, unknown> }>('devices')
+        expect(saved!.value.controls[String(AUTO)]).toBe(0)
+        store.set('devices', saved!.key, { ...saved!.value, controls: { [String(AUTO)]: false } })
+      } finally {
+        store.close()
+      }
+      held = 1 // powered on again at its default
+      received.length = 0
+      s = await startTestServer({ plugins, dataDir })
+      try {
+        expect(received).toEqual([0])
+        expect(((await s.call('GET', '/api/devices')).body as any[])[0].controls[0].value).toBe(0)
       } finally {
         await s.stop()
       }

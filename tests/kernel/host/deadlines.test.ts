@@ -1,7 +1,7 @@
-// The event loop never waits on a device: a control transfer blocked for 3 s in a worker thread leaves
-// an HTTP health check answering in milliseconds, and a device that stops answering fails with
-// ETIMEDOUT (504) instead of hanging the request. The stalling device is a worker blocked in a real
-// system call (stall-worker.ts) behind the real backend and pool.
+// Deadlines: a device that stops answering fails with ETIMEDOUT (504) instead of hanging the request,
+// and a camera whose enumeration hangs costs the others one deadline. The stalling device is a worker
+// blocked in a real system call (stall-worker.ts) behind the real backend and pool. That the service
+// keeps answering HTTP meanwhile is service-stall.test.ts, on the real service process.
 import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,10 +18,8 @@ mkdirSync(join(root, 'class/video0'), { recursive: true })
 symlinkSync(join(root, 'devices/stall0'), join(root, 'class/video0/device'))
 
 const workerUrl = new URL('./stall-worker.ts', import.meta.url)
-const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.json({ state: 'ok' }) })
 const backends: V4l2Backend[] = []
 afterAll(async () => {
-  server.stop(true)
   for (const b of backends) await b.stop()
   rmSync(root, { recursive: true, force: true })
 })
@@ -31,27 +29,6 @@ const make = (ioTimeoutMs: number, sysfsRoot = join(root, 'class')) => {
   backends.push(b)
   return b
 }
-
-test('a control transfer stalled for 3 s does not delay GET /api/health', async () => {
-  const backend = make(10_000)
-  expect((await backend.list()).map((d) => d.bus_info)).toEqual([STALL_BUS])
-  const started = performance.now()
-  const set = backend.setControl(STALL_BUS, 0x00980900, 3000)
-  const latencies: number[] = []
-  while (performance.now() - started < 2500) {
-    const t = performance.now()
-    const r = await fetch(`http://127.0.0.1:${server.port}/api/health`)
-    expect(r.status).toBe(200)
-    latencies.push(performance.now() - t)
-    await Bun.sleep(100)
-  }
-  expect(await set).toBe(3000)
-  expect(performance.now() - started).toBeGreaterThanOrEqual(2900) // the stall was real
-  expect(latencies.length).toBeGreaterThan(10)
-  console.log(`GET /api/health during a 3 s control stall: ${latencies.length} requests, max ${Math.max(...latencies).toFixed(1)} ms`)
-  // Generous: a shared CI core, but an order of magnitude under the stall.
-  expect(Math.max(...latencies)).toBeLessThan(250)
-})
 
 test('a device that stops answering fails with ETIMEDOUT → 504, and the next request gets a fresh worker', async () => {
   const backend = make(500)

@@ -2,7 +2,7 @@
 // and the driver's refusals become the right HTTP errors.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { fromDeviceError, HttpError, RequestValidationError } from '../../../core/errors'
-import { DeviceError } from '../../../core/types'
+import { DeviceError, type ControlValue } from '../../../core/types'
 import { V4l2Backend } from '../../../drivers/v4l2/backend'
 import { nodeNames } from '../../../drivers/v4l2/sysfs'
 import { v4l2ctl } from './v4l2ctl'
@@ -20,11 +20,12 @@ afterAll(() => backend.stop())
 /** `v4l2-ctl -C name` → the value text ("brightness: 77" → "77", strings unquoted, menu names dropped). */
 const theirValue = (name: string) => v4l2ctl(['-d', NODE, '-C', name]).trim().replace(/^[^:]+: /, '').replace(/^'(.*)'$/, '$1').replace(/ \(.*\)$/, '')
 
-const CASES: [string, number, number | boolean | string, number | boolean | string, string][] = [
+const CASES: [string, number, ControlValue, ControlValue, string][] = [
   // name, id, value sent, value read back, v4l2-ctl's text
   ['brightness', 0x00980900, 77, 77, '77'],
   ['brightness', 0x00980900, 999, 255, '255'], // the driver clamps integers to the range
-  ['boolean', 0x0098f901, false, false, '0'],
+  ['boolean', 0x0098f901, 0, 0, '0'], // a boolean is a number (0/1) on every backend
+  ['boolean', 0x0098f901, 1, 1, '1'],
   ['integer_64_bits', 0x0098f903, 1234567890123, 1234567890123, '1234567890123'],
   ['integer_64_bits', 0x0098f903, -42, -42, '-42'],
   ['menu', 0x0098f904, 4, 4, '4'],
@@ -47,7 +48,7 @@ test('a button is pressed (write-only: no read-back)', async () => {
   expect(await backend.setControl(BUS, 0x0098f900, 1)).toBe(1)
 })
 
-async function refusal(bus: string, id: number, value: number | boolean | string): Promise<{ e: DeviceError; http: Error }> {
+async function refusal(bus: string, id: number, value: ControlValue): Promise<{ e: DeviceError; http: Error }> {
   try {
     await backend.setControl(bus, id, value)
   } catch (e) {
@@ -123,9 +124,9 @@ test('UVCIOC_CTRL_QUERY reaches the driver: vivid is not UVC (ENOTTY → 502 nam
 test("controls(bus_info) re-reads one device's values and flags: auto gain off makes gain active", async () => {
   const gain = async () => (await backend.controls(BUS)).find((c) => c.control_id === 0x00980913)!
   expect((await gain()).flags.inactive).toBe(true)
-  await backend.setControl(BUS, 0x00980912, false) // gain_automatic
+  await backend.setControl(BUS, 0x00980912, 0) // gain_automatic
   expect((await gain()).flags.inactive).toBe(false)
   expect(v4l2ctl(['-d', NODE, '--list-ctrls'])).toMatch(/ gain 0x00980913 \(int\)\s+: min=0 max=255 step=1 default=100 value=\d+$/m)
-  await backend.setControl(BUS, 0x00980912, true)
+  await backend.setControl(BUS, 0x00980912, 1)
   expect((await gain()).flags.inactive).toBe(true)
 })

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, writeFileSync } from 'node:fs'
 import { VmService } from './service.helpers'
-import { v4l2ctl } from './v4l2ctl'
+import { name2var, parseControls, v4l2ctl } from './v4l2ctl'
 
 const DRIVER = '/sys/bus/platform/drivers/vivid'
 const BUS = 'platform:vivid-000'
@@ -12,7 +12,8 @@ const BRIGHTNESS = 0x00980900
 const service = new VmService(18080, 'cameras,v4l2,dwe')
 const until = service.until.bind(service)
 
-const devices = async () => (await (await fetch(`${service.base}/api/devices`)).json()) as { bus_info: string; device_info: { device_paths: string[] }; controls: { control_id: number; value: unknown }[] }[]
+interface ControlJson { control_id: number; name: string; value: unknown; flags: { control_type: string; default_value: unknown; read_only?: boolean; inactive?: boolean } }
+const devices = async () => (await (await fetch(`${service.base}/api/devices`)).json()) as { bus_info: string; device_info: { device_paths: string[] }; controls: ControlJson[] }[]
 const setControl = (bus_info: string, control_id: number, value: number) => service.post('/api/devices/set_uvc_control', { bus_info, control_id, value })
 
 beforeAll(async () => {
@@ -40,6 +41,33 @@ test('POST set_uvc_control sets the control for real (v4l2-ctl reads it back); r
   expect(v4l2ctl(['-d', '/dev/video0', '-C', 'brightness']).trim()).toBe('brightness: 99')
   expect((await setControl('usb-nowhere', BRIGHTNESS, 1)).status).toBe(404)
   expect((await setControl(BUS, 0x0098f90c, 1)).status).toBe(409) // read-only
+})
+
+test("vivid's BOOLEAN controls are numbers over HTTP (0/1, as on simulated cameras), equal to v4l2-ctl's, and set as numbers", async () => {
+  const booleans = (await devices()).find((d) => d.bus_info === BUS)!.controls.filter((c) => c.flags.control_type === 'BOOLEAN')
+  const theirs = new Map(parseControls(v4l2ctl(['-d', '/dev/video0', '--list-ctrls'])).controls.map((c) => [c.id, c]))
+  expect(booleans.length).toBeGreaterThan(3)
+  for (const c of booleans) {
+    expect(typeof c.value).toBe('number')
+    expect(typeof c.flags.default_value).toBe('number')
+    expect([0, 1]).toContain(c.value as number)
+    expect(c.flags.default_value).toBe(Number(theirs.get(c.control_id)!.default))
+    if (theirs.get(c.control_id)!.value !== undefined) expect(c.value).toBe(Number(theirs.get(c.control_id)!.value))
+  }
+  // vivid's own "Boolean" control: set to 1 and to 0, the answer and the list hold numbers, v4l2-ctl agrees.
+  const boolean = booleans.find((c) => c.control_id === 0x0098f901)!
+  const before = boolean.value as number
+  for (const value of [1, 0]) {
+    const r = await setControl(BUS, boolean.control_id, value)
+    expect(r.status).toBe(200)
+    expect(await r.json()).toEqual({ success: true, value })
+    expect((await devices()).find((d) => d.bus_info === BUS)!.controls.find((c) => c.control_id === boolean.control_id)!.value).toBe(value)
+    expect(v4l2ctl(['-d', '/dev/video0', '-C', name2var(boolean.name)]).trim()).toBe(`${name2var(boolean.name)}: ${value}`)
+  }
+  // true/false are still taken (as 1/0, as pydantic's float takes them), and answered as numbers.
+  const r = await service.post('/api/devices/set_uvc_control', { bus_info: BUS, control_id: boolean.control_id, value: true })
+  expect(await r.json()).toEqual({ success: true, value: 1 })
+  expect((await setControl(BUS, boolean.control_id, before)).status).toBe(200)
 })
 
 test('unbind is an unplug, bind a plug: the device returns with its control restored', async () => {
