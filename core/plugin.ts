@@ -1,6 +1,9 @@
-// A Periscope plugin is an Elysia plugin with a lifecycle: setup() registers its backends with the
-// registry and returns its routes (an Elysia instance, composed with .use()); start()/stop() bracket
-// the hardware. The core knows plugins only through this shape.
+// A Periscope plugin is one module whose default export is definePlugin({ name, setup }). setup(ctx) is
+// its Init, run once per app instance: it registers its backends with ctx.registry, declares the
+// lifecycle of what it made with ctx.lifecycle({ start, stop, health }), and returns its routes as a
+// named Elysia instance, `new Elysia({ name: 'periscope:<name>' })` (with no routes, an empty one). All
+// of a plugin's state lives in setup()'s closure, so several apps in one process (the tests) share
+// nothing. The core knows plugins only through this shape (core/lifecycle.ts runs it).
 import type { AnyElysia } from 'elysia'
 import type { Config } from './config'
 import type { EventBus } from './events'
@@ -9,7 +12,8 @@ import type { SettingsStore } from './store'
 import { unavailable } from './errors'
 import type { CameraBackend, NetworkBackend, Streamer, VendorDefinition } from './types'
 
-export interface PluginContext {
+/** What one app instance shares with its plugins. */
+export interface AppContext {
   config: Config
   registry: Registry
   events: EventBus
@@ -21,25 +25,26 @@ export interface PluginContext {
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }
 
-/** What setup() may hand back: routes plus a lifecycle bound to this one app instance. */
-export interface PluginInstance {
-  routes?: AnyElysia
+/**
+ * What a plugin made in setup() and must bracket: start() once the app listens (the hardware), stop()
+ * when it stops, health() for GET /api/health (without it: ok). A plugin starts and stops exactly the
+ * backends it created; plugins that provide backends start before the others and stop after them.
+ */
+export interface Lifecycle {
   start?(): void | Promise<void>
   stop?(): void | Promise<void>
   health?(): PluginHealth
 }
 
+export interface PluginContext extends AppContext {
+  /** Declares this plugin's lifecycle for this app instance; at most once. */
+  lifecycle(hooks: Lifecycle): void
+}
+
 export interface PeriscopePlugin {
   name: string
-  /**
-   * Registers backends and returns the routes (an Elysia instance) or a PluginInstance. A plugin whose
-   * state lives in setup()'s closure and comes back as a PluginInstance can serve several apps in one
-   * process (the tests do that); start/stop/health on the plugin object itself suit single-instance plugins.
-   */
-  setup(ctx: PluginContext): AnyElysia | PluginInstance | void | Promise<AnyElysia | PluginInstance | void>
-  start?(): void | Promise<void>
-  stop?(): void | Promise<void>
-  health?(): PluginHealth
+  /** Registers backends and the lifecycle, and returns the routes: `new Elysia({ name: 'periscope:<name>' })`. */
+  setup(ctx: PluginContext): AnyElysia | Promise<AnyElysia>
   /**
    * Paths whose streamed answers carry an exact Content-Length (a zip download). Bun.serve would send
    * them chunked, so the front serves them through node:http (core/front.ts).
@@ -96,6 +101,11 @@ export class Registry {
 
   vendors(): readonly VendorDefinition[] {
     return this.vendorDefs
+  }
+
+  /** Whether a plugin provided a backend (it then starts before the plugins that use it). */
+  provides(plugin: string): boolean {
+    return [...this.single.values(), ...this.cameras].some((entry) => entry.plugin === plugin)
   }
 
   describe(): Record<string, string> {

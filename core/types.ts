@@ -102,8 +102,6 @@ export interface CameraBackend {
   xuQuery?(device_path: string, q: XuQuery): Promise<Uint8Array>
   /** Hot-plug: called with the bus_info of a device that appeared or vanished. */
   onChange(listener: (change: { kind: 'added' | 'removed'; bus_info: string }) => void): () => void
-  start?(): Promise<void>
-  stop?(): Promise<void>
 }
 
 export interface XuQuery {

@@ -5,12 +5,12 @@ import { join } from 'node:path'
 import { createApp, type PeriscopeApp } from '../core/app'
 import { loadConfig, type Config } from '../core/config'
 import { createLogger } from '../core/log'
-import type { PeriscopePlugin, PluginContext } from '../core/plugin'
+import type { AppContext, PeriscopePlugin } from '../core/plugin'
 
 export interface TestServer {
   url: string
   dataDir: string
-  ctx: PluginContext
+  ctx: AppContext
   app: PeriscopeApp
   /** The service's warn and error log lines, parsed (errors also go to stderr; PERISCOPE_TEST_LOG=1 shows all). */
   logs: Record<string, unknown>[]

@@ -253,7 +253,7 @@ export class V4l2Backend implements CameraBackend {
 
   // ---- hot-plug ----
 
-  /** Idempotent: the plugin and the cameras plugin may both start it. */
+  /** Idempotent. The v4l2 plugin starts and stops it (its only owner). */
   async start(): Promise<void> {
     if (this.poller) return
     this.stopped = false

@@ -57,8 +57,8 @@ export class DeviceManager {
   // ---- lifecycle ----
 
   async start(): Promise<void> {
+    // Each camera backend is started and stopped by the plugin that provides it, before this runs.
     for (const backend of this.ctx.registry.cameraBackends()) {
-      await backend.start?.()
       this.unsubscribers.push(
         backend.onChange((change) => {
           void this.serial(() => (change.kind === 'added' ? this.deviceArrived(backend, change.bus_info) : this.deviceLeft(change.bus_info))).catch((e) =>
@@ -73,7 +73,6 @@ export class DeviceManager {
   async stop(): Promise<void> {
     this.unsubscribers.forEach((u) => u())
     await this.queue.catch(() => {})
-    for (const backend of this.ctx.registry.cameraBackends()) await backend.stop?.()
   }
 
   /** Runs mutations one after another so that groups and settings never interleave. */

@@ -21,7 +21,8 @@ export default definePlugin({
   setup(ctx) {
     const devices = new DeviceManager(ctx)
     const tag = 'cameras'
-    const routes = new Elysia()
+    ctx.lifecycle({ start: () => devices.start(), stop: () => devices.stop() })
+    return new Elysia({ name: 'periscope:cameras' })
       .get('/api/devices', () => new Response(devices.listJson(), { headers: { 'content-type': 'application/json' } }), {
         ...docs({ tag, summary: 'Every device with its cameras, controls, stream and group', ok: t.Array(DeviceModel) }),
       })
@@ -122,6 +123,5 @@ export default definePlugin({
         },
         { ...docs({ tag, summary: 'Name a device', body: SetNicknameRequest, ok: SuccessModel, errors: [404, 507] }) },
       )
-    return { routes, start: () => devices.start(), stop: () => devices.stop() }
   },
 })

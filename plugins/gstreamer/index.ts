@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { existsSync } from 'node:fs'
 import { conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
-import { definePlugin, type PluginHealth, type PluginInstance } from '../../core/plugin'
+import { definePlugin, type PluginHealth } from '../../core/plugin'
 import { readPreferences, type Preferences } from '../../core/preferences'
 import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
@@ -16,11 +16,12 @@ const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstrea
 
 export default definePlugin({
   name: 'gstreamer',
-  setup({ registry, events, store, log }): PluginInstance {
+  setup({ registry, events, store, log, lifecycle }) {
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       log.warn(INSTALL)
-      return { routes: sdpRoutes(null), health: () => ({ state: 'down', detail: INSTALL }) }
+      lifecycle({ health: () => ({ state: 'down', detail: INSTALL }) })
+      return sdpRoutes(null)
     }
     const offset = () => readPreferences(store).frequency_offset
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
@@ -37,8 +38,7 @@ export default definePlugin({
       frameSync.setFrequencyOffset(typeof next === 'number' ? next : offset())
     })
     registry.provide('streamer', streamer, 'gstreamer')
-    return {
-      routes: sdpRoutes(streamer),
+    lifecycle({
       start: () => frameSync.start(),
       async stop() {
         unsubscribe()
@@ -50,13 +50,14 @@ export default definePlugin({
         const streams = streamer.summary()
         return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams }
       },
-    }
+    })
+    return sdpRoutes(streamer)
   },
 })
 
 /** Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`. Without GStreamer: 503. */
 function sdpRoutes(streamer: GstStreamer | null) {
-  return new Elysia().get(
+  return new Elysia({ name: 'periscope:gstreamer' }).get(
     '/api/streams/:bus_info/sdp',
     ({ params: { bus_info } }) => {
       if (!streamer) throw unavailable(INSTALL)

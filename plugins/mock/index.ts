@@ -27,7 +27,7 @@ export default definePlugin({
     const backend = new MockCameraBackend(specs)
     registry.addCameraBackend(backend, 'mock')
     const tag = 'simulation'
-    const routes = new Elysia()
+    return new Elysia({ name: 'periscope:mock' })
       .get('/api/mock/devices', () => backend.describe(), { ...docs({ tag, summary: 'Simulated devices, plugged or not' }) })
       .post(
         '/api/mock/unplug',
@@ -58,6 +58,5 @@ export default definePlugin({
         },
         { ...docs({ tag, summary: 'Make the next control transfers of a simulated camera fail with an errno', body: FailRequest, errors: [404] }) },
       )
-    return routes
   },
 })

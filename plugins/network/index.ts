@@ -61,7 +61,7 @@ export interface NetworkPluginOptions {
 export function createNetworkPlugin(options: NetworkPluginOptions = {}): PeriscopePlugin {
   return definePlugin({
     name: 'network',
-    setup({ config, registry, events, log, activity }) {
+    setup({ config, registry, events, log, activity, lifecycle }) {
       const backend = new NetworkManagerBackend({
         address: options.busAddress,
         rollbackSeconds: config.networkRollbackSeconds,
@@ -73,7 +73,8 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
       const tag = 'network'
       const rollbackSeconds = () => (backend.rollback.pending() ? config.networkRollbackSeconds : null)
 
-      const routes = new Elysia()
+      lifecycle({ start: () => backend.start(), stop: () => backend.stop(), health: () => backend.health() })
+      return new Elysia({ name: 'periscope:network' })
         .get('/api/network/wired/devices', () => mapped(() => backend.wiredDevices()), {
           ...docs({
             tag,
@@ -128,13 +129,6 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
         .get('/api/network/rollback', () => ({ pending: backend.rollback.pending() }), {
           ...docs({ tag, summary: 'The network change waiting for a client to confirm it, if any', ok: RollbackStatus }),
         })
-
-      return {
-        routes,
-        start: () => backend.start(),
-        stop: () => backend.stop(),
-        health: () => backend.health(),
-      }
     },
   })
 }

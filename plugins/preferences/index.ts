@@ -10,7 +10,7 @@ export default definePlugin({
   name: 'preferences',
   setup({ store, events }) {
     const tag = 'preferences'
-    return new Elysia()
+    return new Elysia({ name: 'periscope:preferences' })
       .get('/api/preferences', () => readPreferences(store), { ...docs({ tag, summary: 'The saved preferences', ok: PreferencesModel }) })
       .post(
         '/api/preferences/save_preferences',

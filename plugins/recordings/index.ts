@@ -119,7 +119,7 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 export default definePlugin({
   name: 'recordings',
   exactLength: ['/api/recordings/zip/download'],
-  setup({ config, registry, events, store: settings, log }) {
+  setup({ config, registry, events, store: settings, log, lifecycle }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
     const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
@@ -158,8 +158,15 @@ export default definePlugin({
     const links = (token: string) => ({ status_url: `/api/recordings/zip/${token}`, download_url: `/api/recordings/zip/download?token=${token}` })
     const zipStatus = (token: string) => ({ ...jobs.status(token), ...links(token) })
 
+    lifecycle({
+      start: initStore,
+      stop: () => jobs.stop(),
+      health: () =>
+        ready ? { state: 'ok' as const, directory: store.directory } : { state: 'degraded' as const, detail: `recordings directory unavailable: ${initError}` },
+    })
+
     // Static paths first: /disk and /zip/* must never be taken for recording names.
-    const routes = new Elysia()
+    return new Elysia({ name: 'periscope:recordings' })
       .get('/api/recordings', () => mapped(list), {
         ...docs({ tag: 'recordings', summary: 'Every recording in the recordings directory, newest first', ok: RecordingList, errors: [503] }),
       })
@@ -322,13 +329,5 @@ export default definePlugin({
           }),
         },
       )
-
-    return {
-      routes,
-      start: initStore,
-      stop: () => jobs.stop(),
-      health: () =>
-        ready ? { state: 'ok' as const, directory: store.directory } : { state: 'degraded' as const, detail: `recordings directory unavailable: ${initError}` },
-    }
   },
 })

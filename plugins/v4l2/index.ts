@@ -1,5 +1,7 @@
-// The V4L2 plugin: registers the kernel-backed camera backend. With no video node present it lists
-// nothing and keeps watching, so a camera plugged in later appears without a restart.
+// The V4L2 plugin: registers the kernel-backed camera backend and owns its lifecycle (hot-plug watching
+// starts with the app, before the cameras plugin lists it). With no video node present it lists nothing
+// and keeps watching, so a camera plugged in later appears without a restart.
+import { Elysia } from 'elysia'
 import { definePlugin, type PeriscopePlugin } from '../../core/plugin'
 import { V4l2Backend, type V4l2Options } from '../../drivers/v4l2/backend'
 import { nodeNames } from '../../drivers/v4l2/sysfs'
@@ -11,10 +13,10 @@ import { nodeNames } from '../../drivers/v4l2/sysfs'
 export function v4l2Plugin(options: Omit<V4l2Options, 'log'> = {}): PeriscopePlugin {
   return definePlugin({
     name: 'v4l2',
-    setup({ registry, log }) {
-      const backend = new V4l2Backend({ ...options, log: log.child({ plugin: 'v4l2' }) })
+    setup({ registry, log, lifecycle }) {
+      const backend = new V4l2Backend({ ...options, log })
       registry.addCameraBackend(backend, 'v4l2')
-      return {
+      lifecycle({
         start: () => backend.start(),
         stop: () => backend.stop(),
         health() {
@@ -22,7 +24,8 @@ export function v4l2Plugin(options: Omit<V4l2Options, 'log'> = {}): PeriscopePlu
           const video_nodes = nodeNames(options.sysfsRoot).length
           return stalled.length ? { state: 'degraded', detail: `not answering within the deadline: ${stalled.join(', ')}`, video_nodes } : { state: 'ok', video_nodes }
         },
-      }
+      })
+      return new Elysia({ name: 'periscope:v4l2' })
     },
   })
 }

@@ -1,4 +1,5 @@
 // Spec operations 1–6 and the camera extras on simulated cameras: bodies field by field, every error status.
+import { Elysia } from 'elysia'
 import { beforeEach, describe, expect, test } from 'bun:test'
 import type { RequestValidationError } from '../../core/errors'
 import { loadPlugin } from '../../core/loader'
@@ -212,7 +213,7 @@ describe('POST /api/devices/set_uvc_control', () => {
       videoSource: () => ({ kind: 'v4l2' as const, device: '/dev/b0' }),
       onChange: () => () => {},
     } as unknown as CameraBackend
-    const plugin = definePlugin({ name: 'booleans', setup: ({ registry }) => registry.addCameraBackend(backend, 'booleans') })
+    const plugin = definePlugin({ name: 'booleans', setup: ({ registry }) => (registry.addCameraBackend(backend, 'booleans'), new Elysia({ name: 'periscope:booleans' })) })
     const b = await startTestServer({ plugins: [plugin, await loadPlugin('cameras')] })
     try {
       const shown = async () => ((await b.call('GET', '/api/devices')).body as any[])[0].controls[0]

@@ -1,4 +1,5 @@
 // Settings survive a restart, a re-plug on another port, a swap of two identical cameras, and kill -9.
+import { Elysia } from 'elysia'
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -59,7 +60,7 @@ describe('persistence', () => {
       videoSource: () => ({ kind: 'v4l2', device: '/dev/s0' }),
       onChange: () => () => {},
     }
-    const plugins = [definePlugin({ name: 'strict', setup: ({ registry }) => registry.addCameraBackend(backend, 'strict') }), await loadPlugin('cameras')]
+    const plugins = [definePlugin({ name: 'strict', setup: ({ registry }) => (registry.addCameraBackend(backend, 'strict'), new Elysia({ name: 'periscope:strict' })) }), await loadPlugin('cameras')]
     const dataDir = tempDir()
     try {
       let s = await startTestServer({ plugins, dataDir })

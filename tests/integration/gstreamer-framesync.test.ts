@@ -3,7 +3,8 @@
 // The plugin's wiring (preferences from the store, 'preferences_updated') is exercised with real core parts.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
-import { Registry, type PluginInstance } from '../../core/plugin'
+import { mountPlugin } from '../../core/lifecycle'
+import { Registry } from '../../core/plugin'
 import { EventBus } from '../../core/events'
 import { createLogger } from '../../core/log'
 import { SettingsStore } from '../../core/store'
@@ -110,7 +111,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   const registry = new Registry()
   const events = new EventBus()
   const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
-  const instance = (await plugin.setup(ctx)) as PluginInstance
+  const instance = await mountPlugin(plugin, ctx)
   await instance.start?.()
   cleanups.push(async () => {
     await instance.stop?.()

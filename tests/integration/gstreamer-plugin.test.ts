@@ -4,7 +4,8 @@ import { expect, test } from 'bun:test'
 import type { Config } from '../../core/config'
 import { EventBus } from '../../core/events'
 import { createLogger } from '../../core/log'
-import { Registry, type PluginInstance } from '../../core/plugin'
+import { mountPlugin, type MountedPlugin } from '../../core/lifecycle'
+import { Registry } from '../../core/plugin'
 import { SettingsStore } from '../../core/store'
 import plugin from '../../plugins/gstreamer'
 import { startTestServer } from '../helpers'
@@ -16,9 +17,9 @@ test('no gst-launch-1.0 on PATH: no streamer, health down with the fix', async (
   const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 } }
   const path = process.env.PATH
   process.env.PATH = '/nonexistent'
-  let instance: PluginInstance
+  let instance: MountedPlugin
   try {
-    instance = (await plugin.setup(ctx)) as PluginInstance
+    instance = await mountPlugin(plugin, ctx)
   } finally {
     process.env.PATH = path
   }

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Elysia } from 'elysia'
 import { definePlugin } from '../../core/plugin'
 import type { Streamer } from '../../core/types'
 import recordings from '../../plugins/recordings'
@@ -16,6 +17,7 @@ const streamerStandIn = definePlugin({
   name: 'streamer-stand-in',
   setup({ registry }) {
     registry.provide('streamer', { name: 'stand-in', activeRecordings: () => writing } as unknown as Streamer, 'streamer-stand-in')
+    return new Elysia({ name: 'periscope:streamer-stand-in' })
   },
 })
 

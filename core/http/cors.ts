@@ -1,0 +1,23 @@
+// CORS for the allowed origins (config.corsOrigins, '*' for any): the headers on every answer, and
+// preflight OPTIONS answered here with a 204, before the token is asked for.
+import { Elysia } from 'elysia'
+
+export function cors(origins: readonly string[]) {
+  const any = origins.includes('*')
+  const headersFor = (origin: string | null): Record<string, string> => {
+    if (!origin) return {}
+    if (!any && !origins.includes(origin)) return {}
+    return {
+      'access-control-allow-origin': any ? '*' : origin,
+      'access-control-allow-methods': 'GET, POST, PATCH, DELETE, OPTIONS',
+      'access-control-allow-headers': 'content-type, authorization',
+      'access-control-max-age': '600',
+      ...(any ? {} : { vary: 'Origin' }),
+    }
+  }
+  return new Elysia({ name: 'periscope:cors' }).onRequest(({ request, set }) => {
+    const headers = headersFor(request.headers.get('origin'))
+    Object.assign(set.headers, headers)
+    if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers })
+  })
+}
