@@ -1,13 +1,14 @@
 // The network plugin: spec operations 7–9 (wired devices, connection profiles, update a profile's ipv4),
 // activate_profile, and the rollback status, over NetworkManager on the system D-Bus. A missing
 // NetworkManager makes these routes answer 503 and nothing else in the service notices.
-import { Elysia, t, type Static } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { conflict, HttpError, notFound, unavailable, valueError } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin, type PeriscopePlugin } from '../../core/plugin'
 import { ConnectionProfileModel, IpConfiguration, WiredDeviceModel } from '../../core/schemas'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { NetworkError } from '../../drivers/networkmanager/errors'
+import { typed } from '../../core/validation'
 import { ipConfiguration } from './validate'
 
 const ProfileQuery = t.Object({ path: t.String({ description: 'the profile\'s NetworkManager settings object path, as in connection_profiles' }) })
@@ -88,11 +89,11 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
         })
         .post(
           '/api/network/update_connection_profile',
-          async ({ body, query }) => {
-            const ipv4 = ipConfiguration(body as Static<typeof IpConfiguration>)
-            await mapped(() => backend.updateProfile((query as Static<typeof ProfileQuery>).path, ipv4), body)
+          typed({ body: IpConfiguration, query: ProfileQuery }, async ({ body, query }) => {
+            const ipv4 = ipConfiguration(body)
+            await mapped(() => backend.updateProfile(query.path, ipv4), body)
             return { status: true, rollback_seconds: rollbackSeconds() }
-          },
+          }),
           {
             ...docs({
               tag,
@@ -109,11 +110,10 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
         )
         .post(
           '/api/network/wired/activate_profile',
-          async ({ body }) => {
-            const b = body as Static<typeof ActivateRequest>
-            await mapped(() => backend.activateProfile(b.interface, b.path), body)
+          typed({ body: ActivateRequest }, async ({ body }) => {
+            await mapped(() => backend.activateProfile(body.interface, body.path), body)
             return { status: true, rollback_seconds: rollbackSeconds() }
-          },
+          }),
           {
             ...docs({
               tag,
