@@ -154,6 +154,20 @@ export const RecordingModel = t.Object({
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
 })
+export const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
+export const ZipStatusModel = t.Object({
+  token: t.String(),
+  state: t.Union([t.Literal('preparing'), t.Literal('ready'), t.Literal('downloading'), t.Literal('failed'), t.Literal('cancelled')]),
+  files: t.Array(t.String()),
+  bytes_done: t.Integer({ description: 'bytes of the preparing pass (CRC-32) done' }),
+  bytes_total: t.Integer(),
+  archive_size: t.Union([t.Integer(), t.Null()], { description: 'exact archive length once ready' }),
+  downloaded: t.Integer(), // archive bytes sent by the download in progress (or the last one)
+  error: t.Union([t.String(), t.Null()]),
+  expires_at: t.String(),
+  status_url: t.String(),
+  download_url: t.String(),
+})
 
 // ---- errors ----
 

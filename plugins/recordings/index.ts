@@ -8,26 +8,12 @@ import { hangUpSignal, isHead, streamResponse } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { typed } from '../../core/validation'
-import { RecordingModel } from '../../core/schemas'
+import { DiskModel, RecordingModel, ZipStatusModel } from '../../core/schemas'
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
 import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../drivers/storage/naming'
 
 const RecordingList = t.Array(RecordingModel, { description: 'Newest first. A recording still being written also carries `in_progress: true`.' })
-const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
-const ZipStatusModel = t.Object({
-  token: t.String(),
-  state: t.Union([t.Literal('preparing'), t.Literal('ready'), t.Literal('downloading'), t.Literal('failed'), t.Literal('cancelled')]),
-  files: t.Array(t.String()),
-  bytes_done: t.Integer({ description: 'bytes of the preparing pass (CRC-32) done' }),
-  bytes_total: t.Integer(),
-  archive_size: t.Union([t.Integer(), t.Null()], { description: 'exact archive length once ready' }),
-  downloaded: t.Integer(),
-  error: t.Union([t.String(), t.Null()]),
-  expires_at: t.String(),
-  status_url: t.String(),
-  download_url: t.String(),
-})
 
 // What the store refuses (drivers/storage/naming.ts), said in the document so clients never send it.
 const RecordingName = t.String({
