@@ -5,7 +5,7 @@ import { Elysia, t } from 'elysia'
 import { conflict, HttpError, notFound, unavailable, valueError } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin, type PeriscopePlugin } from '../../core/plugin'
-import { ConnectionProfileModel, IpConfiguration, WiredDeviceModel } from '../../core/schemas'
+import { ConnectionProfileModel, IpConfiguration, RollbackStatus, WiredDeviceModel } from '../../core/schemas'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { NetworkError } from '../../drivers/networkmanager/errors'
 import { typed } from '../../core/validation'
@@ -21,12 +21,6 @@ const ChangeAnswer = t.Object({
   rollback_seconds: t.Union([t.Integer(), t.Null()], {
     description: 'when the change altered an active address: seconds within which an API client must be heard from, or the previous configuration comes back',
   }),
-})
-const RollbackStatus = t.Object({
-  pending: t.Union([
-    t.Object({ description: t.String(), interfaces: t.Array(t.String()), phase: t.String(), seconds_left: t.Integer() }),
-    t.Null(),
-  ]),
 })
 
 /** NetworkError → the service's error model. */
