@@ -1,5 +1,6 @@
-// One TypeBox schema per wire model, named as in spec/api.md. They drive both request validation
-// (core/validation.ts, pydantic semantics) and the OpenAPI components (core/openapi.ts).
+// One TypeBox schema per wire model, named as in spec/api.md. They drive request validation
+// (core/validation.ts, pydantic semantics), the OpenAPI components (core/openapi.ts) and the TypeScript
+// types of the wire shapes (core/types.ts: `Static<typeof …>`), so a shape is declared only here.
 import { Type as t, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
 
 /** A string enum, validated as pydantic validates an Enum (type 'enum', ctx.expected). */
