@@ -1,6 +1,8 @@
 // The error model (DESIGN.md): 422 in pydantic v2's shape (core/validation.ts), every other failure
 // {"detail": "<sentence a person can act on>"} with 404/409/413/502/503/504, and 507 when the disk
 // cannot take a setting (full or read-only). A 500 is a bug.
+import type { Static } from '@sinclair/typebox'
+import type { ValidationError } from './schemas'
 import { DeviceError } from './types'
 
 export class HttpError extends Error {
@@ -17,14 +19,11 @@ export const notFound = (detail: string) => new HttpError(404, detail)
 export const conflict = (detail: string) => new HttpError(409, detail)
 export const unavailable = (detail: string) => new HttpError(503, detail)
 
-/** One pydantic v2 error entry, as FastAPI writes it (no `url`). */
-export interface PydanticError {
-  type: string
-  loc: (string | number)[]
-  msg: string
-  input: unknown
-  ctx?: Record<string, unknown>
-}
+/**
+ * One pydantic v2 error entry, as FastAPI writes it (no `url`): the ValidationError model, with the
+ * input always present (pydantic always has one) and ctx's fields, which the document leaves open.
+ */
+export type PydanticError = Omit<Static<typeof ValidationError>, 'input' | 'ctx'> & { input: unknown; ctx?: Record<string, unknown> }
 
 export class RequestValidationError extends Error {
   constructor(readonly errors: PydanticError[]) {

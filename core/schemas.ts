@@ -1,5 +1,6 @@
-// One TypeBox schema per wire model, named as in spec/api.md. They drive both request validation
-// (core/validation.ts, pydantic semantics) and the OpenAPI components (core/openapi.ts).
+// One TypeBox schema per wire model, named as in spec/api.md. They drive request validation
+// (core/validation.ts, pydantic semantics), the OpenAPI components (core/openapi.ts) and the TypeScript
+// types of the wire shapes (core/types.ts: `Static<typeof …>`), so a shape is declared only here.
 import { Type as t, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
 
 /** A string enum, validated as pydantic validates an Enum (type 'enum', ctx.expected). */
@@ -143,6 +144,8 @@ export const WiredDeviceModel = t.Object({
 })
 export const ConnectionProfileModel = t.Object({ id: t.String(), path: t.String(), ipv4_settings: IpConfiguration })
 export const StatusModel = t.Object({ status: t.Boolean() })
+export const PendingChangeModel = t.Object({ description: t.String(), interfaces: t.Array(t.String()), phase: t.String(), seconds_left: t.Integer() })
+export const RollbackStatus = t.Object({ pending: t.Union([PendingChangeModel, t.Null()]) })
 
 // ---- recordings ----
 
@@ -153,6 +156,20 @@ export const RecordingModel = t.Object({
   duration: t.String({ description: 'HH:MM:SS' }),
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
+})
+export const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
+export const ZipStatusModel = t.Object({
+  token: t.String(),
+  state: t.Union([t.Literal('preparing'), t.Literal('ready'), t.Literal('downloading'), t.Literal('failed'), t.Literal('cancelled')]),
+  files: t.Array(t.String()),
+  bytes_done: t.Integer({ description: 'bytes of the preparing pass (CRC-32) done' }),
+  bytes_total: t.Integer(),
+  archive_size: t.Union([t.Integer(), t.Null()], { description: 'exact archive length once ready' }),
+  downloaded: t.Integer(), // archive bytes sent by the download in progress (or the last one)
+  error: t.Union([t.String(), t.Null()]),
+  expires_at: t.String(),
+  status_url: t.String(),
+  download_url: t.String(),
 })
 
 // ---- errors ----

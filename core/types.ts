@@ -1,47 +1,43 @@
 // The contracts between the core, the plugins and the drivers. The core imports no driver: plugins hand
 // their backends to the registry under these interfaces, and everything above them is backend-agnostic.
+import type { Static } from '@sinclair/typebox'
+import type {
+  CameraModel,
+  ConnectionProfileModel,
+  ControlFlagsModel,
+  ControlModel,
+  FormatSizeModel,
+  IntervalModel,
+  IpAddressModel,
+  IpConfiguration as IpConfigurationModel,
+  MenuItemModel,
+  RecordingModel,
+  StreamEndpointModel,
+  StreamModel,
+  StreamStatusModel,
+  WiredDeviceModel,
+} from './schemas'
 
-// ---- wire shapes (spec/api.md §2); the TypeBox schemas in core/schemas.ts describe the same shapes ----
+// ---- wire shapes (spec/api.md §2): the TypeBox schemas of core/schemas.ts, as TypeScript types ----
 
-export type ControlType =
-  | 'INTEGER' | 'BOOLEAN' | 'MENU' | 'BUTTON' | 'INTEGER64' | 'CTRL_CLASS' | 'STRING' | 'BITMASK' | 'INTEGER_MENU'
-export type EncodeType = 'MJPG' | 'H264' | 'SOFTWARE_H264' | 'NONE'
-export type StreamType = 'UDP' | 'RECORDING'
+export type ControlType = Static<typeof ControlFlagsModel>['control_type']
+export type EncodeType = Static<typeof StreamModel>['encode_type']
+export type StreamType = Static<typeof StreamModel>['stream_type']
 
-export interface Interval { numerator: number; denominator: number }
-export interface FormatSize { width: number; height: number; intervals: Interval[] }
-export interface Camera { path: string; formats: Record<string, FormatSize[]> }
-export interface MenuItem { index: number; name: string }
+export type Interval = Static<typeof IntervalModel>
+export type FormatSize = Static<typeof FormatSizeModel>
+export type Camera = Static<typeof CameraModel>
+export type MenuItem = Static<typeof MenuItemModel>
+export type ControlFlags = Static<typeof ControlFlagsModel>
+export type Control = Static<typeof ControlModel>
 /**
  * A control's value on the wire, from every backend: a number for every numeric type, BOOLEAN included
  * (0/1, as the anchor's `ControlModel.value: float` sends it), a string only for STRING controls. No
  * boolean, so a UI tested on simulated cameras reads the same type from a real one.
  */
-export type ControlValue = number | string
-export interface ControlFlags {
-  default_value: number
-  max_value: number
-  min_value: number
-  step: number
-  control_type: ControlType
-  menu?: MenuItem[]
-  // Beyond the spec (added fields are allowed): what the UI needs to grey a control out.
-  read_only?: boolean
-  inactive?: boolean
-  disabled?: boolean
-}
-export interface Control { flags: ControlFlags; control_id: number; name: string; value: ControlValue }
-export interface Endpoint { host: string; port: number }
-export interface Stream {
-  device_path: string
-  encode_type: EncodeType
-  stream_type: StreamType
-  endpoints: Endpoint[]
-  width: number
-  height: number
-  interval: Interval
-  enabled: boolean
-}
+export type ControlValue = Control['value']
+export type Endpoint = Static<typeof StreamEndpointModel>
+export type Stream = Static<typeof StreamModel>
 
 // ---- camera backends (drivers/mock, drivers/v4l2) ----
 
@@ -143,8 +139,8 @@ export interface VendorDefinition {
 
 // ---- streaming (drivers/gstreamer) ----
 
-export type StreamState = 'stopped' | 'starting' | 'running' | 'backoff' | 'error'
-export interface StreamStatus { state: StreamState; error: string | null; restarts: number }
+export type StreamStatus = Static<typeof StreamStatusModel>
+export type StreamState = StreamStatus['state']
 
 /** One camera of a stream group (a lone camera is a group of one). */
 export interface StreamMember {
@@ -179,23 +175,10 @@ export interface Streamer {
 
 // ---- network (drivers/networkmanager) ----
 
-export interface IpAddress { address: string; prefix: number }
-export interface IpConfiguration {
-  ip_addresses: IpAddress[]
-  gateway: string | null
-  method: string
-  dns: string[]
-  never_default: boolean
-}
-export interface WiredDevice {
-  interface: string
-  state: number
-  is_active: boolean
-  available_profiles: string[]
-  active_profile_id: string | null
-  active_ip_configuration: IpConfiguration | null
-}
-export interface ConnectionProfile { id: string; path: string; ipv4_settings: IpConfiguration }
+export type IpAddress = Static<typeof IpAddressModel>
+export type IpConfiguration = Static<typeof IpConfigurationModel>
+export type WiredDevice = Static<typeof WiredDeviceModel>
+export type ConnectionProfile = Static<typeof ConnectionProfileModel>
 
 export interface NetworkBackend {
   readonly name: string
@@ -208,4 +191,4 @@ export interface NetworkBackend {
 
 // ---- recordings (drivers/storage) ----
 
-export interface Recording { path: string; name: string; format: string; duration: string; size: string; created: string }
+export type Recording = Static<typeof RecordingModel>

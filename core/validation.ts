@@ -2,7 +2,7 @@
 // core/schemas.ts: the UI written against the FastAPI anchor reads these 422s, so they must match it
 // (lax coercion such as "5" → 5, error types, messages, `loc` paths, `ctx` only where pydantic has one).
 // Elysia's own validator is not used for bodies or queries: it disagrees with pydantic in both directions.
-import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox'
+import { Kind, OptionalKind, type Static, type TSchema } from '@sinclair/typebox'
 import type { Context } from 'elysia'
 import { HttpError, RequestValidationError, type PydanticError } from './errors'
 import { parsePythonJson, PyJsonError } from './pyjson'
@@ -295,6 +295,9 @@ export interface ValidatedSchemas {
   query?: TSchema
 }
 
+/** The schemas each request's input was validated against (by the hooks below), for typed() to check. */
+const validatedWith = new WeakMap<Request, ValidatedSchemas>()
+
 /**
  * Route hooks that validate the body and/or query the way FastAPI does, before the handler runs; the
  * handler then sees the coerced values in `body` and `query`. Spread into Elysia's route options.
@@ -317,6 +320,7 @@ export function validated(schemas: ValidatedSchemas) {
       // FastAPI validates parameters before the body and reports their errors first.
       const all = [...(schemas.query ? queryOutcome(schemas.query, request).errors : []), ...errors]
       if (all.length) throw new RequestValidationError(all)
+      validatedWith.set(request, schemas)
       return body
     },
     transform(ctx: Context) {
@@ -325,7 +329,32 @@ export function validated(schemas: ValidatedSchemas) {
       const { value, errors } = queryOutcome(schemas.query, ctx.request)
       if (errors.length) throw new RequestValidationError(errors)
       ctx.query = value as Record<string, string>
+      validatedWith.set(ctx.request, schemas)
     },
+  }
+}
+
+/** What a typed() handler sees in `body` and `query`: the static types of the schemas it names. */
+export type ValidatedInput<S extends ValidatedSchemas> = (S extends { body: infer B extends TSchema } ? { body: Static<B> } : {}) &
+  (S extends { query: infer Q extends TSchema } ? { query: Static<Q> } : {})
+
+/** Elysia's context with `body`/`query` exactly as validated (the query holds only the schema's keys). */
+type TypedContext<S extends ValidatedSchemas> = Omit<Context, keyof ValidatedInput<S>> & ValidatedInput<S>
+
+/**
+ * A route handler whose `body`/`query` have the types of the schemas its docs() validates them with:
+ * `.post(path, typed({ body: X }, ({ body }) => …), { ...docs({ …, body: X }) })`. Elysia cannot type
+ * them itself (its validator is not used), so the claim is checked on every request instead: a schema
+ * here that docs() did not validate this request with is a bug, and fails loudly (500) before the handler.
+ */
+export function typed<const S extends ValidatedSchemas, R>(schemas: S, handler: (ctx: TypedContext<S>) => R): (ctx: Context) => R {
+  return (ctx) => {
+    const seen = validatedWith.get(ctx.request)
+    for (const part of ['body', 'query'] as const) {
+      if (schemas[part] && seen?.[part] !== schemas[part])
+        throw new Error(`typed(): the handler of ${new URL(ctx.request.url).pathname} names a ${part} schema that its docs() did not validate the request with`)
+    }
+    return handler(ctx as unknown as TypedContext<S>) // proven just above: validated() put these values there
   }
 }
 

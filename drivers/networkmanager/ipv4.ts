@@ -27,7 +27,7 @@ export function ipv4FromSettings(ipv4: Section | undefined): IpConfiguration {
   return {
     ip_addresses: addresses.map((a) => ({ address: a.address, prefix: Number(a.prefix) })),
     gateway: (s.gateway as string | undefined) ?? '',
-    method: (s.method as string | undefined) ?? 'auto',
+    method: (s.method as IpConfiguration['method'] | undefined) ?? 'auto', // ipv4.method takes exactly the API's five (nm-settings-dbus(5))
     dns: ((s.dns as number[] | undefined) ?? []).map(dnsToDotted),
     never_default: (s['never-default'] as boolean | undefined) ?? false,
   }

@@ -1,6 +1,8 @@
 // The safety net for address changes on a tethered vehicle: after a change that alters an active
 // address, if no API client is heard from within the window, the previous configuration comes back.
 // One change is watched at a time; a client heard after the change confirms it.
+import type { Static } from '@sinclair/typebox'
+import type { PendingChangeModel } from '../../core/schemas'
 import { NetworkError } from './errors'
 
 export interface WatchedChange {
@@ -40,6 +42,9 @@ interface Watch {
   failures: number
 }
 
+/** The watched change as GET /api/network/rollback shows it; the phase is one of the guard's own. */
+export type PendingChange = Static<typeof PendingChangeModel> & { phase: Watch['phase'] }
+
 export class RollbackGuard {
   private watch: Watch | null = null
   private timer: ReturnType<typeof setInterval> | null = null
@@ -48,7 +53,7 @@ export class RollbackGuard {
   constructor(private options: RollbackOptions) {}
 
   /** The change being watched, for health and the UI. */
-  pending(): { description: string; interfaces: string[]; phase: Watch['phase']; seconds_left: number } | null {
+  pending(): PendingChange | null {
     const w = this.watch
     if (!w) return null
     return { description: w.change.description, interfaces: w.change.interfaces, phase: w.phase, seconds_left: Math.max(0, Math.ceil((w.deadline - Date.now()) / 1000)) }

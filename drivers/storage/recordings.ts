@@ -6,6 +6,8 @@
 import { lstat, mkdir, readdir, realpath, rename, unlink } from 'node:fs/promises'
 import { realpathSync, statfsSync, type Stats } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
+import type { Static } from '@sinclair/typebox'
+import type { DiskModel } from '../../core/schemas'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
 import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from './naming'
@@ -44,11 +46,7 @@ export interface ListedRecording extends Recording {
   in_progress?: true
 }
 
-export interface DiskUsage {
-  total: number
-  used: number
-  free: number
-}
+export type DiskUsage = Static<typeof DiskModel>
 
 const pad = (n: number) => String(n).padStart(2, '0')
 const localTime = (ms: number) => {

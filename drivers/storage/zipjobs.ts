@@ -7,28 +7,17 @@
 // (identity check → ZipError 'changed') or, if it happens mid-transfer, by the identity check as
 // each file's turn comes and by the length and CRC re-computed while streaming: the transfer is then
 // cut short, so no client mistakes it for a complete archive.
+import type { Static } from '@sinclair/typebox'
 import { lstat, open } from 'node:fs/promises'
 // zlib's CRC-32 folds with carry-less multiplies: about 12× Bun.hash.crc32 here (10 vs 123 ms for 512 MiB).
 import { crc32 } from 'node:zlib'
+import type { ZipStatusModel } from '../../core/schemas'
 import { fileIdentity, type RecordingFile } from './recordings'
 import { planZip, type ZipPlan } from './zip'
 
-export type ZipState = 'preparing' | 'ready' | 'downloading' | 'failed' | 'cancelled'
-
-export interface ZipStatus {
-  token: string
-  state: ZipState
-  files: string[]
-  /** Bytes of the first (CRC) pass done, and of the files in total. */
-  bytes_done: number
-  bytes_total: number
-  /** Exact archive length, known once the job is ready. */
-  archive_size: number | null
-  /** Archive bytes sent by the download in progress (or the last one). */
-  downloaded: number
-  error: string | null
-  expires_at: string
-}
+/** A job's state as the API reports it, without the links the recordings plugin adds. */
+export type ZipStatus = Omit<Static<typeof ZipStatusModel>, 'status_url' | 'download_url'>
+export type ZipState = ZipStatus['state']
 
 export class ZipError extends Error {
   constructor(

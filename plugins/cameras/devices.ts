@@ -1,19 +1,19 @@
 // The device logic, once, above any CameraBackend: identity and settings restore, controls, streams,
 // leader/follower groups, external management. Mutations run one at a time (a queue), reads never wait.
+import type { Static } from '@sinclair/typebox'
 import { conflict, fromDeviceError, notFound, valueError, HttpError } from '../../core/errors'
 import type { PluginContext } from '../../core/plugin'
 import { readPreferences } from '../../core/preferences'
+import type { ConfigureStreamRequest, DeviceModel, NotifyCameraRequest } from '../../core/schemas'
 import type {
   CameraBackend,
   Control,
   ControlValue,
   Endpoint,
-  EncodeType,
   GroupRole,
   RawDevice,
   Stream,
   StreamJob,
-  StreamType,
   VendorControl,
 } from '../../core/types'
 import { DeviceError } from '../../core/types'
@@ -206,7 +206,7 @@ export class DeviceManager {
     ].map((c) => ({ ...c, value: wireValue(c.value), flags: { ...c.flags, default_value: wireValue(c.flags.default_value) as number } }))
   }
 
-  toModel(entry: Present) {
+  toModel(entry: Present): Static<typeof DeviceModel> {
     const { raw } = entry
     const saved = this.settingsOf(entry)
     const streamer = this.ctx.registry.get('streamer')
@@ -325,14 +325,7 @@ export class DeviceManager {
 
   // ---- streams ----
 
-  configureStream(req: {
-    bus_info: string
-    stream_type: StreamType
-    encode_type: EncodeType
-    stream_format: { width: number; height: number; interval: { numerator: number; denominator: number } }
-    enabled: boolean
-    endpoints: Endpoint[]
-  }) {
+  configureStream(req: Static<typeof ConfigureStreamRequest>) {
     return this.serial(async () => {
       const entry = this.get(req.bus_info)
       const saved = this.settingsOf(entry)
@@ -491,7 +484,7 @@ export class DeviceManager {
 
   // ---- external management ----
 
-  notifyCamera(bus_info: string, event: 'DEVICE_MANAGED' | 'DEVICE_UNMANAGED' | 'STREAM_START') {
+  notifyCamera(bus_info: string, event: NonNullable<Static<typeof NotifyCameraRequest>['event']>) {
     return this.serial(async () => {
       const entry = this.get(bus_info)
       const saved = this.settingsOf(entry)

@@ -3,6 +3,7 @@
 import { Elysia } from 'elysia'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
+import { typed } from '../../core/validation'
 import {
   BusInfoRequest,
   ConfigureStreamRequest,
@@ -13,7 +14,7 @@ import {
   SetUVCControlRequest,
   SuccessModel,
 } from '../../core/schemas'
-import { t, type Static } from 'elysia'
+import { t } from 'elysia'
 import { DeviceManager } from './devices'
 
 export default definePlugin({
@@ -28,10 +29,7 @@ export default definePlugin({
       })
       .post(
         '/api/devices/set_uvc_control',
-        ({ body }) => {
-          const b = body as Static<typeof SetUVCControlRequest>
-          return devices.setControl(b.bus_info, b.control_id, b.value)
-        },
+        typed({ body: SetUVCControlRequest }, ({ body }) => devices.setControl(body.bus_info, body.control_id, body.value)),
         {
           ...docs({
             tag,
@@ -46,18 +44,12 @@ export default definePlugin({
       )
       .post(
         '/api/devices/add_follower',
-        ({ body }) => {
-          const b = body as Static<typeof FollowerRequest>
-          return devices.addFollower(b.leader_bus_info, b.follower_bus_info, false)
-        },
+        typed({ body: FollowerRequest }, ({ body }) => devices.addFollower(body.leader_bus_info, body.follower_bus_info, false)),
         { ...docs({ tag, summary: 'Add a follower to a leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503, 507] }) },
       )
       .post(
         '/api/devices/external/add_follower',
-        ({ body }) => {
-          const b = body as Static<typeof FollowerRequest>
-          return devices.addFollower(b.leader_bus_info, b.follower_bus_info, true)
-        },
+        typed({ body: FollowerRequest }, ({ body }) => devices.addFollower(body.leader_bus_info, body.follower_bus_info, true)),
         {
           ...docs({
             tag,
@@ -70,18 +62,12 @@ export default definePlugin({
       )
       .post(
         '/api/devices/remove_follower',
-        ({ body }) => {
-          const b = body as Static<typeof FollowerRequest>
-          return devices.removeFollower(b.leader_bus_info, b.follower_bus_info)
-        },
+        typed({ body: FollowerRequest }, ({ body }) => devices.removeFollower(body.leader_bus_info, body.follower_bus_info)),
         { ...docs({ tag, summary: 'Remove a follower from its leader', body: FollowerRequest, ok: SuccessModel, errors: [404, 409, 503, 507] }) },
       )
       .post(
         '/api/devices/external/notify_camera',
-        ({ body }) => {
-          const b = body as Static<typeof NotifyCameraRequest>
-          return devices.notifyCamera(b.bus_info, b.event ?? 'DEVICE_MANAGED')
-        },
+        typed({ body: NotifyCameraRequest }, ({ body }) => devices.notifyCamera(body.bus_info, body.event ?? 'DEVICE_MANAGED')),
         {
           ...docs({
             tag,
@@ -93,7 +79,7 @@ export default definePlugin({
           }),
         },
       )
-      .post('/api/devices/restart_stream', ({ body }) => devices.restartStream((body as Static<typeof BusInfoRequest>).bus_info), {
+      .post('/api/devices/restart_stream', typed({ body: BusInfoRequest }, ({ body }) => devices.restartStream(body.bus_info)), {
         ...docs({
           tag,
           summary: "Restart a device's stream (enables it; a follower restarts its leader's group)",
@@ -102,7 +88,7 @@ export default definePlugin({
           errors: [404, 409, 503, 507],
         }),
       })
-      .post('/api/devices/configure_stream', ({ body }) => devices.configureStream(body as Static<typeof ConfigureStreamRequest>), {
+      .post('/api/devices/configure_stream', typed({ body: ConfigureStreamRequest }, ({ body }) => devices.configureStream(body)), {
         ...docs({
           tag,
           summary: 'Configure, and start or stop, a device stream',
@@ -112,15 +98,12 @@ export default definePlugin({
           errors: [404, 409, 503, 507],
         }),
       })
-      .post('/api/devices/unconfigure_stream', ({ body }) => devices.unconfigureStream((body as Static<typeof BusInfoRequest>).bus_info), {
+      .post('/api/devices/unconfigure_stream', typed({ body: BusInfoRequest }, ({ body }) => devices.unconfigureStream(body.bus_info)), {
         ...docs({ tag, summary: 'Stop a stream and clear its endpoints', body: BusInfoRequest, ok: SuccessModel, errors: [404, 507] }),
       })
       .post(
         '/api/devices/set_nickname',
-        ({ body }) => {
-          const b = body as Static<typeof SetNicknameRequest>
-          return devices.setNickname(b.bus_info, b.nickname)
-        },
+        typed({ body: SetNicknameRequest }, ({ body }) => devices.setNickname(body.bus_info, body.nickname)),
         { ...docs({ tag, summary: 'Name a device', body: SetNicknameRequest, ok: SuccessModel, errors: [404, 507] }) },
       )
   },

@@ -1,10 +1,11 @@
 // Simulated cameras (--simulate [preset]): a camera backend for demos and contract tests, plus routes
 // that let a black-box test or a demo plug, unplug and break them.
-import { Elysia, t, type Static } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { conflict, notFound } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { Enum } from '../../core/schemas'
+import { typed } from '../../core/validation'
 import { MockCameraBackend } from '../../drivers/mock/backend'
 import { PRESETS } from '../../drivers/mock/cameras'
 
@@ -31,31 +32,29 @@ export default definePlugin({
       .get('/api/mock/devices', () => backend.describe(), { ...docs({ tag, summary: 'Simulated devices, plugged or not' }) })
       .post(
         '/api/mock/unplug',
-        ({ body }) => {
-          if (!backend.unplug((body as Static<typeof UnplugRequest>).bus_info)) throw notFound(`No plugged simulated device at '${(body as Static<typeof UnplugRequest>).bus_info}'`)
+        typed({ body: UnplugRequest }, ({ body }) => {
+          if (!backend.unplug(body.bus_info)) throw notFound(`No plugged simulated device at '${body.bus_info}'`)
           return { success: true }
-        },
+        }),
         { ...docs({ tag, summary: 'Unplug a simulated camera', body: UnplugRequest, errors: [404] }) },
       )
       .post(
         '/api/mock/plug',
-        ({ body }) => {
-          const b = body as Static<typeof PlugRequest>
+        typed({ body: PlugRequest }, ({ body: b }) => {
           const outcome = backend.plug(b.bus_info, b.new_bus_info)
           if (outcome === 'unknown') throw notFound(`No simulated device was ever at '${b.bus_info}'`)
           if (outcome === 'already') throw conflict(`The simulated device at '${b.bus_info}' is already plugged`)
           if (outcome === 'port_taken') throw conflict(`Port '${b.new_bus_info}' is taken by another simulated device`)
           return { success: true }
-        },
+        }),
         { ...docs({ tag, summary: 'Plug a simulated camera back in, optionally on another port', body: PlugRequest, errors: [404, 409] }) },
       )
       .post(
         '/api/mock/fail',
-        ({ body }) => {
-          const b = body as Static<typeof FailRequest>
+        typed({ body: FailRequest }, ({ body: b }) => {
           if (!backend.injectFailure(b.bus_info, b.errno, b.count, b.control_id)) throw notFound(`No plugged simulated device at '${b.bus_info}'`)
           return { success: true }
-        },
+        }),
         { ...docs({ tag, summary: 'Make the next control transfers of a simulated camera fail with an errno', body: FailRequest, errors: [404] }) },
       )
   },

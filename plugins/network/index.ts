@@ -1,13 +1,14 @@
 // The network plugin: spec operations 7–9 (wired devices, connection profiles, update a profile's ipv4),
 // activate_profile, and the rollback status, over NetworkManager on the system D-Bus. A missing
 // NetworkManager makes these routes answer 503 and nothing else in the service notices.
-import { Elysia, t, type Static } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { conflict, HttpError, notFound, unavailable, valueError } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin, type PeriscopePlugin } from '../../core/plugin'
-import { ConnectionProfileModel, IpConfiguration, WiredDeviceModel } from '../../core/schemas'
+import { ConnectionProfileModel, IpConfiguration, RollbackStatus, WiredDeviceModel } from '../../core/schemas'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { NetworkError } from '../../drivers/networkmanager/errors'
+import { typed } from '../../core/validation'
 import { ipConfiguration } from './validate'
 
 const ProfileQuery = t.Object({ path: t.String({ description: 'the profile\'s NetworkManager settings object path, as in connection_profiles' }) })
@@ -20,12 +21,6 @@ const ChangeAnswer = t.Object({
   rollback_seconds: t.Union([t.Integer(), t.Null()], {
     description: 'when the change altered an active address: seconds within which an API client must be heard from, or the previous configuration comes back',
   }),
-})
-const RollbackStatus = t.Object({
-  pending: t.Union([
-    t.Object({ description: t.String(), interfaces: t.Array(t.String()), phase: t.String(), seconds_left: t.Integer() }),
-    t.Null(),
-  ]),
 })
 
 /** NetworkError → the service's error model. */
@@ -89,11 +84,11 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
         })
         .post(
           '/api/network/update_connection_profile',
-          async ({ body, query }) => {
-            const ipv4 = ipConfiguration(body as Static<typeof IpConfiguration>)
-            await mapped(() => backend.updateProfile((query as Static<typeof ProfileQuery>).path, ipv4), body)
+          typed({ body: IpConfiguration, query: ProfileQuery }, async ({ body, query }) => {
+            const ipv4 = ipConfiguration(body)
+            await mapped(() => backend.updateProfile(query.path, ipv4), body)
             return { status: true, rollback_seconds: rollbackSeconds() }
-          },
+          }),
           {
             ...docs({
               tag,
@@ -110,11 +105,10 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
         )
         .post(
           '/api/network/wired/activate_profile',
-          async ({ body }) => {
-            const b = body as Static<typeof ActivateRequest>
-            await mapped(() => backend.activateProfile(b.interface, b.path), body)
+          typed({ body: ActivateRequest }, async ({ body }) => {
+            await mapped(() => backend.activateProfile(body.interface, body.path), body)
             return { status: true, rollback_seconds: rollbackSeconds() }
-          },
+          }),
           {
             ...docs({
               tag,

@@ -1,11 +1,7 @@
 // The rule of an IpConfiguration body that a schema cannot say (method manual needs an address), reported
 // the way pydantic reports a failing validator (type value_error).
-import type { Static } from 'elysia'
 import { RequestValidationError, type PydanticError } from '../../core/errors'
-import type { IpConfiguration as IpConfigurationSchema } from '../../core/schemas'
 import type { IpConfiguration } from '../../core/types'
-
-type Body = Static<typeof IpConfigurationSchema>
 
 const valueError = (loc: (string | number)[], why: string, input: unknown): PydanticError => ({
   type: 'value_error',
@@ -19,7 +15,7 @@ const valueError = (loc: (string | number)[], why: string, input: unknown): Pyda
  * Checks a schema-valid body (the schema already holds the methods, address syntax and prefix range)
  * and returns it in the driver's shape (no gateway = '').
  */
-export function ipConfiguration(body: Body): IpConfiguration {
+export function ipConfiguration(body: IpConfiguration): IpConfiguration {
   const errors: PydanticError[] = []
   if (body.method === 'manual' && body.ip_addresses.length === 0)
     errors.push(valueError(['body', 'ip_addresses'], "method 'manual' needs at least one address", body.ip_addresses))

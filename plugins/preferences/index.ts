@@ -3,8 +3,9 @@ import { Elysia } from 'elysia'
 import { callerAddress } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import { readPreferences, savePreferences, type Preferences } from '../../core/preferences'
+import { readPreferences, savePreferences } from '../../core/preferences'
 import { PreferencesModel, RecommendedHostModel, SuccessModel } from '../../core/schemas'
+import { typed } from '../../core/validation'
 
 export default definePlugin({
   name: 'preferences',
@@ -14,12 +15,11 @@ export default definePlugin({
       .get('/api/preferences', () => readPreferences(store), { ...docs({ tag, summary: 'The saved preferences', ok: PreferencesModel }) })
       .post(
         '/api/preferences/save_preferences',
-        ({ body }) => {
-          const prefs = body as Preferences
+        typed({ body: PreferencesModel }, ({ body: prefs }) => {
           savePreferences(store, prefs)
           events.emit('preferences_updated', prefs)
           return { success: true }
-        },
+        }),
         { ...docs({ tag, summary: 'Save the preferences (replaces them whole; missing fields take their defaults)', body: PreferencesModel, ok: SuccessModel, errors: [507] }) },
       )
       .get(

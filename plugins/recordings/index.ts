@@ -7,26 +7,13 @@ import { HttpError, RequestValidationError, conflict, notFound, valueError } fro
 import { hangUpSignal, isHead, streamResponse } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import { RecordingModel } from '../../core/schemas'
+import { typed } from '../../core/validation'
+import { DiskModel, RecordingModel, ZipStatusModel } from '../../core/schemas'
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
 import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../drivers/storage/naming'
 
 const RecordingList = t.Array(RecordingModel, { description: 'Newest first. A recording still being written also carries `in_progress: true`.' })
-const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
-const ZipStatusModel = t.Object({
-  token: t.String(),
-  state: t.Union([t.Literal('preparing'), t.Literal('ready'), t.Literal('downloading'), t.Literal('failed'), t.Literal('cancelled')]),
-  files: t.Array(t.String()),
-  bytes_done: t.Integer({ description: 'bytes of the preparing pass (CRC-32) done' }),
-  bytes_total: t.Integer(),
-  archive_size: t.Union([t.Integer(), t.Null()], { description: 'exact archive length once ready' }),
-  downloaded: t.Integer(),
-  error: t.Union([t.String(), t.Null()]),
-  expires_at: t.String(),
-  status_url: t.String(),
-  download_url: t.String(),
-})
 
 // What the store refuses (drivers/storage/naming.ts), said in the document so clients never send it.
 const RecordingName = t.String({
@@ -44,6 +31,8 @@ const NewRecordingName = t.String({
   description: `the new file name with the same extension: as a recording name, and none of : * ? " < > |, no space at either end; at most ${MAX_NAME_BYTES} bytes in UTF-8`,
 })
 const TokenParam = t.String({ minLength: 1, examples: ['0123456789abcdef0123456789abcdef'] })
+const ZipRequest = t.Array(RecordingName, { minItems: 1 })
+const ZipDownloadQuery = t.Object({ token: TokenParam })
 
 const CRC_NAMESPACE = 'recordings.crc32'
 
@@ -175,13 +164,13 @@ export default definePlugin({
       })
       .post(
         '/api/recordings/zip/prepare',
-        ({ body }) =>
+        typed({ body: ZipRequest }, ({ body }) =>
           mapped(async () => {
             const s = await dir()
             const chosen = new Map<string, RecordingFile>()
             const missing: string[] = []
             const invalid: RequestValidationError['errors'] = []
-            for (const [i, name] of (body as string[]).entries()) {
+            for (const [i, name] of body.entries()) {
               try {
                 const f = await s.find(name)
                 chosen.set(f.fileName, f)
@@ -199,6 +188,7 @@ export default definePlugin({
             const status = jobs.prepare([...chosen.values()])
             return { ...status, ...links(status.token) }
           }),
+        ),
         {
           ...docs({
             tag: 'recordings',
@@ -207,7 +197,7 @@ export default definePlugin({
               'A background pass computes each CRC-32 (progress on GET /api/recordings/zip/{token} and `zip_progress` events); ' +
               'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, whose exact length is known up front (Content-Length, also X-Archive-Size and archive_size). ' +
               'No temporary file is written. Unused tokens expire (--zip-token-ttl).',
-            body: t.Array(RecordingName, { minItems: 1 }),
+            body: ZipRequest,
             ok: ZipStatusModel,
             errors: [404, 409, 503],
           }),
@@ -215,10 +205,10 @@ export default definePlugin({
       )
       .get(
         '/api/recordings/zip/download',
-        async ({ query, request }) =>
+        typed({ query: ZipDownloadQuery }, async ({ query, request }) =>
           mapped(async () => {
             const s = await dir()
-            const token = (query as { token: string }).token
+            const token = query.token
             jobs.status(token) // 404 before waiting when the token is unknown
             const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), hangUpSignal(request))
             const headers = {
@@ -233,6 +223,7 @@ export default definePlugin({
             if (isHead(request)) return new Response(null, { headers })
             return streamResponse(body, { headers })
           }),
+        ),
         {
           ...docs({
             tag: 'recordings',
@@ -240,7 +231,7 @@ export default definePlugin({
             description:
               'A recording renamed, deleted or changed since prepare answers 409; if that happens during the transfer, the transfer is cut short of its Content-Length, so no client takes it for a whole archive. ' +
               'Content-Length is exact (also in X-Archive-Size); HEAD answers it without reading any recording.',
-            query: t.Object({ token: TokenParam }),
+            query: ZipDownloadQuery,
             ok: { content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
             errors: [404, 409, 503],
           }),
@@ -280,7 +271,7 @@ export default definePlugin({
             serveFile(
               await (await dir()).find(params.name),
               request,
-              ['true', '1', 'yes'].includes(String((query as Record<string, string>).download).toLowerCase()),
+              ['true', '1', 'yes'].includes(String(query.download).toLowerCase()),
             ),
           ),
         {
