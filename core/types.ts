@@ -170,7 +170,24 @@ export interface Streamer {
   frameDrops(bus_info: string): number
   /** Absolute paths of recording files being written right now (rename/delete refuse them). */
   activeRecordings(): string[]
+  /** The live RTP of a job that runs (keyed by the leader's bus_info), for viewers; null when none runs. */
+  live(bus_info: string): LiveTap | null
   stopAll(): Promise<void>
+}
+
+/**
+ * A running stream's RTP, one stream per member (0 = leader), as it leaves the camera's pipeline:
+ * H.264 with payload type 96 or JPEG with 26. Viewers subscribe and unsubscribe without touching the
+ * pipeline. Packets keep the pipeline's RTP sequence numbers and timestamps (a child restart starts new ones).
+ */
+export interface LiveTap {
+  readonly encoding: 'H264' | 'JPEG'
+  readonly width: number
+  readonly height: number
+  readonly fps: number
+  readonly members: number
+  /** Every RTP packet of member `member` from now on; returns the unsubscribe. */
+  subscribe(member: number, onPacket: (packet: Uint8Array) => void): () => void
 }
 
 // ---- network (drivers/networkmanager) ----

@@ -33,6 +33,8 @@ export interface PipelineOptions {
   bitrateKbps?: number
   /** Leave out the monitoring identities (the benchmark's bare baseline). */
   bare?: boolean
+  /** Per member, the loopback port of the service's live tap (tap.ts): one more copy of its RTP. */
+  tapPorts?: number[]
 }
 
 /** gst-launch-1.0 pipeline tokens (one argv element each), or null when the job streams nothing. */
@@ -53,10 +55,15 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
     tokens.push(...sourceTokens(job, member, i))
     if (!options.bare) tokens.push('!', ...monitorTokens(i))
     tokens.push(...encodeTokens(job, member, options))
+    const tap = options.tapPorts?.[i]
     if (stream.stream_type === 'UDP') {
       tokens.push('!', ...payloaderTokens(job, group))
-      const clients = memberEndpoints(stream.endpoints, i).map((e) => `${e.host}:${e.port}`).join(',')
+      const clients = [...memberEndpoints(stream.endpoints, i), ...(tap ? [{ host: '127.0.0.1', port: tap }] : [])].map((e) => `${e.host}:${e.port}`).join(',')
       tokens.push('!', 'multiudpsink', `clients=${clients}`, 'sync=false', 'async=false')
+    } else if (tap) {
+      // The file gets the frames; the tap a copy as RTP. A leaky queue: a tap that lags never holds the file back.
+      tokens.push('!', 'tee', `name=tee${i}`, '!', 'queue', '!', 'mux.')
+      tokens.push(`tee${i}.`, '!', 'queue', 'leaky=downstream', 'max-size-buffers=200', '!', ...payloaderTokens(job, group), '!', 'udpsink', 'host=127.0.0.1', `port=${tap}`, 'sync=false', 'async=false')
     } else {
       tokens.push('!', 'queue', '!', 'mux.')
     }

@@ -59,7 +59,8 @@ export class StreamRunner {
   private dropsReported = -1
   private readonly frameNs: number
 
-  constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks) {
+  /** `tapPorts`: per member, the loopback port of the job's live tap (tap.ts), which outlives child restarts. */
+  constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks, private readonly tapPorts?: number[]) {
     this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
   }
 
@@ -127,7 +128,7 @@ export class StreamRunner {
     }
     let tokens: string[] | null
     try {
-      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps })
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts })
     } catch (err) {
       this.wanted = false
       return this.setState('error', (err as Error).message)

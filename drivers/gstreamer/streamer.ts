@@ -1,10 +1,11 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
 import type { Logger } from '../../core/log'
-import type { StreamJob, StreamStatus, Streamer } from '../../core/types'
+import type { LiveTap, StreamJob, StreamStatus, Streamer } from '../../core/types'
 import { guardChildren } from './children'
 import type { FrameSync } from './framesync'
 import { fps } from './pipeline'
 import { StreamRunner, type RunnerOptions } from './runner'
+import { RtpTap } from './tap'
 
 export interface GstStreamerOptions extends Partial<RunnerOptions> {
   log: Logger
@@ -18,6 +19,8 @@ const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
 export class GstStreamer implements Streamer {
   readonly name = 'gstreamer'
   private runners = new Map<string, StreamRunner>()
+  /** Per running job, its live tap (viewers subscribe here; tap.ts). */
+  private taps = new Map<string, RtpTap>()
   /** Per job, the start/stop in progress: calls for one bus_info run one after the other. */
   private pending = new Map<string, Promise<void>>()
   private readonly runnerOptions: RunnerOptions
@@ -41,6 +44,8 @@ export class GstStreamer implements Streamer {
     return this.serial(job.bus_info, async () => {
       await this.stopRunner(job.bus_info)
       const log = this.options.log.child({ bus_info: job.bus_info })
+      const tap = await RtpTap.open(job)
+      this.taps.set(job.bus_info, tap)
       const runner = new StreamRunner(job, this.runnerOptions, {
         log,
         onState: (status) => {
@@ -48,7 +53,7 @@ export class GstStreamer implements Streamer {
           this.updateFrameSync()
         },
         onDrops: (num_drops) => this.options.emit('frame_stats', { bus_info: job.bus_info, num_drops }),
-      })
+      }, tap.ports)
       this.runners.set(job.bus_info, runner)
       runner.start()
       this.updateFrameSync()
@@ -65,6 +70,10 @@ export class GstStreamer implements Streamer {
 
   frameDrops(bus_info: string): number {
     return this.runners.get(bus_info)?.drops ?? 0
+  }
+
+  live(bus_info: string): LiveTap | null {
+    return this.taps.get(bus_info) ?? null
   }
 
   activeRecordings(): string[] {
@@ -98,6 +107,8 @@ export class GstStreamer implements Streamer {
     if (!runner) return
     this.runners.delete(bus_info)
     await runner.stop()
+    this.taps.get(bus_info)?.close()
+    this.taps.delete(bus_info)
     this.updateFrameSync()
   }
 

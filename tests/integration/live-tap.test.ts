@@ -1,0 +1,65 @@
+// The live tap (drivers/gstreamer/tap.ts): a running stream's RTP reaches the service beside its
+// endpoints, for UDP and RECORDING jobs alike, one tap per member; viewers subscribing and leaving
+// never cost the configured endpoint a packet.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { existsSync, statSync } from 'node:fs'
+import { freePort, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+
+const { streamer } = testStreamer()
+beforeAll(() => requireGStreamer())
+afterAll(() => streamer.stopAll())
+
+/** RTP sequence numbers of one subscriber, in arrival order. */
+function watch(tap: NonNullable<ReturnType<typeof streamer.live>>, member: number) {
+  const seqs: number[] = []
+  const payloadTypes = new Set<number>()
+  const stop = tap.subscribe(member, (p) => {
+    seqs.push((p[2]! << 8) | p[3]!)
+    payloadTypes.add(p[1]! & 0x7f)
+  })
+  return { seqs, payloadTypes, stop }
+}
+
+test('a UDP stream: the tap carries the RTP the endpoint gets, with no gap while fifty viewers come and go (the child is never touched)', async () => {
+  const port = freePort()
+  const endpoint = await RtpCounter.open(port)
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP', ports: [port] })
+  try {
+    expect(streamer.live(job.bus_info)).toBeNull()
+    await streamer.start(job)
+    const tap = streamer.live(job.bus_info)!
+    expect(tap).toMatchObject({ encoding: 'H264', width: 320, height: 240, fps: 30, members: 1 })
+    const first = watch(tap, 0)
+    await waitFor('packets at the tap', () => first.seqs.length > 30, 15_000)
+    expect([...first.payloadTypes]).toEqual([96])
+    // Fifty viewers join and leave while the stream runs.
+    for (let i = 0; i < 50; i++) watch(tap, 0).stop()
+    const before = endpoint.packets
+    await waitFor('more packets at the endpoint', () => endpoint.packets > before + 60, 15_000)
+    first.stop()
+    // The tap is a copy of what the endpoint receives: consecutive sequence numbers, none missing.
+    const gaps = first.seqs.slice(1).filter((seq, i) => seq !== ((first.seqs[i]! + 1) & 0xffff))
+    expect(gaps).toEqual([])
+    expect(endpoint.packets).toBeGreaterThanOrEqual(first.seqs.length)
+  } finally {
+    await streamer.stop(job.bus_info)
+    endpoint.close()
+  }
+  expect(streamer.live(job.bus_info)).toBeNull()
+}, 40_000)
+
+test('a group recording: one tap per member (JPEG for MJPG), and the file is still written', async () => {
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'RECORDING', members: 2 })
+  try {
+    await streamer.start(job)
+    const tap = streamer.live(job.bus_info)!
+    expect(tap).toMatchObject({ encoding: 'JPEG', members: 2 })
+    const members = [watch(tap, 0), watch(tap, 1)]
+    await waitFor('packets from both members', () => members.every((m) => m.seqs.length > 10), 15_000)
+    expect(members.map((m) => [...m.payloadTypes])).toEqual([[26], [26]])
+    const file = await waitFor('the recording file', () => streamer.activeRecordings()[0], 15_000)
+    await waitFor('the recording grows', () => existsSync(file) && statSync(file).size > 10_000, 15_000)
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 40_000)
