@@ -106,7 +106,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   process.env.PERISCOPE_FRAME_SYNC_PORT = port
   const dataDir = tempDir()
   const store = SettingsStore.open(dataDir)
-  store.set('preferences', 'current', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
+  store.set('preferences', 'current', { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
   const registry = new Registry()
   const events = new EventBus()
   const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
@@ -124,7 +124,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   events.subscribe((e) => e.type === 'stream_error' && seen.push(e.data))
   await streamer.start(group)
   await waitFor('16,30 (15 fps + offset 1)', () => board.lines.includes('16,30'), 5000)
-  events.emit('preferences_updated', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: -1 })
+  events.emit('preferences_updated', { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: -1 })
   await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 3000)
   await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
   expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
