@@ -4,11 +4,11 @@
 // card remounted read-only: the service starts with the saved settings and says why nothing can change.
 // Needs root (mount); the integration tier runs as root.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { BRIGHTNESS, controlOf, device, WEBCAM } from '../contract/setup'
-import { startTestServer, tempDir, type TestServer } from '../helpers'
+import { startTestServer, tempDir, until, type TestServer } from '../helpers'
 let card: string
 let work: string
 
@@ -31,6 +31,11 @@ const start = async () =>
     dataDir: card,
     config: { simulate: 'default' },
   })
+/** An empty card (no settings database, no recordings): each test starts from it, whatever the last one left. */
+function freshCard(): void {
+  for (const name of readdirSync(card)) rmSync(join(card, name), { recursive: true, force: true })
+  mkdirSync(join(card, 'recordings'))
+}
 /** Fills the card with a "recording" until ENOSPC. */
 const fill = () => Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(card, 'recordings', 'dive.mkv')}`, 'bs=4k'])
 const prefs = (host: string) => ({ default_stream: { host, port: 5600 }, suggest_host: false, frequency_offset: 0 })
@@ -56,6 +61,7 @@ async function roomAgainThenRestart(s: TestServer, host: string): Promise<void> 
 
 describe('on a full card', () => {
   test('running: writes are 507 saying what to do, the API shows only what is saved, and deleting a recording makes room', async () => {
+    freshCard()
     const s = await start()
     try {
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.10'))).status).toBe(200)
@@ -86,8 +92,8 @@ describe('on a full card', () => {
       // The pilot deletes a recording: room again, and saving works.
       const deleted = await s.call('DELETE', '/api/recordings/dive.mkv')
       expect(deleted.status).toBe(200)
-      await Bun.sleep(1000) // health looks again at most once a second
-      expect((await s.call('GET', '/api/health')).body).toMatchObject({ settings: { state: 'ok' } }) // before any save
+      // Health looks at the card again at most once a second: wait for it to see the room (before any save).
+      await until('health to see room on the card', () => s.call('GET', '/api/health'), (r) => r.body.settings?.state === 'ok', 10_000)
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.11'))).status).toBe(200)
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
       expect((await s.call('GET', '/api/health')).body.settings).toEqual({ state: 'ok' })
@@ -97,6 +103,14 @@ describe('on a full card', () => {
   })
 
   test('restarting: the service starts, reads the saved settings, lists its cameras, and saves once there is room', async () => {
+    freshCard()
+    const before = await start()
+    try {
+      expect((await before.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.11'))).status).toBe(200)
+      expect((await before.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
+    } finally {
+      await before.stop()
+    }
     fill()
     const s = await start()
     try {
@@ -112,9 +126,7 @@ describe('on a full card', () => {
   })
 
   test('a first start on a full card (no settings database yet): it runs on defaults and saves once there is room', async () => {
-    rmSync(join(card, 'periscope.sqlite'), { force: true })
-    rmSync(join(card, 'periscope.sqlite-wal'), { force: true })
-    rmSync(join(card, 'periscope.sqlite-shm'), { force: true })
+    freshCard()
     fill()
     const s = await start()
     try {
@@ -133,6 +145,7 @@ describe('on a full card', () => {
   })
 
   test('a card remounted read-only: the service starts with the saved settings and says why nothing can be saved', async () => {
+    freshCard()
     const s = await start()
     try {
       expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.20'))).status).toBe(200)
