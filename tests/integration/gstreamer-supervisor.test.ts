@@ -65,9 +65,11 @@ test('backoff grows 1, 2, 4 s while a pipeline keeps failing, and resets after a
   }
   await killAndRecover(1)
   await killAndRecover(2)
-  // "Stable" is a duration: wait until this child has run longer than stableMs (from its running event).
+  // "Stable" is a duration: this child's run (from its running event) must outlast stableMs plus one tick
+  // of the runner's 1 s watchdog, which is what notices it. The watchdog's timer is due before this
+  // wait's last poll, in this same event loop, so it has run by then however loaded the machine is.
   const runningSince = events.filter((e) => e.type === 'stream_error' && e.data.bus_info === stable.bus_info && e.data.state === 'running').at(-1)!.at
-  await waitFor('a run longer than stableMs', () => Date.now() - runningSince > 1500 + 500, 10_000)
+  await waitFor('a run longer than stableMs and a watchdog tick', () => Date.now() - runningSince > 1500 + 1000 + 250, 10_000)
   process.kill(streamer.pid(stable.bus_info)!, 'SIGKILL')
   await waitFor('backoff 1 s', () => /restarting in 1 s/.test(streamer.status(stable.bus_info).error ?? ''), 8000, 10)
   await streamer.stop(stable.bus_info)

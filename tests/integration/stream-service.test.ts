@@ -2,7 +2,7 @@
 // HTTP makes a receiver decode frames, restart_stream brings them back within 2 s, a recording lands
 // in the recordings dir, and SIGTERM to the service leaves no gst process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { until } from '../helpers'
@@ -129,6 +129,29 @@ test('a RECORDING stream writes a Matroska file named after the device into the 
   expect(d.codec).toMatch(/H\.264/)
   expect([d.width, d.height]).toEqual([dev.width, dev.height])
 }, 45_000)
+
+test('restart_stream of a device as first seen streams to loopback (simulated cameras: a demo sends nothing off the machine)', async () => {
+  const service = await startService()
+  try {
+    const dev = (await service.call('GET', '/api/devices')).body.find((d: any) => d.stream.stream_type === 'UDP' && d.stream.encode_type !== 'NONE')
+    expect(dev.stream.endpoints).toEqual([{ host: '127.0.0.1', port: expect.any(Number) }])
+    expect((await service.call('POST', '/api/devices/restart_stream', { bus_info: dev.bus_info })).status).toBe(200)
+    // Where the child sends: its multiudpsink clients, from its own command line.
+    const [child] = await waitFor('a gst child', () => {
+      const c = gstChildrenOf(service.proc.pid)
+      return c.length ? c : null
+    }, 15_000)
+    const clients = readFileSync(`/proc/${child}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((arg) => arg.startsWith('clients='))
+      .flatMap((arg) => arg.slice('clients='.length).split(','))
+    expect(clients).toEqual([`127.0.0.1:${dev.stream.endpoints[0].port}`])
+    expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: dev.bus_info })).status).toBe(200)
+  } finally {
+    service.proc.kill('SIGTERM')
+    await service.proc.exited
+  }
+}, 60_000)
 
 test('SIGTERM to the service stops every gst child', async () => {
   const service = await startService()
