@@ -84,6 +84,8 @@ export interface ActiveFormat {
 
 export interface CameraBackend {
   readonly name: string
+  /** Simulated cameras (a demo or a test, not a vehicle): streams then default to loopback (core/preferences.ts). */
+  readonly simulated?: boolean
   /** Every device present now. */
   list(): Promise<RawDevice[]>
   /** Applies a control and resolves with the value the hardware holds afterwards. Throws DeviceError. */

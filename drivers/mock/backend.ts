@@ -74,6 +74,7 @@ class MockDevice {
 
 export class MockCameraBackend implements CameraBackend {
   readonly name = 'mock'
+  readonly simulated: boolean = true
   private devices: MockDevice[] = []
   private listeners = new Set<(c: { kind: 'added' | 'removed'; bus_info: string }) => void>()
 

@@ -265,7 +265,7 @@ export class DeviceManager {
 
   /** A port for a new device's default endpoint that no other device uses. */
   private freeEndpoint(): Endpoint {
-    const prefs = readPreferences(this.ctx.store)
+    const prefs = readPreferences(this.ctx.store, this.ctx.registry)
     const used = new Set([...this.settings.values()].flatMap((s) => s.stream.endpoints.map((e) => e.port)))
     let port = prefs.default_stream.port
     while (used.has(port)) port++

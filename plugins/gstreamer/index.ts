@@ -23,7 +23,7 @@ export default definePlugin({
       lifecycle({ health: () => ({ state: 'down', detail: INSTALL }) })
       return sdpRoutes(null)
     }
-    const offset = () => readPreferences(store).frequency_offset
+    const offset = () => readPreferences(store, registry).frequency_offset
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
     const fixedPort = process.env.PERISCOPE_FRAME_SYNC_PORT
     const frameSync = new FrameSync({

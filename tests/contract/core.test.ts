@@ -69,9 +69,9 @@ describe('server-sent events', () => {
       expect(added.at - t1).toBeLessThan(1000)
       await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'x' })
       await until(() => sse.events.some((e) => e.type === 'device_updated'), 1000)
-      await s.call('POST', '/api/preferences/save_preferences', { default_stream: { host: '10.0.0.2', port: 5600 } })
+      await s.call('POST', '/api/preferences/save_preferences', { default_stream: { host: '127.0.0.2', port: 5600 } })
       await until(() => sse.events.some((e) => e.type === 'preferences_updated'), 1000)
-      expect(sse.events.find((e) => e.type === 'preferences_updated')!.data.default_stream.host).toBe('10.0.0.2')
+      expect(sse.events.find((e) => e.type === 'preferences_updated')!.data.default_stream.host).toBe('127.0.0.2')
     } finally {
       sse.close()
     }
@@ -82,9 +82,11 @@ describe('preferences', () => {
   test('defaults, save replaces whole, read back, recommended host', async () => {
     const fresh = await startContractServer()
     try {
-      expect(await fresh.call('GET', '/api/preferences')).toMatchObject({ status: 200, body: { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: 0 } })
+      // Simulated cameras: the default stream host is loopback (tests/contract/loopback.test.ts).
+      expect(await fresh.call('GET', '/api/preferences')).toMatchObject({ status: 200, body: { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: 0 } })
       expect(await fresh.call('POST', '/api/preferences/save_preferences', { suggest_host: false, frequency_offset: 0.5 })).toMatchObject({ status: 200, body: { success: true } })
-      expect((await fresh.call('GET', '/api/preferences')).body).toEqual({ default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: false, frequency_offset: 0.5 })
+      // Left out of a save, default_stream takes this machine's default: loopback, cameras being simulated.
+      expect((await fresh.call('GET', '/api/preferences')).body).toEqual({ default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: false, frequency_offset: 0.5 })
       expect(await fresh.call('GET', '/api/preferences/get_recommended_host')).toMatchObject({ status: 200, body: { host: '127.0.0.1' } })
     } finally {
       await fresh.stop()

@@ -115,7 +115,7 @@ describe('GET /api/devices (spec §2.1)', () => {
         device_path: '/dev/sim/video2',
         encode_type: 'H264',
         stream_type: 'UDP',
-        endpoints: [{ host: '192.168.2.1', port: 5600 }],
+        endpoints: [{ host: '127.0.0.1', port: 5600 }], // simulated cameras stream to loopback by default
         width: 1920,
         height: 1080,
         interval: { numerator: 1, denominator: 30 },
@@ -311,7 +311,7 @@ describe('streams without a streamer', () => {
       encode_type: 'H264',
       stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } },
       enabled: false,
-      endpoints: [{ host: '10.0.0.5', port: 5602 }],
+      endpoints: [{ host: '127.0.0.5', port: 5602 }],
       ...over,
     })
 
@@ -322,7 +322,7 @@ describe('streams without a streamer', () => {
         device_path: '/dev/sim/video2',
         encode_type: 'H264',
         stream_type: 'UDP',
-        endpoints: [{ host: '10.0.0.5', port: 5602 }],
+        endpoints: [{ host: '127.0.0.5', port: 5602 }],
         width: 1280,
         height: 720,
         interval: { numerator: 1, denominator: 25 },
@@ -377,7 +377,7 @@ describe('the SOFTWARE_H264 source rule (plugins/cameras/formats.ts)', () => {
         }
       })()
       expect(refusal?.errors[0]).toMatchObject({ loc: ['body', 'encode_type'], msg: expect.stringContaining('it offers SOFTWARE_H264, NONE') })
-      expect(defaultStream(raw, { host: '192.168.2.1', port: 5600 })).toMatchObject({ encode_type: 'SOFTWARE_H264', width: 320, height: 240 })
+      expect(defaultStream(raw, { host: '127.0.0.1', port: 5600 })).toMatchObject({ encode_type: 'SOFTWARE_H264', width: 320, height: 240 })
       // MJPG on any node is preferred over raw.
       const both = rawOnly([{ path: '/dev/video0', formats: { YUYV: yuyvSizes } }, { path: '/dev/video2', formats: { MJPG: yuyvSizes } }])
       expect(sourcePixelFormat(both, 'SOFTWARE_H264')).toBe('MJPG')
@@ -399,7 +399,7 @@ describe('the SOFTWARE_H264 source rule (plugins/cameras/formats.ts)', () => {
         encode_type: 'SOFTWARE_H264',
         stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 30 } },
         enabled: false,
-        endpoints: [{ host: '10.0.0.5', port: 5602 }],
+        endpoints: [{ host: '127.0.0.5', port: 5602 }],
       })
       expect(configured.status).toBe(200)
       expect((await device(s, WEBCAM)).stream).toMatchObject({ encode_type: 'SOFTWARE_H264', width: 1280, height: 720 })

@@ -19,7 +19,7 @@ describe('persistence', () => {
       let s = await startContractServer({ dataDir })
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Bow' })).status).toBe(200)
       expect((await s.call('POST', '/api/devices/set_uvc_control', { bus_info: EHD, control_id: BRIGHTNESS, value: 20 })).status).toBe(200)
-      const conf = { bus_info: EHD, stream_type: 'RECORDING', encode_type: 'H264', stream_format: H264_720, enabled: false, endpoints: [{ host: '10.1.1.1', port: 6000 }] }
+      const conf = { bus_info: EHD, stream_type: 'RECORDING', encode_type: 'H264', stream_format: H264_720, enabled: false, endpoints: [{ host: '127.0.0.3', port: 6000 }] }
       expect((await s.call('POST', '/api/devices/configure_stream', conf)).status).toBe(200)
       expect((await s.call('POST', '/api/devices/add_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })).status).toBe(200)
       await s.stop()
@@ -30,7 +30,7 @@ describe('persistence', () => {
         expect(ehd.nickname).toBe('Bow')
         // Restored to the (simulated) hardware, which starts at its default after a power cycle.
         expect(controlOf(ehd, BRIGHTNESS).value).toBe(20)
-        expect(ehd.stream).toMatchObject({ stream_type: 'RECORDING', width: 1280, height: 720, endpoints: [{ host: '10.1.1.1', port: 6000 }] })
+        expect(ehd.stream).toMatchObject({ stream_type: 'RECORDING', width: 1280, height: 720, endpoints: [{ host: '127.0.0.3', port: 6000 }] })
         expect((await device(s, LEADER)).followers).toEqual([FOLLOWER])
         expect((await device(s, FOLLOWER)).is_managed).toBe(true)
       } finally {

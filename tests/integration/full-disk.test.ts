@@ -4,11 +4,11 @@
 // card remounted read-only: the service starts with the saved settings and says why nothing can change.
 // Needs root (mount); the integration tier runs as root.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { BRIGHTNESS, controlOf, device, WEBCAM } from '../contract/setup'
-import { startTestServer, tempDir, type TestServer } from '../helpers'
+import { startTestServer, tempDir, until, type TestServer } from '../helpers'
 let card: string
 let work: string
 
@@ -31,6 +31,11 @@ const start = async () =>
     dataDir: card,
     config: { simulate: 'default' },
   })
+/** An empty card (no settings database, no recordings): each test starts from it, whatever the last one left. */
+function freshCard(): void {
+  for (const name of readdirSync(card)) rmSync(join(card, name), { recursive: true, force: true })
+  mkdirSync(join(card, 'recordings'))
+}
 /** Fills the card with a "recording" until ENOSPC. */
 const fill = () => Bun.spawnSync(['dd', 'if=/dev/zero', `of=${join(card, 'recordings', 'dive.mkv')}`, 'bs=4k'])
 const prefs = (host: string) => ({ default_stream: { host, port: 5600 }, suggest_host: false, frequency_offset: 0 })
@@ -56,17 +61,18 @@ async function roomAgainThenRestart(s: TestServer, host: string): Promise<void> 
 
 describe('on a full card', () => {
   test('running: writes are 507 saying what to do, the API shows only what is saved, and deleting a recording makes room', async () => {
+    freshCard()
     const s = await start()
     try {
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.10'))).status).toBe(200)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.10'))).status).toBe(200)
       fill()
       expect((await s.call('GET', '/api/recordings/disk')).body.free).toBeLessThan(8192)
 
-      const saved = await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.99'))
+      const saved = await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.99'))
       expect(saved.status).toBe(507)
       expect(saved.body.detail).toContain('is full')
       expect(saved.body.detail).toContain('delete recordings')
-      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.10')
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('127.0.0.10')
 
       const named = await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })
       expect(named.status).toBe(507)
@@ -86,9 +92,9 @@ describe('on a full card', () => {
       // The pilot deletes a recording: room again, and saving works.
       const deleted = await s.call('DELETE', '/api/recordings/dive.mkv')
       expect(deleted.status).toBe(200)
-      await Bun.sleep(1000) // health looks again at most once a second
-      expect((await s.call('GET', '/api/health')).body).toMatchObject({ settings: { state: 'ok' } }) // before any save
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.11'))).status).toBe(200)
+      // Health looks at the card again at most once a second: wait for it to see the room (before any save).
+      await until('health to see room on the card', () => s.call('GET', '/api/health'), (r) => r.body.settings?.state === 'ok', 10_000)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.11'))).status).toBe(200)
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
       expect((await s.call('GET', '/api/health')).body.settings).toEqual({ state: 'ok' })
     } finally {
@@ -97,10 +103,18 @@ describe('on a full card', () => {
   })
 
   test('restarting: the service starts, reads the saved settings, lists its cameras, and saves once there is room', async () => {
+    freshCard()
+    const before = await start()
+    try {
+      expect((await before.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.11'))).status).toBe(200)
+      expect((await before.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'bow' })).status).toBe(200)
+    } finally {
+      await before.stop()
+    }
     fill()
     const s = await start()
     try {
-      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.11')
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('127.0.0.11')
       expect((await webcam(s)).nickname).toBe('bow')
       expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
       expect((await s.call('GET', '/api/recordings')).body.map((r: any) => r.name)).toEqual(['dive'])
@@ -108,17 +122,15 @@ describe('on a full card', () => {
       await s.stop()
       throw e
     }
-    await roomAgainThenRestart(s, '192.168.2.12')
+    await roomAgainThenRestart(s, '127.0.0.12')
   })
 
   test('a first start on a full card (no settings database yet): it runs on defaults and saves once there is room', async () => {
-    rmSync(join(card, 'periscope.sqlite'), { force: true })
-    rmSync(join(card, 'periscope.sqlite-wal'), { force: true })
-    rmSync(join(card, 'periscope.sqlite-shm'), { force: true })
+    freshCard()
     fill()
     const s = await start()
     try {
-      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.1') // the default
+      expect((await s.call('GET', '/api/preferences')).body.default_stream.host).toBe('127.0.0.1') // the default
       expect(((await s.call('GET', '/api/devices')).body as any[]).length).toBeGreaterThan(1)
       expect((await s.call('GET', '/api/health')).body.settings.state).toBe('degraded')
       // Cameras seen for the first time run on unsaved defaults; a refused change leaves them as they were.
@@ -129,13 +141,14 @@ describe('on a full card', () => {
       await s.stop()
       throw e
     }
-    await roomAgainThenRestart(s, '192.168.2.13')
+    await roomAgainThenRestart(s, '127.0.0.13')
   })
 
   test('a card remounted read-only: the service starts with the saved settings and says why nothing can be saved', async () => {
+    freshCard()
     const s = await start()
     try {
-      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.20'))).status).toBe(200)
+      expect((await s.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.20'))).status).toBe(200)
       expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: 'stern' })).status).toBe(200)
       writeFileSync(join(card, 'recordings', 'keep.mkv'), Buffer.alloc(1000))
     } finally {
@@ -145,13 +158,13 @@ describe('on a full card', () => {
     try {
       const ro = await start()
       try {
-        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.20')
+        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('127.0.0.20')
         expect((await webcam(ro)).nickname).toBe('stern')
         expect((await ro.call('GET', '/api/health')).body.settings).toMatchObject({ state: 'degraded', detail: expect.stringContaining('read-only') })
-        const refused = await ro.call('POST', '/api/preferences/save_preferences', prefs('192.168.2.21'))
+        const refused = await ro.call('POST', '/api/preferences/save_preferences', prefs('127.0.0.21'))
         expect(refused.status).toBe(507)
         expect(refused.body.detail).toContain('read-only')
-        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('192.168.2.20')
+        expect((await ro.call('GET', '/api/preferences')).body.default_stream.host).toBe('127.0.0.20')
         const del = await ro.call('DELETE', '/api/recordings/keep.mkv')
         expect(del).toMatchObject({ status: 502, body: { detail: expect.stringContaining('EROFS') } })
         const ren = await ro.call('PATCH', '/api/recordings/keep.mkv/other.mkv')

@@ -45,7 +45,7 @@ while True:
   }
 
   async ready(): Promise<string> {
-    return waitFor('pty', () => this.port, 5000)
+    return waitFor('pty', () => this.port, 10_000)
   }
 
   stop(): void {
@@ -70,35 +70,48 @@ test('a streaming group drives the board; it is told again when it appears and w
   boards.push(board)
   const port = await board.ready()
   let present = false
-  const sync = new FrameSync({ log: createLogger('error'), findPort: () => (present ? port : null), pollMs: 100 })
+  let looks = 0 // how often the frame sync has looked for the board
+  const sync = new FrameSync({
+    log: createLogger('error'),
+    findPort: () => {
+      looks++
+      return present ? port : null
+    },
+    pollMs: 100,
+  })
+  /** Waits until the frame sync has looked for the board twice more (so it has seen the current `present`). */
+  const twoMoreLooks = async () => {
+    const seen = looks
+    await waitFor('the frame sync to look for the board twice more', () => looks >= seen + 2, 10_000)
+  }
   const { streamer } = testStreamer({ frameSync: sync })
   cleanups.push(() => streamer.stopAll(), () => sync.stop())
   sync.start()
 
   const group = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2, fps: 30 })
   await streamer.start(group)
-  await Bun.sleep(300)
+  await twoMoreLooks()
   expect(board.lines).toEqual([]) // no board yet: nothing to tell
 
   present = true // the board is plugged in
-  await waitFor('30,30 on appearance', () => board.lines.includes('30,30'), 3000)
+  await waitFor('30,30 on appearance', () => board.lines.includes('30,30'), 10_000)
 
   sync.setFrequencyOffset(2) // what the plugin does on preferences_updated
-  await waitFor('32,30 after the offset change', () => board.lines.includes('32,30'), 3000)
+  await waitFor('32,30 after the offset change', () => board.lines.includes('32,30'), 10_000)
 
   present = false // unplugged …
-  await Bun.sleep(300)
+  await twoMoreLooks()
   const before = board.lines.length
   present = true // … and back: told again
-  await waitFor('re-sent on re-appearance', () => board.lines.length > before && board.lines.at(-1) === '32,30', 3000)
+  await waitFor('re-sent on re-appearance', () => board.lines.length > before && board.lines.at(-1) === '32,30', 10_000)
 
   // A lone camera does not drive the board; stopping the group stops it.
   const single = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 1 })
   await streamer.start(single)
   await streamer.stop(group.bus_info)
-  await waitFor('0,0 once no group streams', () => board.lines.at(-1) === '0,0', 3000)
+  await waitFor('0,0 once no group streams', () => board.lines.at(-1) === '0,0', 10_000)
   await streamer.stop(single.bus_info)
-}, 20_000)
+}, 45_000)
 
 test('the plugin provides the streamer, reads frequency_offset from the preferences, and follows preferences_updated', async () => {
   const board = new PtyBoard()
@@ -107,7 +120,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   process.env.PERISCOPE_FRAME_SYNC_PORT = port
   const dataDir = tempDir()
   const store = SettingsStore.open(dataDir)
-  store.set('preferences', 'current', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
+  store.set('preferences', 'current', { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
   const registry = new Registry()
   const events = new EventBus()
   const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
@@ -124,13 +137,13 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   const seen: unknown[] = []
   events.subscribe((e) => e.type === 'stream_error' && seen.push(e.data))
   await streamer.start(group)
-  await waitFor('16,30 (15 fps + offset 1)', () => board.lines.includes('16,30'), 5000)
-  events.emit('preferences_updated', { default_stream: { host: '192.168.2.1', port: 5600 }, suggest_host: true, frequency_offset: -1 })
-  await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 3000)
+  await waitFor('16,30 (15 fps + offset 1)', () => board.lines.includes('16,30'), 10_000)
+  events.emit('preferences_updated', { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: -1 })
+  await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 10_000)
   await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
   expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
   expect(instance.health?.()).toEqual({ state: 'ok', streams: { running: 1 } })
   await instance.stop?.()
   expect(streamer.status(group.bus_info).state).toBe('stopped')
-  await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 3000)
-}, 20_000)
+  await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 10_000)
+}, 45_000)

@@ -16,8 +16,8 @@ function v4l2Job(encode_type: StreamJob['stream']['encode_type'], stream_type: S
       encode_type,
       stream_type,
       endpoints: [
-        { host: '192.168.2.1', port: 5600 },
-        { host: '10.0.0.5', port: 6000 },
+        { host: '127.0.0.1', port: 5600 },
+        { host: '127.0.0.5', port: 6000 },
       ],
       width: 1920,
       height: 1080,
@@ -37,14 +37,14 @@ describe('buildPipeline', () => {
       'v4l2src name=cam0 device=/dev/video2 ! video/x-h264,width=1920,height=1080,framerate=30/1' +
         ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
         ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
-        ' ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false async=false',
+        ' ! multiudpsink clients=127.0.0.1:5600,127.0.0.5:6000 sync=false async=false',
     )
   })
 
   test('MJPG over UDP: rtpjpegpay', () => {
     const p = line(buildPipeline(v4l2Job('MJPG', 'UDP')))
     expect(p).toContain('v4l2src name=cam0 device=/dev/video2 ! image/jpeg,width=1920,height=1080,framerate=30/1')
-    expect(p).toContain('! rtpjpegpay pt=26 ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false')
+    expect(p).toContain('! rtpjpegpay pt=26 ! multiudpsink clients=127.0.0.1:5600,127.0.0.5:6000 sync=false')
   })
 
   test('SOFTWARE_H264: the camera MJPG decoded, converted to 4:2:0 and re-encoded with a bitrate', () => {
@@ -64,7 +64,7 @@ describe('buildPipeline', () => {
         ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
         ` ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast bitrate=${softwareBitrateKbps(1920, 1080, 30)} key-int-max=30` +
         ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
-        ' ! multiudpsink clients=192.168.2.1:5600,10.0.0.5:6000 sync=false async=false',
+        ' ! multiudpsink clients=127.0.0.1:5600,127.0.0.5:6000 sync=false async=false',
     )
     // An explicit MJPG source is the default path.
     job.members[0]!.pixel_format = 'MJPG'
@@ -114,8 +114,8 @@ describe('buildPipeline', () => {
     expect(p).toContain('v4l2src name=cam1 device=/dev/video4')
     expect(p).toContain('identity name=mon1')
     expect(p).toContain('progressreport name=alive1')
-    expect(p).toContain('clients=192.168.2.1:5600,10.0.0.5:6000')
-    expect(p).toContain('clients=192.168.2.1:5601,10.0.0.5:6001')
+    expect(p).toContain('clients=127.0.0.1:5600,127.0.0.5:6000')
+    expect(p).toContain('clients=127.0.0.1:5601,127.0.0.5:6001')
     expect(p.match(/timestamp-offset=0/g)?.length).toBe(2)
     expect(memberEndpoints([{ host: 'h', port: 5600 }], 3)).toEqual([{ host: 'h', port: 5603 }])
   })
@@ -197,13 +197,13 @@ test('frame-sync command: fps plus offset, duty 30; stop is 0,0', () => {
 describe('sdp', () => {
   const stream = v4l2Job('H264', 'UDP').stream
   test('H.264: payload 96, one m= line per camera on the port rule', () => {
-    const text = sdp(stream, { host: '192.168.2.1', port: 5600 }, 2)
-    expect(text).toContain('c=IN IP4 192.168.2.1\r\n')
+    const text = sdp(stream, { host: '127.0.0.1', port: 5600 }, 2)
+    expect(text).toContain('c=IN IP4 127.0.0.1\r\n')
     expect(text).toContain('m=video 5600 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\na=framerate:30')
     expect(text).toContain('m=video 5601 RTP/AVP 96')
   })
   test('MJPG: the static JPEG payload 26; NONE and RECORDING have none', () => {
-    expect(sdp({ ...stream, encode_type: 'MJPG' }, { host: '10.0.0.1', port: 6000 })).toContain('m=video 6000 RTP/AVP 26\r\na=rtpmap:26 JPEG/90000')
+    expect(sdp({ ...stream, encode_type: 'MJPG' }, { host: '127.0.0.2', port: 6000 })).toContain('m=video 6000 RTP/AVP 26\r\na=rtpmap:26 JPEG/90000')
     expect(() => sdp({ ...stream, encode_type: 'NONE' }, { host: 'h', port: 1 })).toThrow()
     expect(() => sdp({ ...stream, stream_type: 'RECORDING' }, { host: 'h', port: 1 })).toThrow()
   })

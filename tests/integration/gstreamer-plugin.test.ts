@@ -38,11 +38,11 @@ test('two services in one process each have their own streamer; stopping one lea
     const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP' })
     await sb.start(job)
     await a.stop()
-    await waitFor('running in b', () => sb.status(job.bus_info).state === 'running')
+    await waitFor('running in b', () => sb.status(job.bus_info).state === 'running', 15_000)
     const health = (await b.call('GET', '/api/health')).body
     expect(JSON.stringify(health)).toContain('running')
   } finally {
     await a.stop()
     await b.stop()
   }
-})
+}, 30_000)

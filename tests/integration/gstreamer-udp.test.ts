@@ -5,7 +5,7 @@ import type { EncodeType } from '../../core/types'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sdp } from '../../drivers/gstreamer/sdp'
-import { freePort, Receiver, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { eachLine, freePort, Receiver, requireGStreamer, simulatedJob, tempDir, testStreamer, udpBound, waitFor } from './gstreamer.helpers'
 
 const cases: { encode: EncodeType; width: number; height: number; fps: number }[] = [
   { encode: 'H264', width: 640, height: 480, fps: 30 },
@@ -39,7 +39,8 @@ describe.each(cases)('UDP $encode $width x $height at $fps fps', ({ encode, widt
       }
       await waitFor('state running', () => streamer.status(job.bus_info).state === 'running')
       const first = rx[0]!.firstFrameAfter(t0)!
-      await Bun.sleep(first + 2200 - Date.now())
+      // The rate is counted over the 2 s after the first frame: wait until every receiver has a frame past that window.
+      await waitFor('frames past the 2 s window', () => rx.every((r) => r.firstFrameAfter(first + 2100)), 10_000)
       for (const r of rx) {
         expect([r.width, r.height]).toEqual([width, height])
         // Over 2 s: the configured rate, give or take a few frames for a loaded CI machine.
@@ -54,7 +55,7 @@ describe.each(cases)('UDP $encode $width x $height at $fps fps', ({ encode, widt
     expect(streamer.status(job.bus_info).state).toBe('stopped')
     expect(events.some((e) => e.type === 'stream_error' && e.data.bus_info === job.bus_info && e.data.state === 'running')).toBe(true)
     expect(events.some((e) => e.type === 'frame_stats' && e.data.bus_info === job.bus_info && e.data.num_drops === 0)).toBe(true)
-  }, 30_000)
+  }, 60_000)
 })
 
 test.each(['UDP', 'RECORDING'] as const)('NONE over %s streams nothing and spawns nothing', async (stream_type) => {
@@ -64,7 +65,7 @@ test.each(['UDP', 'RECORDING'] as const)('NONE over %s streams nothing and spawn
   expect(streamer.pid(job.bus_info)).toBeNull()
   expect(streamer.activeRecordings()).toEqual([])
   await streamer.stop(job.bus_info)
-})
+}, 15_000)
 
 test.each(['H264', 'MJPG'] as const)('the SDP description of a %s stream is enough for a receiver (GStreamer sdpdemux, as VLC would use it)', async (encode) => {
   const port = freePort()
@@ -76,14 +77,18 @@ test.each(['H264', 'MJPG'] as const)('the SDP description of a %s stream is enou
     stdout: 'pipe',
     stderr: 'ignore',
   })
+  let decoded = 0
+  const reading = eachLine(rx.stdout as ReadableStream<Uint8Array>, (line) => {
+    if (line.includes('GstIdentity:out: last-message = chain')) decoded++
+  })
   try {
-    await Bun.sleep(500)
+    await waitFor('the SDP receiver bound to its port', () => udpBound(rx.pid, port), 15_000)
     await streamer.start(job)
-    await Bun.sleep(2000)
+    await waitFor('more than 20 decoded frames', () => decoded > 20, 15_000)
     await streamer.stop(job.bus_info)
   } finally {
     rx.kill('SIGKILL')
+    await reading
   }
-  const out = await new Response(rx.stdout).text()
-  expect((out.match(/GstIdentity:out: last-message = chain/g) ?? []).length).toBeGreaterThan(20)
-}, 15_000)
+  expect(decoded).toBeGreaterThan(20)
+}, 40_000)

@@ -1,6 +1,6 @@
 // Shared by the GStreamer tests: jobs on simulated cameras, a real GStreamer receiver, an RTP socket,
 // gst-discoverer, and process bookkeeping so every test stops what it started.
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -101,7 +101,40 @@ export function gstChildrenOf(ppid: number): number[] {
     .map(([pid]) => Number(pid))
 }
 
-/** A real GStreamer receiver: depayloads, decodes, and reports each decoded frame with its size. */
+/**
+ * Whether process `pid` holds a UDP socket bound to `port` (from /proc: its socket inodes against its
+ * network namespace's UDP table), so a test sends only once a receiver can take the first packet.
+ */
+export function udpBound(pid: number, port: number): boolean {
+  let table: string
+  try {
+    table = readFileSync(`/proc/${pid}/net/udp`, 'utf8') + readFileSync(`/proc/${pid}/net/udp6`, 'utf8')
+  } catch {
+    return false // gone, or not started yet
+  }
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
+  const inodes = table
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter((f) => f[1]?.endsWith(`:${hexPort}`))
+    .map((f) => f[9])
+  if (!inodes.length) return false
+  let fds: string[]
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`)
+  } catch {
+    return false
+  }
+  const sockets = new Set(inodes.map((inode) => `socket:[${inode}]`))
+  return fds.some((fd) => {
+    try {
+      return sockets.has(readlinkSync(`/proc/${pid}/fd/${fd}`))
+    } catch {
+      return false
+    }
+  })
+}
+
 /** Calls `onLine` for each line a child process prints, until its output ends. */
 export async function eachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
   const decoder = new TextDecoder()
@@ -113,13 +146,17 @@ export async function eachLine(stream: ReadableStream<Uint8Array>, onLine: (line
   }
 }
 
+/** A real GStreamer receiver: depayloads, decodes, and reports each decoded frame with its size. */
 export class Receiver {
   frames: number[] = [] // arrival times (ms)
   width = 0
   height = 0
   private proc: Subprocess
 
-  constructor(port: number, encode: EncodeType) {
+  constructor(
+    private readonly port: number,
+    encode: EncodeType,
+  ) {
     const depay =
       encode === 'MJPG'
         ? ['application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'jpegdec']
@@ -141,7 +178,7 @@ export class Receiver {
 
   /** Waits until udpsrc is bound (a packet sent before would be lost and blur the timing). */
   async ready(): Promise<void> {
-    await Bun.sleep(300)
+    await waitFor(`the receiver bound to UDP port ${this.port}`, () => udpBound(this.proc.pid, this.port), 15_000)
   }
 
   firstFrameAfter(t: number): number | undefined {

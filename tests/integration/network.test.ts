@@ -1,7 +1,7 @@
 // The network plugin against a real NetworkManager 1.42 in a network namespace on a private system bus
 // (tests/integration/nm/lab.ts). The service runs in this process, in the host namespace, and reaches
 // NetworkManager through the private bus only. Prerequisites: root, scripts/setup/networkmanager.sh.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,7 +14,7 @@ import { startNmLab, type NmLab } from './nm/lab'
 
 const ROLLBACK_SECONDS = 2
 // Rollback windows and NetworkManager restarts take seconds; on a busy 2-core CI box, more.
-setDefaultTimeout(30_000)
+setDefaultTimeout(60_000)
 let lab: NmLab
 let server: TestServer
 const events: PeriscopeEvent[] = []
@@ -39,17 +39,33 @@ async function showFields(...args: string[]): Promise<Record<string, string[]>> 
 }
 const profilePath = async (id: string) => (await server.call('GET', '/api/network/connection_profiles')).body.find((p: { id: string }) => p.id === id).path as string
 
-beforeAll(async () => {
-  lab = await startNmLab({ pairs: 1 })
+/**
+ * The lab as every test starts from, whatever the test before it left: NetworkManager running, no change
+ * waiting for a rollback, exactly three profiles (static0 up on eth0 at 10.77.0.1/24, peer up on eth1,
+ * spare inactive with DHCP, an MTU and a route metric of its own).
+ */
+async function labBaseline(): Promise<void> {
+  await lab.startNetworkManager()
+  // A change still waiting is confirmed by any request (a client is heard from), then settles.
+  await until('no change waiting for a rollback', async () => (await server.call('GET', '/api/network/rollback')).body?.pending, (p) => p === null, 20_000)
+  for (const [uuid] of await rows('-f', 'UUID', 'connection', 'show')) await lab.nmcli('connection', 'delete', 'uuid', uuid!)
   const add = (...args: string[]) => lab.nmcli('connection', 'add', 'type', 'ethernet', ...args)
   await add('ifname', 'eth0', 'con-name', 'static0', 'ipv4.method', 'manual', 'ipv4.addresses', '10.77.0.1/24', 'ipv4.gateway', '10.77.0.254', 'ipv4.dns', '1.1.1.1,8.8.4.4', 'ipv6.method', 'disabled', 'connection.autoconnect', 'no')
   await add('ifname', 'eth1', 'con-name', 'peer', 'ipv4.method', 'manual', 'ipv4.addresses', '10.77.0.2/24', 'ipv6.method', 'disabled', 'connection.autoconnect', 'no')
   await add('con-name', 'spare', 'ipv4.method', 'auto', 'ipv6.method', 'disabled', 'connection.autoconnect', 'no', 'ethernet.mtu', '1400', 'ipv4.route-metric', '42')
   await lab.nmcli('connection', 'up', 'static0')
   await lab.nmcli('connection', 'up', 'peer')
+  await until('the baseline addresses', async () => [(await lab.ipv4('eth0')).join(), (await lab.ipv4('eth1')).join()], (both) => both.join(' ') === '10.77.0.1/24 10.77.0.2/24')
+}
+
+// One lab and one service for the file (NetworkManager takes seconds to start); each test starts from labBaseline().
+beforeAll(async () => {
+  lab = await startNmLab({ pairs: 1 })
   server = await startTestServer({ plugins: [createNetworkPlugin({ busAddress: lab.busAddress })], config: { networkRollbackSeconds: ROLLBACK_SECONDS } })
   server.ctx.events.subscribe((e) => e.type === 'network_changed' && events.push(e))
-}, 60_000)
+}, 90_000)
+
+beforeEach(labBaseline, 60_000)
 
 afterAll(async () => {
   await server?.stop()
@@ -183,6 +199,7 @@ describe('network over a real NetworkManager', () => {
 
   test('updating the active profile changes the address in the namespace; a client heard from keeps it', async () => {
     const path = await profilePath('static0')
+    const before = events.length
     const r = await server.call('POST', `/api/network/update_connection_profile?path=${encodeURIComponent(path)}`, {
       ip_addresses: [{ address: '10.77.0.9', prefix: 24 }],
       gateway: '10.77.0.254',
@@ -200,9 +217,10 @@ describe('network over a real NetworkManager', () => {
     expect((await server.call('GET', '/api/network/wired/devices')).status).toBe(200)
     await until('the change to be confirmed', async () => (await server.call('GET', '/api/network/rollback')).body.pending, (p) => p === null)
     expect(readFileSync(keyfile, 'utf8')).toContain('address1=10.77.0.9/24')
+    expect(events.slice(before).some((e) => (e.data as { rollback?: { outcome: string } }).rollback?.outcome === 'confirmed')).toBe(true)
+    // Nothing must undo it: an absence takes a wait of time, past the rollback window.
     await sleep(ROLLBACK_SECONDS * 1000 + 700)
     expect(await lab.ipv4('eth0')).toEqual(['10.77.0.9/24'])
-    expect(events.some((e) => (e.data as { rollback?: { outcome: string } }).rollback?.outcome === 'confirmed')).toBe(true)
   })
 
   test('the rollback restores the old address when no client returns', async () => {
@@ -215,22 +233,24 @@ describe('network over a real NetworkManager', () => {
     expect(r.status).toBe(200)
     await until('the new address on eth0', () => lab.ipv4('eth0'), (a) => a.join() === '10.99.0.1/8')
     // No API call from here on: only the namespace is looked at.
-    const restored = await until('the old address to come back', () => lab.ipv4('eth0'), (a) => a[0] === '10.77.0.9/24', ROLLBACK_SECONDS * 1000 + 5000)
-    expect(restored).toEqual(['10.77.0.9/24'])
+    const restored = await until('the old address to come back', () => lab.ipv4('eth0'), (a) => a[0] === '10.77.0.1/24', ROLLBACK_SECONDS * 1000 + 15_000)
+    expect(restored).toEqual(['10.77.0.1/24'])
     const rollback = events.slice(before).map((e) => (e.data as { rollback?: { outcome: string; detail: string } }).rollback).find(Boolean)
     expect(rollback?.outcome).toBe('rolled_back')
     expect(rollback?.detail).toContain('previous configuration was restored')
-    expect((await showFields('-f', 'ipv4.addresses,ipv4.gateway', 'connection', 'show', 'static0'))).toMatchObject({ 'ipv4.addresses': ['10.77.0.9/24'], 'ipv4.gateway': ['10.77.0.254'] })
+    expect((await showFields('-f', 'ipv4.addresses,ipv4.gateway', 'connection', 'show', 'static0'))).toMatchObject({ 'ipv4.addresses': ['10.77.0.1/24'], 'ipv4.gateway': ['10.77.0.254'] })
   })
 
   test('activate_profile is rolled back to the previous profile when no client returns', async () => {
+    // spare with an address of its own (no DHCP server in the namespace), set behind the service's back.
+    await lab.nmcli('connection', 'modify', 'spare', 'ipv4.method', 'manual', 'ipv4.addresses', '10.88.0.5/16')
     const spare = await profilePath('spare')
     const static0 = await profilePath('static0')
     const r = await server.call('POST', '/api/network/wired/activate_profile', { interface: 'eth0', path: spare })
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ status: true, rollback_seconds: ROLLBACK_SECONDS })
     await until('spare to be up on eth0', () => lab.ipv4('eth0'), (a) => a.includes('10.88.0.5/16'))
-    await until('static0 to come back on eth0', () => lab.ipv4('eth0'), (a) => a.join() === '10.77.0.9/24', ROLLBACK_SECONDS * 1000 + 5000)
+    await until('static0 to come back on eth0', () => lab.ipv4('eth0'), (a) => a.join() === '10.77.0.1/24', ROLLBACK_SECONDS * 1000 + 15_000)
     const active = new Map((await rows('-f', 'DEVICE,DBUS-PATH', 'connection', 'show', '--active')).map(([dev, path]) => [dev, path]))
     expect(active.get('eth0')).toBe(static0)
   })
@@ -238,6 +258,7 @@ describe('network over a real NetworkManager', () => {
   test('network_changed events follow NetworkManager signals', async () => {
     // Over HTTP, as the UI sees them.
     const abort = new AbortController()
+    const subscribed = server.ctx.events.subscribers
     const stream = await fetch(`${server.url}/api/events`, { signal: abort.signal })
     expect(stream.status).toBe(200)
     const reader = stream.body!.getReader()
@@ -250,7 +271,7 @@ describe('network over a real NetworkManager', () => {
         if (/event: network_changed\ndata: .*"profiles"/.test(seen)) return
       }
     })()
-    await sleep(100)
+    await until('the SSE client subscribed', async () => server.ctx.events.subscribers, (n) => n > subscribed)
     const before = events.length
     await lab.nmcli('connection', 'modify', 'spare', 'ipv4.dns', '9.9.9.10')
     await until('a profiles event', async () => events.slice(before), (es) => es.some((e) => (e.data as { reasons: string[] }).reasons.includes('profiles')), 5000)

@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
-import { freePort, requireGStreamer } from './gstreamer.helpers'
+import { eachLine, freePort, requireGStreamer, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1'
 let s: TestServer
@@ -42,14 +42,17 @@ test('a running UDP stream has an SDP description a receiver can play', async ()
     stdout: 'pipe',
     stderr: 'ignore',
   })
+  let decoded = 0
+  const reading = eachLine(rx.stdout as ReadableStream<Uint8Array>, (line) => {
+    if (line.includes('GstIdentity:out: last-message = chain')) decoded++
+  })
   try {
-    await Bun.sleep(3000)
+    await waitFor('more than 10 frames decoded from the SDP description', () => decoded > 10, 20_000)
   } finally {
     rx.kill('SIGKILL')
+    await reading
   }
-  const out = await new Response(rx.stdout).text()
-  expect((out.match(/GstIdentity:out: last-message = chain/g) ?? []).length).toBeGreaterThan(10)
   expect((await configure('RECORDING', port)).status).toBe(200)
   expect((await s.call('GET', `/api/streams/${EHD}/sdp`)).status).toBe(409)
   expect((await configure('UDP', port, false)).status).toBe(200)
-}, 30_000)
+}, 60_000)

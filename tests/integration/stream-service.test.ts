@@ -2,52 +2,67 @@
 // HTTP makes a receiver decode frames, restart_stream brings them back within 2 s, a recording lands
 // in the recordings dir, and SIGTERM to the service leaves no gst process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { until } from '../helpers'
 import { alive, discover, freePort, gstChildrenOf, Receiver, requireGStreamer, tempDir, waitFor } from './gstreamer.helpers'
 
-let service: Subprocess
-let url = ''
-const dataDir = tempDir('periscope-stream-')
-const receivers: Receiver[] = []
-
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
+interface Service {
+  proc: Subprocess
+  dataDir: string
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
 }
 
-beforeAll(async () => {
-  requireGStreamer()
-  const port = 20000 + Math.floor(Math.random() * 20000)
-  service = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
+/** core/main.ts in a child process with simulated cameras, on a free port, answering. */
+async function startService(): Promise<Service> {
+  const dataDir = tempDir('periscope-stream-')
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
   })
-  url = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    try {
-      if ((await fetch(url + '/api/devices')).ok) break
-    } catch {}
-    if (Date.now() > deadline) throw new Error('the service did not answer within 15 s')
-    await Bun.sleep(100)
+  services.push(proc)
+  const url = `http://127.0.0.1:${port}`
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+    const text = await res.text()
+    return { status: res.status, body: text ? JSON.parse(text) : null }
   }
-})
+  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
+  return { proc, dataDir, call }
+}
+
+const services: Subprocess[] = []
+const receivers: Receiver[] = []
+/** The service most tests share; the SIGTERM test starts its own. */
+let shared: Service
+const call = (method: string, path: string, body?: unknown) => shared.call(method, path, body)
+
+beforeAll(async () => {
+  requireGStreamer()
+  shared = await startService()
+}, 40_000)
 
 afterAll(async () => {
   for (const r of receivers) await r.stop()
-  if (service && service.exitCode === null) {
-    service.kill('SIGKILL')
-    await service.exited
+  for (const proc of services) {
+    if (proc.exitCode === null) {
+      proc.kill('SIGKILL')
+      await proc.exited
+    }
   }
 })
 
+const device = async (bus_info: string): Promise<any> => (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === bus_info)
+
 /** A simulated device with an H.264 node, and a size/interval it offers. */
-async function h264Device(): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
-  const { body } = await call('GET', '/api/devices')
+async function h264Device(service: Service = shared): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
+  const { body } = await service.call('GET', '/api/devices')
   for (const d of body) {
     for (const cam of d.cameras ?? []) {
       const size = cam.formats?.H264?.find((s: any) => s.width <= 1280) ?? cam.formats?.H264?.[0]
@@ -75,7 +90,7 @@ test('configure_stream → frames at a receiver; restart_stream → frames again
     endpoints: [{ host: '127.0.0.1', port }],
   })
   expect(r.status).toBe(200)
-  const first = await waitFor('first frame', () => rx.firstFrameAfter(t0), 5000)
+  const first = await waitFor('first frame', () => rx.firstFrameAfter(t0), 10_000)
   expect(first - t0).toBeLessThan(2000)
   await waitFor('a size', () => rx.width > 0)
   expect([rx.width, rx.height]).toEqual([dev.width, dev.height])
@@ -83,10 +98,10 @@ test('configure_stream → frames at a receiver; restart_stream → frames again
   const t1 = Date.now()
   expect((await call('POST', '/api/devices/restart_stream', { bus_info: dev.bus_info })).status).toBe(200)
   const t2 = Date.now() // the old child has exited by now: later frames are the new child's
-  const again = await waitFor('first frame after restart', () => rx.firstFrameAfter(t2), 5000)
+  const again = await waitFor('first frame after restart', () => rx.firstFrameAfter(t2), 10_000)
   expect(again - t1).toBeLessThan(2000)
-  expect(gstChildrenOf(service.pid).length).toBe(1)
-}, 20_000)
+  expect(gstChildrenOf(shared.proc.pid).length).toBe(1)
+}, 45_000)
 
 test('a RECORDING stream writes a Matroska file named after the device into the recordings dir', async () => {
   const dev = await h264Device()
@@ -99,21 +114,49 @@ test('a RECORDING stream writes a Matroska file named after the device into the 
       enabled,
       endpoints: [],
     })
+  const dir = join(shared.dataDir, 'recordings')
+  const recordings = () => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.mkv')) : [])
   expect((await configure(true)).status).toBe(200)
-  await Bun.sleep(2500)
+  // Recording for a while: until the stream runs and its file holds a good part of a second of video
+  // (the muxer flushes every second), rather than for a fixed time.
+  await until('the stream running', () => device(dev.bus_info), (d) => d?.stream_status?.state === 'running', 15_000)
+  await waitFor('a recording with video in it', () => recordings().length === 1 && statSync(join(dir, recordings()[0]!)).size > 50_000, 15_000)
   expect((await configure(false)).status).toBe(200)
-  const dir = join(dataDir, 'recordings')
-  const files = readdirSync(dir).filter((f) => f.endsWith('.mkv'))
+  const files = recordings()
   expect(files.length).toBe(1)
   expect(files[0]).toMatch(/_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.mkv$/)
   const d = discover(join(dir, files[0]!))
   expect(d.codec).toMatch(/H\.264/)
   expect([d.width, d.height]).toEqual([dev.width, dev.height])
-}, 20_000)
+}, 45_000)
+
+test('restart_stream of a device as first seen streams to loopback (simulated cameras: a demo sends nothing off the machine)', async () => {
+  const service = await startService()
+  try {
+    const dev = (await service.call('GET', '/api/devices')).body.find((d: any) => d.stream.stream_type === 'UDP' && d.stream.encode_type !== 'NONE')
+    expect(dev.stream.endpoints).toEqual([{ host: '127.0.0.1', port: expect.any(Number) }])
+    expect((await service.call('POST', '/api/devices/restart_stream', { bus_info: dev.bus_info })).status).toBe(200)
+    // Where the child sends: its multiudpsink clients, from its own command line.
+    const [child] = await waitFor('a gst child', () => {
+      const c = gstChildrenOf(service.proc.pid)
+      return c.length ? c : null
+    }, 15_000)
+    const clients = readFileSync(`/proc/${child}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((arg) => arg.startsWith('clients='))
+      .flatMap((arg) => arg.slice('clients='.length).split(','))
+    expect(clients).toEqual([`127.0.0.1:${dev.stream.endpoints[0].port}`])
+    expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: dev.bus_info })).status).toBe(200)
+  } finally {
+    service.proc.kill('SIGTERM')
+    await service.proc.exited
+  }
+}, 60_000)
 
 test('SIGTERM to the service stops every gst child', async () => {
-  const dev = await h264Device()
-  await call('POST', '/api/devices/configure_stream', {
+  const service = await startService()
+  const dev = await h264Device(service)
+  await service.call('POST', '/api/devices/configure_stream', {
     bus_info: dev.bus_info,
     stream_type: 'UDP',
     stream_format: { width: dev.width, height: dev.height, interval: { numerator: 1, denominator: dev.fps } },
@@ -122,10 +165,10 @@ test('SIGTERM to the service stops every gst child', async () => {
     endpoints: [{ host: '127.0.0.1', port: freePort() }],
   })
   const children = await waitFor('a gst child', () => {
-    const c = gstChildrenOf(service.pid)
+    const c = gstChildrenOf(service.proc.pid)
     return c.length ? c : null
-  })
-  service.kill('SIGTERM')
-  await service.exited
-  await waitFor('children gone', () => children.every((p) => !alive(p)), 3000)
-}, 20_000)
+  }, 15_000)
+  service.proc.kill('SIGTERM')
+  await service.proc.exited
+  await waitFor('children gone', () => children.every((p) => !alive(p)), 10_000)
+}, 60_000)

@@ -112,7 +112,7 @@ class DefaultStream(BaseModel):
 
 
 class PreferencesModel(BaseModel):
-    default_stream: DefaultStream = DefaultStream(host='192.168.2.1', port=5600)
+    default_stream: DefaultStream = DefaultStream(host='192.168.2.1', port=5600)  # loopback-guard: not an endpoint (the anchor's model, only validated)
     suggest_host: bool = True
     frequency_offset: float = 0
 
