@@ -10,7 +10,7 @@ import type { EventBus } from './events'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
-import type { CameraBackend, NetworkBackend, Streamer, VendorDefinition } from './types'
+import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition } from './types'
 
 /** What one app instance shares with its plugins. */
 export interface AppContext {
@@ -69,6 +69,7 @@ export class Registry {
   private single = new Map<keyof Backends, { plugin: string; backend: unknown }>()
   private cameras: { plugin: string; backend: CameraBackend }[] = []
   private vendorDefs: VendorDefinition[] = []
+  private directory: DeviceDirectory | null = null
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -104,6 +105,21 @@ export class Registry {
   }
 
   /** Whether a plugin provided a backend (it then starts before the plugins that use it). */
+  /**
+   * The cameras plugin's devices, for plugins that serve something per device (viewers). Not a backend:
+   * it is built on the camera backends, so its plugin starts after theirs.
+   */
+  setDeviceDirectory(directory: DeviceDirectory): void {
+    if (this.directory) throw new Error('a device directory is already set (two cameras plugins?)')
+    this.directory = directory
+  }
+
+  /** The device directory, or a 503 when no cameras plugin is loaded. */
+  deviceDirectory(): DeviceDirectory {
+    if (!this.directory) throw unavailable('No device list is available: the cameras plugin is not loaded')
+    return this.directory
+  }
+
   provides(plugin: string): boolean {
     return [...this.single.values(), ...this.cameras].some((entry) => entry.plugin === plugin)
   }

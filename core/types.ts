@@ -6,6 +6,7 @@ import type {
   ConnectionProfileModel,
   ControlFlagsModel,
   ControlModel,
+  DeviceModel,
   FormatSizeModel,
   IntervalModel,
   IpAddressModel,
@@ -172,9 +173,22 @@ export interface Streamer {
   frameDrops(bus_info: string): number
   /** Absolute paths of recording files being written right now (rename/delete refuse them). */
   activeRecordings(): string[]
-  /** The live RTP of a job that runs (keyed by the leader's bus_info), for viewers; null when none runs. */
-  live(bus_info: string): LiveTap | null
+  /**
+   * The live RTP of the job that streams this camera (a lone camera's, or its group's with `member` its
+   * place: 0 = leader), for viewers; null while no job streams it.
+   */
+  live(bus_info: string): { tap: LiveTap; member: number } | null
   stopAll(): Promise<void>
+}
+
+/** A device as GET /api/devices shows it. */
+export type Device = Static<typeof DeviceModel>
+
+/** What other plugins read of the cameras plugin's devices (viewers: does it exist, whom does it follow, its nickname). */
+export interface DeviceDirectory {
+  /** The device as GET /api/devices shows it; undefined when none with that bus_info is connected. */
+  device(bus_info: string): Device | undefined
+  devices(): Device[]
 }
 
 /**

@@ -72,8 +72,12 @@ export class GstStreamer implements Streamer {
     return this.runners.get(bus_info)?.drops ?? 0
   }
 
-  live(bus_info: string): LiveTap | null {
-    return this.taps.get(bus_info) ?? null
+  live(bus_info: string): { tap: LiveTap; member: number } | null {
+    for (const [key, tap] of this.taps) {
+      const member = this.runners.get(key)?.job.members.findIndex((m) => m.bus_info === bus_info) ?? -1
+      if (member >= 0) return { tap, member }
+    }
+    return null
   }
 
   activeRecordings(): string[] {

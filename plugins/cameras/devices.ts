@@ -6,6 +6,8 @@ import type { PluginContext } from '../../core/plugin'
 import { readPreferences } from '../../core/preferences'
 import type { ConfigureStreamRequest, DeviceModel, NotifyCameraRequest } from '../../core/schemas'
 import type {
+  Device,
+  DeviceDirectory,
   CameraBackend,
   Control,
   ControlValue,
@@ -41,7 +43,7 @@ interface Present {
 
 const NS = 'devices'
 
-export class DeviceManager {
+export class DeviceManager implements DeviceDirectory {
   private present = new Map<string, Present>() // by bus_info
   private settings = new Map<string, DeviceSettings>() // by identity
   private queue: Promise<unknown> = Promise.resolve()
@@ -231,6 +233,15 @@ export class DeviceManager {
       stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
       leader: saved.leader ? this.busInfoOf(saved.leader) : null,
     }
+  }
+
+  device(bus_info: string): Device | undefined {
+    const entry = this.present.get(bus_info)
+    return entry && this.toModel(entry)
+  }
+
+  devices(): Device[] {
+    return [...this.present.values()].map((entry) => this.toModel(entry))
   }
 
   /** GET /api/devices, sorted by device_type then bus_info; kept as encoded JSON until anything changes. */

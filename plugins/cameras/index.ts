@@ -21,6 +21,7 @@ export default definePlugin({
   name: 'cameras',
   setup(ctx) {
     const devices = new DeviceManager(ctx)
+    ctx.registry.setDeviceDirectory(devices)
     const tag = 'cameras'
     ctx.lifecycle({ start: () => devices.start(), stop: () => devices.stop() })
     return new Elysia({ name: 'periscope:cameras' })

@@ -3,6 +3,7 @@
 // never cost the configured endpoint a packet.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, statSync } from 'node:fs'
+import type { LiveTap } from '../../core/types'
 import { freePort, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
 
 const { streamer } = testStreamer()
@@ -10,7 +11,7 @@ beforeAll(() => requireGStreamer())
 afterAll(() => streamer.stopAll())
 
 /** RTP sequence numbers of one subscriber, in arrival order. */
-function watch(tap: NonNullable<ReturnType<typeof streamer.live>>, member: number) {
+function watch(tap: LiveTap, member: number) {
   const seqs: number[] = []
   const payloadTypes = new Set<number>()
   const stop = tap.subscribe(member, (p) => {
@@ -27,7 +28,8 @@ test('a UDP stream: the tap carries the RTP the endpoint gets, with no gap while
   try {
     expect(streamer.live(job.bus_info)).toBeNull()
     await streamer.start(job)
-    const tap = streamer.live(job.bus_info)!
+    const { tap, member } = streamer.live(job.bus_info)!
+    expect(member).toBe(0)
     expect(tap).toMatchObject({ encoding: 'H264', width: 320, height: 240, fps: 30, members: 1 })
     const first = watch(tap, 0)
     await waitFor('packets at the tap', () => first.seqs.length > 30, 15_000)
@@ -52,8 +54,10 @@ test('a group recording: one tap per member (JPEG for MJPG), and the file is sti
   const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'RECORDING', members: 2 })
   try {
     await streamer.start(job)
-    const tap = streamer.live(job.bus_info)!
+    const { tap } = streamer.live(job.bus_info)!
     expect(tap).toMatchObject({ encoding: 'JPEG', members: 2 })
+    // A follower's bus_info finds its group's tap, at its place.
+    expect(streamer.live(job.members[1]!.bus_info)).toEqual({ tap, member: 1 })
     const members = [watch(tap, 0), watch(tap, 1)]
     await waitFor('packets from both members', () => members.every((m) => m.seqs.length > 10), 15_000)
     expect(members.map((m) => [...m.payloadTypes])).toEqual([[26], [26]])
