@@ -53,11 +53,11 @@ export const unitsFor = (vendors: readonly VendorDefinition[], vid: number, pid:
 
 export const selectorOf = (unit: ExtensionUnit, control: XuControl) => (unit.addressing.kind === 'command' ? unit.addressing.selector : control.register)
 
-/** The transfer that picks a control of a command-addressed unit. */
-export function commandTransfer(unit: ExtensionUnit & { addressing: { kind: 'command' } }, register: number): Uint8Array {
-  const data = new Uint8Array(unit.size)
-  data.set(unit.addressing.prefix)
-  data[unit.addressing.prefix.length] = register
+/** The transfer that picks a control of a command-addressed unit: [...prefix, register, 0…]. */
+export function commandTransfer(size: number, prefix: number[], register: number): Uint8Array {
+  const data = new Uint8Array(size)
+  data.set(prefix)
+  data[prefix.length] = register
   return data
 }
 
@@ -94,7 +94,8 @@ export function xuControls(unit: ExtensionUnit): VendorControl[] {
     const query = (q: number, data: Uint8Array): XuQuery => ({ unit: unit.unit, selector: selectorOf(unit, control), query: q, data })
     // A command-addressed unit is told which option the next transfer is about.
     const pick = async (send: ReturnType<typeof access>, path: string) => {
-      if (unit.addressing.kind === 'command') await send(path, query(UVC_SET_CUR, commandTransfer({ ...unit, addressing: unit.addressing }, control.register)))
+      const { addressing } = unit
+      if (addressing.kind === 'command') await send(path, query(UVC_SET_CUR, commandTransfer(unit.size, addressing.prefix, control.register)))
     }
     return {
       control_id: control.control_id,
