@@ -55,7 +55,7 @@ const OPTIONS: Option[] = [
   {
     flag: 'simulate',
     key: 'simulate',
-    help: "simulated cameras: a preset (default, fleet, single) or 'off'; on by default when no /dev/video* exists",
+    help: "simulated cameras: a preset (default, fleet, single, acme) or 'off'; on by default when no /dev/video* exists",
     parse: (r) => (r === 'off' || r === 'false' ? null : r === '' || r === 'true' ? 'default' : r),
     def: defaultSimulate,
   },

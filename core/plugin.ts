@@ -11,6 +11,7 @@ import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
 import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition } from './types'
+import { xuControls } from './xu'
 
 /** What one app instance shares with its plugins. */
 export interface AppContext {
@@ -96,8 +97,10 @@ export class Registry {
     return this.cameras.map((c) => c.backend)
   }
 
+  /** A vendor's declared extension units become controls here, through the one interpreter (core/xu.ts). */
   addVendor(definition: VendorDefinition): void {
-    this.vendorDefs.push(definition)
+    const declared = (definition.extensionUnits ?? []).flatMap(xuControls)
+    this.vendorDefs.push({ ...definition, controls: [...(definition.controls ?? []), ...declared] })
   }
 
   vendors(): readonly VendorDefinition[] {

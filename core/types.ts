@@ -18,6 +18,7 @@ import type {
   StreamStatusModel,
   WiredDeviceModel,
 } from './schemas'
+import type { ExtensionUnit } from './xu'
 
 // ---- wire shapes (spec/api.md §2): the TypeBox schemas of core/schemas.ts, as TypeScript types ----
 
@@ -134,10 +135,24 @@ export interface VendorControl {
   set(device: RawDevice, backend: CameraBackend, value: number): Promise<void>
 }
 
+/** The serial board that triggers every camera of a leader/follower group at once. */
+export interface FrameSyncBoard {
+  /** USB ids of the board (or of its serial adapter). */
+  usb: { vid: number; pid: number }[]
+  baud: number
+  /** The line sent, with {frequency} (the group's fps + frequency_offset, rounded) and {duty}; stop sends both as 0. */
+  command: string
+  duty: number
+}
+
 export interface VendorDefinition {
   vendor: string
   models: VendorModel[]
+  /** UVC extension-unit controls as data (core/xu.ts interprets them; simulated cameras simulate them). */
+  extensionUnits?: ExtensionUnit[]
+  /** Controls whose protocol is not an extension unit's: vendor code. */
   controls?: VendorControl[]
+  frameSync?: FrameSyncBoard
 }
 
 // ---- streaming (drivers/gstreamer) ----

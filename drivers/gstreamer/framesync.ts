@@ -1,18 +1,15 @@
-// The frame-sync module: a USB serial board (3961:5000, legacy FTDI 0403:6001, 9600 baud) that
-// triggers every camera of a leader/follower group at once. While a group streams it receives
-// "<fps + frequency_offset>,30\n"; with no group, "0,0\n". The board comes and goes: it is looked
-// for every few seconds and told the current command as soon as it appears.
+// The frame-sync board: a USB serial board that triggers every camera of a leader/follower group at
+// once. Which board (USB ids, baud rate, command line) is the vendor's declaration (plugins/dwe), read
+// from the registry; none declared, none is looked for. While a group streams it is told the group's
+// fps + frequency_offset; with no group, frequency and duty 0. The board comes and goes: it is looked for
+// every few seconds and told the current command as soon as it appears.
 import { closeSync, constants, existsSync, openSync, readdirSync, readFileSync, realpathSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../../core/log'
-
-const BOARDS = [
-  { vid: '3961', pid: '5000' },
-  { vid: '0403', pid: '6001' },
-]
+import type { FrameSyncBoard } from '../../core/types'
 
 /** The tty of the first frame-sync board plugged in, from sysfs. */
-export function findFrameSyncPort(sysTty = '/sys/class/tty'): string | null {
+export function findFrameSyncPort(board: FrameSyncBoard, sysTty = '/sys/class/tty'): string | null {
   if (!existsSync(sysTty)) return null
   for (const name of readdirSync(sysTty).sort()) {
     if (!/^tty(USB|ACM)\d+$/.test(name)) continue
@@ -20,9 +17,9 @@ export function findFrameSyncPort(sysTty = '/sys/class/tty'): string | null {
       // Walk up from the tty's device to the USB device that carries idVendor/idProduct.
       for (let dir = realpathSync(join(sysTty, name, 'device')); dir !== '/' && dir.startsWith('/sys'); dir = dirname(dir)) {
         if (!existsSync(join(dir, 'idVendor'))) continue
-        const vid = readFileSync(join(dir, 'idVendor'), 'utf8').trim()
-        const pid = readFileSync(join(dir, 'idProduct'), 'utf8').trim()
-        if (BOARDS.some((b) => b.vid === vid && b.pid === pid)) return `/dev/${name}`
+        const vid = parseInt(readFileSync(join(dir, 'idVendor'), 'utf8'), 16)
+        const pid = parseInt(readFileSync(join(dir, 'idProduct'), 'utf8'), 16)
+        if (board.usb.some((b) => b.vid === vid && b.pid === pid)) return `/dev/${name}`
         break
       }
     } catch {
@@ -32,13 +29,18 @@ export function findFrameSyncPort(sysTty = '/sys/class/tty'): string | null {
   return null
 }
 
-export function frameSyncCommand(fps: number, frequencyOffset: number): string {
-  return fps > 0 ? `${Math.round(fps + frequencyOffset)},30\n` : '0,0\n'
+/** The board's command for a group streaming at `fps` (0: none streams, frequency and duty 0). */
+export function frameSyncCommand(board: FrameSyncBoard, fps: number, frequencyOffset: number): string {
+  const [frequency, duty] = fps > 0 ? [Math.round(fps + frequencyOffset), board.duty] : [0, 0]
+  return board.command.replace('{frequency}', String(frequency)).replace('{duty}', String(duty))
 }
 
 export interface FrameSyncOptions {
   log: Logger
-  findPort?: () => string | null
+  /** The board a vendor declared (the registry's), read when it is looked for; none: nothing to drive. */
+  board: () => FrameSyncBoard | undefined
+  /** Where the board is plugged in now (default: the first tty with the board's USB ids). */
+  findPort?: (board: FrameSyncBoard) => string | null
   frequencyOffset?: number
   pollMs?: number
 }
@@ -48,10 +50,10 @@ export class FrameSync {
   private offset: number
   private port: string | null = null
   private timer: ReturnType<typeof setInterval> | null = null
-  private readonly findPort: () => string | null
+  private readonly findPort: (board: FrameSyncBoard) => string | null
 
   constructor(private readonly options: FrameSyncOptions) {
-    this.findPort = options.findPort ?? (() => findFrameSyncPort())
+    this.findPort = options.findPort ?? ((board) => findFrameSyncPort(board))
     this.offset = options.frequencyOffset ?? 0
   }
 
@@ -82,7 +84,8 @@ export class FrameSync {
   }
 
   private look(): void {
-    const port = this.findPort()
+    const board = this.options.board()
+    const port = board ? this.findPort(board) : null
     if (port === this.port) return
     this.port = port
     if (port) {
@@ -92,11 +95,12 @@ export class FrameSync {
   }
 
   private send(): void {
-    if (!this.port) return
-    const command = frameSyncCommand(this.fps, this.offset)
+    const board = this.options.board()
+    if (!this.port || !board) return
+    const command = frameSyncCommand(board, this.fps, this.offset)
     try {
-      // 9600 8N1 raw; stty is coreutils, so no native serial binding is needed.
-      Bun.spawnSync(['stty', '-F', this.port, '9600', 'raw', '-echo', 'cs8', '-cstopb', '-parenb'], { stdout: 'ignore', stderr: 'ignore' })
+      // 8N1 raw at the board's baud rate; stty is coreutils, so no native serial binding is needed.
+      Bun.spawnSync(['stty', '-F', this.port, String(board.baud), 'raw', '-echo', 'cs8', '-cstopb', '-parenb'], { stdout: 'ignore', stderr: 'ignore' })
       const fd = openSync(this.port, constants.O_WRONLY | constants.O_NOCTTY | constants.O_NONBLOCK)
       try {
         writeSync(fd, command)

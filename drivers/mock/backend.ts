@@ -3,19 +3,15 @@
 // come back (on another port too), and each camera describes the real video it would produce.
 import type { ActiveFormat, CameraBackend, Control, ControlValue, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
+import type { ExtensionUnit } from '../../core/xu'
 import { simulatedSource } from '../gstreamer/simulated'
 import type { MockDeviceSpec, MockModel } from './cameras'
+import { SimulatedExtensionUnit } from './xu'
 
 const PATTERNS = ['ball', 'smpte', 'snow', 'pinwheel', 'spokes', 'gradient', 'circular', 'checkers-8']
 
-// exploreHD H.264 extension unit (FIELD-NOTES §1): unit 4, selector 2, command transfer then value.
-const XU_UNIT = 0x04
-const XU_SELECTOR = 0x02
-const XU_COMMAND = 0x9a
-const UVC_SET_CUR = 0x01
-const UVC_GET_CUR = 0x81
-const XU_LENGTH = 11
-const XU_VALUE_BYTES: Record<number, number> = { 0x02: 4, 0x03: 2, 0x06: 1 } // bitrate u32, GOP u16, mode u8
+/** The extension units the vendors declare for a device with these USB ids (core/xu.ts unitsFor). */
+export type ExtensionUnitsOf = (vid: number, pid: number) => ExtensionUnit[]
 
 interface Failure {
   errno: string
@@ -28,8 +24,8 @@ class MockDevice {
   plugged = true
   readonly values = new Map<number, number>()
   readonly paths: string[]
-  readonly xu = new Map<number, number>()
-  xuPending: number | null = null
+  /** Made on first use: the vendors' declarations are registered after the simulation starts. */
+  private units: SimulatedExtensionUnit[] | null = null
   failure: Failure | null = null
   active: ActiveFormat | null = null
 
@@ -39,17 +35,24 @@ class MockDevice {
     readonly serial: string,
     firstNode: number,
     readonly pattern: string,
+    private readonly unitsOf: ExtensionUnitsOf,
   ) {
     this.bus_info = bus_info
     this.paths = model.nodes.map((_, i) => `/dev/sim/video${firstNode + i}`)
     this.powerOn()
   }
 
-  /** Firmware state after power-up: every control and encoder option at its default. */
+  /** Firmware state after power-up: every control and extension-unit register at its default. */
   powerOn(): void {
     for (const c of this.model.controls) this.values.set(c.control_id, c.flags.default_value)
-    this.xu.set(0x02, 6_000_000).set(0x03, 29).set(0x06, 2)
-    this.xuPending = null
+    this.units = null
+  }
+
+  /** The extension units declared for the USB ids this camera states, on the node at `path`. */
+  unitsOn(path: string): SimulatedExtensionUnit[] {
+    this.units ??= this.unitsOf(this.model.vid, this.model.pid).map((declaration) => new SimulatedExtensionUnit(declaration))
+    const formats = this.model.nodes[this.paths.indexOf(path)]
+    return formats ? this.units.filter((unit) => unit.declaration.nodeFormat in formats) : []
   }
 
   raw(): RawDevice {
@@ -78,10 +81,11 @@ export class MockCameraBackend implements CameraBackend {
   private devices: MockDevice[] = []
   private listeners = new Set<(c: { kind: 'added' | 'removed'; bus_info: string }) => void>()
 
-  constructor(specs: MockDeviceSpec[]) {
+  /** `extensionUnits`: what the registered vendors declare (no vendor: no extension unit answers). */
+  constructor(specs: MockDeviceSpec[], extensionUnits: ExtensionUnitsOf = () => []) {
     let node = 0
     specs.forEach((spec, i) => {
-      this.devices.push(new MockDevice(spec.model, spec.bus_info, spec.serial, node, PATTERNS[i % PATTERNS.length]!))
+      this.devices.push(new MockDevice(spec.model, spec.bus_info, spec.serial, node, PATTERNS[i % PATTERNS.length]!, extensionUnits))
       node += spec.model.nodes.length
     })
   }
@@ -155,37 +159,12 @@ export class MockCameraBackend implements CameraBackend {
 
   async xuQuery(device_path: string, q: XuQuery): Promise<Uint8Array> {
     const d = this.byPath(device_path)
-    const node = d.paths.indexOf(device_path)
-    if (!d.model.h264ExtensionUnit || !d.model.nodes[node]?.H264) throw new DeviceError('ENOENT', 'no such extension unit on this node')
-    if (q.unit !== XU_UNIT || q.selector !== XU_SELECTOR) throw new DeviceError('ENOENT', `no extension unit ${q.unit} selector ${q.selector}`)
+    const units = d.unitsOn(device_path)
+    if (!units.length) throw new DeviceError('ENOENT', 'no such extension unit on this node')
+    const unit = units.find((u) => u.answers(q))
+    if (!unit) throw new DeviceError('ENOENT', `no extension unit ${q.unit} selector ${q.selector}`)
     this.consumeFailure(d)
-    if (q.query === UVC_SET_CUR) {
-      if (q.data.length !== XU_LENGTH) throw new DeviceError('EINVAL', `extension unit transfers are ${XU_LENGTH} bytes`)
-      if (d.xuPending === null) {
-        if (q.data[0] !== XU_COMMAND || !(q.data[1]! in XU_VALUE_BYTES)) throw new DeviceError('EPROTO', 'unknown extension unit command')
-        d.xuPending = q.data[1]!
-        return q.data
-      }
-      const cmd = d.xuPending
-      d.xuPending = null
-      let value = 0
-      for (let i = 0; i < XU_VALUE_BYTES[cmd]!; i++) value = value * 256 + q.data[i]!
-      d.xu.set(cmd, value)
-      return q.data
-    }
-    if (q.query === UVC_GET_CUR) {
-      if (d.xuPending === null) throw new DeviceError('EPROTO', 'GET_CUR without a command transfer first')
-      const cmd = d.xuPending
-      d.xuPending = null
-      const out = new Uint8Array(XU_LENGTH)
-      let value = d.xu.get(cmd)!
-      for (let i = XU_VALUE_BYTES[cmd]! - 1; i >= 0; i--) {
-        out[i] = value % 256
-        value = Math.floor(value / 256)
-      }
-      return out
-    }
-    throw new DeviceError('EINVAL', `query 0x${q.query.toString(16)} is not supported`)
+    return unit.transfer(q)
   }
 
   onChange(listener: (c: { kind: 'added' | 'removed'; bus_info: string }) => void): () => void {
@@ -204,7 +183,6 @@ export class MockCameraBackend implements CameraBackend {
     const d = this.devices.find((x) => x.plugged && x.bus_info === bus_info)
     if (!d) return false
     d.plugged = false
-    d.xuPending = null
     this.emit('removed', bus_info)
     return true
   }

@@ -113,6 +113,10 @@ export const UVC_CONTROLS: MockControlDef[] = [
   { control_id: CID.FOCUS_AUTO, name: 'Focus, Automatic Continuous', flags: bool(true) },
 ]
 
+/**
+ * A simulated model states the USB ids it pretends to have, as hardware does; it knows no vendor's
+ * protocol. Extension units answer as the registered vendors declare them for those ids (drivers/mock/xu.ts).
+ */
 export interface MockModel {
   name: string
   manufacturer: string
@@ -121,8 +125,6 @@ export interface MockModel {
   /** Nodes in order: capture nodes with formats, metadata nodes with none (as UVC creates them). */
   nodes: (Camera['formats'] | null)[]
   controls: MockControlDef[]
-  /** Offers the exploreHD H.264 extension unit (FIELD-NOTES §1) on its H.264 node. */
-  h264ExtensionUnit?: boolean
 }
 
 const H264_NODE = { H264: sizes(HD_SIZES.slice(0, 4), [30, 25, 15]) }
@@ -136,7 +138,6 @@ export const MODELS = {
     pid: 0x2100,
     nodes: [MJPG_NODE, null, H264_NODE, null],
     controls: UVC_CONTROLS,
-    h264ExtensionUnit: true,
   },
   stellarLeader: {
     name: 'stellarHD USB Camera',
@@ -162,6 +163,15 @@ export const MODELS = {
     nodes: [{ MJPG: sizes([[1280, 720], [640, 480]], [30, 15]), YUYV: sizes([[640, 480]], [30]) }, null],
     controls: UVC_CONTROLS.filter((c) => c.control_id !== CID.PRIVACY && c.control_id !== CID.HUE),
   },
+  // The example plugin's camera (examples/acme-plugin.ts), with the made-up ids it declares.
+  acmeRingCam: {
+    name: 'Acme RingCam',
+    manufacturer: 'Acme Robotics',
+    vid: 0xace0,
+    pid: 0x0001,
+    nodes: [MJPG_NODE, null],
+    controls: UVC_CONTROLS.filter((c) => c.control_id !== CID.PRIVACY),
+  },
 } satisfies Record<string, MockModel>
 
 export interface MockDeviceSpec {
@@ -172,14 +182,18 @@ export interface MockDeviceSpec {
 
 const port = (n: number) => `usb-0000:00:14.0-${n}`
 
+const DEFAULT_PRESET: MockDeviceSpec[] = [
+  { model: MODELS.exploreHD, bus_info: port(1), serial: 'EHD0001' },
+  { model: MODELS.stellarLeader, bus_info: port(2), serial: 'SHL0001' },
+  { model: MODELS.stellarFollower, bus_info: port(3), serial: 'SHF0001' },
+  { model: MODELS.webcam, bus_info: port(4), serial: '' },
+]
+
 /** Presets for --simulate. */
 export const PRESETS: Record<string, MockDeviceSpec[]> = {
-  default: [
-    { model: MODELS.exploreHD, bus_info: port(1), serial: 'EHD0001' },
-    { model: MODELS.stellarLeader, bus_info: port(2), serial: 'SHL0001' },
-    { model: MODELS.stellarFollower, bus_info: port(3), serial: 'SHF0001' },
-    { model: MODELS.webcam, bus_info: port(4), serial: '' },
-  ],
+  default: DEFAULT_PRESET,
+  /** The default cameras and the example plugin's (`--plugins …,./examples/acme-plugin.ts`). */
+  acme: [...DEFAULT_PRESET, { model: MODELS.acmeRingCam, bus_info: port(5), serial: 'ACME0001' }],
   single: [{ model: MODELS.exploreHD, bus_info: port(1), serial: 'EHD0001' }],
   fleet: Array.from({ length: 8 }, (_, i) => ({ model: MODELS.exploreHD, bus_info: port(i + 1), serial: `EHD${String(i + 1).padStart(4, '0')}` })),
 }

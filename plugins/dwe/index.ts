@@ -1,13 +1,13 @@
-// The DWE vendor plugin: its models, and exploreHD's H.264 encoder options over the UVC extension unit.
+// The DWE vendor plugin: DeepWater Exploration's declaration (./vendor.ts), registered. It has no code
+// of its own: the core interprets the extension unit, the GStreamer plugin drives the frame-sync board.
 import { Elysia } from 'elysia'
 import { definePlugin } from '../../core/plugin'
-import { DWE_MODELS } from './models'
-import { EXPLOREHD_CONTROLS } from './xu'
+import { DWE } from './vendor'
 
 export default definePlugin({
   name: 'dwe',
   setup({ registry }) {
-    registry.addVendor({ vendor: 'DeepWater Exploration', models: DWE_MODELS, controls: EXPLOREHD_CONTROLS })
+    registry.addVendor(DWE)
     return new Elysia({ name: 'periscope:dwe' })
   },
 })

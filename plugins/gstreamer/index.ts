@@ -1,6 +1,6 @@
-// Provides the 'streamer' backend: gst-launch-1.0 children per stream, and the frame-sync board of
-// leader/follower groups. Without GStreamer installed it provides nothing and reports itself down,
-// so the cameras plugin answers 503 when a stream must start. Each setup() is its own instance (tests
+// Provides the 'streamer' backend: gst-launch-1.0 children per stream, and drives the frame-sync board a
+// vendor declares for leader/follower groups. Without GStreamer installed it provides nothing and reports
+// itself down, so the cameras plugin answers 503 when a stream must start. Each setup() is its own instance (tests
 // run several services in one process).
 import { Elysia } from 'elysia'
 import { existsSync } from 'node:fs'
@@ -28,6 +28,8 @@ export default definePlugin({
     const fixedPort = process.env.PERISCOPE_FRAME_SYNC_PORT
     const frameSync = new FrameSync({
       log: log.child({ part: 'frame-sync' }),
+      // The board is a vendor's (plugins/dwe declares DWE's), registered whatever the plugin order.
+      board: () => registry.vendors().find((vendor) => vendor.frameSync)?.frameSync,
       frequencyOffset: offset(),
       findPort: fixedPort ? () => (existsSync(fixedPort) ? fixedPort : null) : undefined,
     })

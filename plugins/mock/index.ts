@@ -6,6 +6,7 @@ import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { Enum } from '../../core/schemas'
 import { typed } from '../../core/validation'
+import { unitsFor } from '../../core/xu'
 import { MockCameraBackend } from '../../drivers/mock/backend'
 import { PRESETS } from '../../drivers/mock/cameras'
 
@@ -25,7 +26,8 @@ export default definePlugin({
     const preset = config.simulate ?? 'default'
     const specs = PRESETS[preset]
     if (!specs) throw new Error(`unknown --simulate preset '${preset}': choose one of ${Object.keys(PRESETS).join(', ')}`)
-    const backend = new MockCameraBackend(specs)
+    // Extension units answer as the registered vendors declare them: the simulation has no vendor protocol of its own.
+    const backend = new MockCameraBackend(specs, (vid, pid) => unitsFor(registry.vendors(), vid, pid))
     registry.addCameraBackend(backend, 'mock')
     const tag = 'simulation'
     return new Elysia({ name: 'periscope:mock' })

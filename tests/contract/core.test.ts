@@ -11,7 +11,7 @@ import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
 beforeAll(async () => {
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')] })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')], config: { simulate: 'acme' } })
 })
 afterAll(async () => {
   await s.stop()
@@ -331,13 +331,16 @@ describe('configuration and plugins', () => {
   })
 
   test('a third-party plugin from a module path adds a vendor camera type and a control', async () => {
-    // examples/acme-plugin.ts claims the simulated webcam's USB ids as a leader-capable model with a vendor control.
-    const webcam = await device(s, 'usb-0000:00:14.0-4')
-    expect(webcam.device_type).toBe(1)
-    const ring = webcam.controls.find((c: any) => c.control_id === -100)
+    // examples/acme-plugin.ts declares its RingCam's USB ids as a leader-capable model with a vendor control
+    // in code and one declared on its extension unit; the 'acme' preset simulates a camera with those ids.
+    const RING_CAM = 'usb-0000:00:14.0-5'
+    const ringCam = await device(s, RING_CAM)
+    expect(ringCam.device_type).toBe(1)
+    const ring = ringCam.controls.find((c: any) => c.control_id === -100)
     expect(ring).toMatchObject({ name: 'Ring light', value: 0, flags: { control_type: 'INTEGER', min_value: 0, max_value: 100 } })
-    expect(await s.call('POST', '/api/devices/set_uvc_control', { bus_info: 'usb-0000:00:14.0-4', control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
-    expect((await device(s, 'usb-0000:00:14.0-4')).controls.find((c: any) => c.control_id === -100).value).toBe(40)
+    expect(await s.call('POST', '/api/devices/set_uvc_control', { bus_info: RING_CAM, control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
+    expect((await device(s, RING_CAM)).controls.find((c: any) => c.control_id === -100).value).toBe(40)
+    expect((await device(s, 'usb-0000:00:14.0-4')).controls.some((c: any) => c.control_id < 0)).toBe(false) // the Logitech is not Acme's
     await expect(loadPlugin('no-such-plugin')).rejects.toThrow("unknown plugin 'no-such-plugin'")
   })
 })

@@ -18,7 +18,7 @@ import { PRESETS } from '../../drivers/mock/cameras'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 
 const ACME = join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')
-const WEBCAM = 'usb-0000:00:14.0-4' // the simulated Logitech the example claims as an Acme RingCam
+const RING_CAM = 'usb-0000:00:14.0-5' // the simulated Acme RingCam of the 'acme' preset
 
 const servers: TestServer[] = []
 const contexts: AppContext[] = []
@@ -142,12 +142,12 @@ describe('backends have one owner', () => {
   test('state is per app instance: the example plugin of two services keeps two sets of ring lights', async () => {
     const acme = await loadPlugin(ACME)
     const plugins = await Promise.all(['mock', 'cameras', 'dwe'].map(loadPlugin))
-    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
+    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
     servers.push(a)
-    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
+    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
     servers.push(b)
-    expect(await a.call('POST', '/api/devices/set_uvc_control', { bus_info: WEBCAM, control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
-    expect((await a.call('GET', '/api/acme/ring_light')).body).toEqual({ [WEBCAM]: 40 })
+    expect(await a.call('POST', '/api/devices/set_uvc_control', { bus_info: RING_CAM, control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
+    expect((await a.call('GET', '/api/acme/ring_light')).body).toEqual({ [RING_CAM]: 40 })
     expect((await b.call('GET', '/api/acme/ring_light')).body).toEqual({})
     expect((await a.call('GET', '/api/health')).body.plugins.acme).toEqual({ state: 'ok', lights_on: 1 })
     expect((await b.call('GET', '/api/health')).body.plugins.acme).toEqual({ state: 'ok', lights_on: 0 })

@@ -1,6 +1,7 @@
 // The frame-sync board on a pseudo-terminal pair (python3's os.openpty): the fps command while a group
 // streams, again when the board appears and when frequency_offset changes, 0,0 when no group streams.
-// The plugin's wiring (preferences from the store, 'preferences_updated') is exercised with real core parts.
+// The plugin's wiring (the board DWE's plugin declares, preferences from the store, 'preferences_updated')
+// is exercised with real core parts.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import { mountPlugin } from '../../core/lifecycle'
@@ -11,6 +12,8 @@ import { SettingsStore } from '../../core/store'
 import type { Config } from '../../core/config'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import plugin from '../../plugins/gstreamer'
+import dwe from '../../plugins/dwe'
+import { DWE } from '../../plugins/dwe/vendor'
 import { eachLine, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 
 /** A pty pair: `port` is the slave a service would open; `lines` is what arrived at the master. */
@@ -73,6 +76,7 @@ test('a streaming group drives the board; it is told again when it appears and w
   let looks = 0 // how often the frame sync has looked for the board
   const sync = new FrameSync({
     log: createLogger('error'),
+    board: () => DWE.frameSync,
     findPort: () => {
       looks++
       return present ? port : null
@@ -113,6 +117,24 @@ test('a streaming group drives the board; it is told again when it appears and w
   await streamer.stop(single.bus_info)
 }, 45_000)
 
+test('the board is a vendor declaration: with none registered, no board is looked for and nothing is sent', async () => {
+  const board = new PtyBoard()
+  boards.push(board)
+  const port = await board.ready()
+  let looked = 0
+  const sync = new FrameSync({ log: createLogger('error'), board: () => undefined, findPort: () => (looked++, port), pollMs: 50 })
+  const { streamer } = testStreamer({ frameSync: sync })
+  cleanups.push(() => streamer.stopAll(), () => sync.stop())
+  sync.start()
+  const group = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2, fps: 30 })
+  await streamer.start(group)
+  await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
+  await streamer.stop(group.bus_info)
+  sync.stop()
+  expect(looked).toBe(0)
+  expect(board.lines).toEqual([])
+}, 20_000)
+
 test('the plugin provides the streamer, reads frequency_offset from the preferences, and follows preferences_updated', async () => {
   const board = new PtyBoard()
   boards.push(board)
@@ -125,6 +147,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   const events = new EventBus()
   const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 } }
   const instance = await mountPlugin(plugin, ctx)
+  await mountPlugin(dwe, ctx) // the board is DWE's declaration, registered after the streamer: looked up when needed
   await instance.start?.()
   cleanups.push(async () => {
     await instance.stop?.()

@@ -2,6 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { StreamJob } from '../../core/types'
 import { frameSyncCommand } from '../../drivers/gstreamer/framesync'
+import { DWE } from '../../plugins/dwe/vendor'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from '../../drivers/gstreamer/monitor'
 import { buildPipeline, memberEndpoints, shellCommand, softwareBitrateKbps } from '../../drivers/gstreamer/pipeline'
 import { sdp } from '../../drivers/gstreamer/sdp'
@@ -188,9 +189,10 @@ describe('out of step', () => {
 })
 
 test('frame-sync command: fps plus offset, duty 30; stop is 0,0', () => {
-  expect(frameSyncCommand(30, 0)).toBe('30,30\n')
-  expect(frameSyncCommand(30, 2)).toBe('32,30\n')
-  expect(frameSyncCommand(0, 2)).toBe('0,0\n')
+  const board = DWE.frameSync!
+  expect(frameSyncCommand(board, 30, 0)).toBe('30,30\n')
+  expect(frameSyncCommand(board, 30, 2)).toBe('32,30\n')
+  expect(frameSyncCommand(board, 0, 2)).toBe('0,0\n')
 })
 
 

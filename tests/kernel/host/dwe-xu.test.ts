@@ -1,14 +1,18 @@
-// exploreHD's encoder options (plugins/dwe) speak the extension-unit byte protocol of FIELD-NOTES §1.
-// No UVC device exists here, so a firmware look-alike answers at the ioctl boundary: every transfer is
-// packed into the real uvc_xu_control_query (drivers/v4l2/device.ts xuStruct) and decoded from there.
+// exploreHD's encoder options (declared in plugins/dwe, interpreted by core/xu.ts) speak the extension-unit
+// byte protocol of FIELD-NOTES §1. No UVC device exists here, so a firmware look-alike written from
+// FIELD-NOTES (not from the declaration) answers at the ioctl boundary: every transfer is packed into the
+// real uvc_xu_control_query (drivers/v4l2/device.ts xuStruct) and decoded from there.
 import { ptr } from 'bun:ffi'
 import { expect, test } from 'bun:test'
 import type { CameraBackend, RawDevice, XuQuery } from '../../../core/types'
 import { DeviceError } from '../../../core/types'
 import { xuStruct } from '../../../drivers/v4l2/device'
+import { Registry } from '../../../core/plugin'
+import { xuControls } from '../../../core/xu'
 import dwe from '../../../plugins/dwe'
-import { DWE_MODELS } from '../../../plugins/dwe/models'
-import { EXPLOREHD_CONTROLS } from '../../../plugins/dwe/xu'
+import { DWE, DWE_MODELS, EXPLOREHD_ENCODER } from '../../../plugins/dwe/vendor'
+
+const EXPLOREHD_CONTROLS = xuControls(EXPLOREHD_ENCODER)
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, '0')).join(' ')
 
@@ -106,8 +110,12 @@ test('a backend without extension-unit access → EOPNOTSUPP (a 502, not a crash
   expect((e as DeviceError).code).toBe('EOPNOTSUPP')
 })
 
-test('the plugin registers the models and the controls', () => {
-  const vendors: unknown[] = []
-  dwe.setup({ registry: { addVendor: (v: unknown) => vendors.push(v) } } as never)
-  expect(vendors).toEqual([{ vendor: 'DeepWater Exploration', models: DWE_MODELS, controls: EXPLOREHD_CONTROLS }])
+test('the plugin registers the declaration; the registry interprets its extension unit into the three options', () => {
+  const registry = new Registry()
+  dwe.setup({ registry } as never)
+  const [vendor] = registry.vendors()
+  expect(vendor).toMatchObject({ vendor: 'DeepWater Exploration', models: DWE_MODELS, extensionUnits: [EXPLOREHD_ENCODER], frameSync: DWE.frameSync })
+  expect(vendor!.controls!.map(({ control_id, name, flags }) => ({ control_id, name, flags }))).toEqual(
+    EXPLOREHD_CONTROLS.map(({ control_id, name, flags }) => ({ control_id, name, flags })),
+  )
 })
