@@ -10,7 +10,7 @@ import type { EventBus } from './events'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
-import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition } from './types'
+import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, WatchKind, WatchLink } from './types'
 import { xuControls } from './xu'
 
 /** What one app instance shares with its plugins. */
@@ -71,6 +71,7 @@ export class Registry {
   private cameras: { plugin: string; backend: CameraBackend }[] = []
   private vendorDefs: VendorDefinition[] = []
   private directory: DeviceDirectory | null = null
+  private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -121,6 +122,19 @@ export class Registry {
   deviceDirectory(): DeviceDirectory {
     if (!this.directory) throw unavailable('No device list is available: the cameras plugin is not loaded')
     return this.directory
+  }
+
+  /** A viewer plugin says how to reach a camera its way (the device's `watch.<kind>`). */
+  addWatchLink(kind: WatchKind, link: WatchLink, plugin: string): void {
+    const taken = this.links.get(kind)
+    if (taken) throw new Error(`watch link '${kind}' is already provided by plugin '${taken.plugin}'`)
+    this.links.set(kind, { plugin, link })
+  }
+
+  /** Every way to watch the camera, on this origin: null where no plugin serves it or it is not available now. */
+  watch(bus_info: string, origin: URL): Record<WatchKind, string | null> {
+    const link = (kind: WatchKind) => this.links.get(kind)?.link(bus_info, origin) ?? null
+    return { rtsp: link('rtsp'), whep: link('whep'), mjpeg: link('mjpeg'), snapshot: link('snapshot') }
   }
 
   provides(plugin: string): boolean {

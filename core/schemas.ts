@@ -69,6 +69,12 @@ export const StreamStatusModel = t.Object(
   },
   { description: 'Beyond the spec: what the stream is doing now.' },
 )
+const WatchUrl = t.Union([t.String(), t.Null()])
+export const WatchModel = t.Object(
+  { rtsp: WatchUrl, whep: WatchUrl, mjpeg: WatchUrl, snapshot: WatchUrl },
+  { description: 'Beyond the spec: where to watch the camera, as absolute URLs on the host the request was sent to; null where that way is not available (not loaded, or the stream does not run).' },
+)
+
 export const DeviceModel = t.Object({
   cameras: t.Union([t.Array(CameraModel), t.Null()]),
   controls: t.Array(ControlModel),
@@ -89,6 +95,7 @@ export const DeviceModel = t.Object({
   stream_status: t.Optional(StreamStatusModel),
   leader: t.Optional(t.Union([t.String(), t.Null()], { description: 'Beyond the spec: bus_info of the leader this device follows.' })),
   connected: t.Optional(t.Boolean({ description: 'Beyond the spec: false for a device that is known but unplugged.' })),
+  watch: t.Optional(WatchModel),
 })
 
 // ---- camera requests ----

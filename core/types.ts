@@ -16,6 +16,7 @@ import type {
   StreamEndpointModel,
   StreamModel,
   StreamStatusModel,
+  WatchModel,
   WiredDeviceModel,
 } from './schemas'
 import type { ExtensionUnit } from './xu'
@@ -195,6 +196,11 @@ export interface Streamer {
   live(bus_info: string): { tap: LiveTap; member: number } | null
   stopAll(): Promise<void>
 }
+
+/** The ways to watch a camera (a device's `watch`): each filled by the plugin that serves it. */
+export type WatchKind = keyof Static<typeof WatchModel>
+/** A viewer plugin's link to a camera, on the origin the API request came to; null when not available now. */
+export type WatchLink = (bus_info: string, origin: URL) => string | null
 
 /** A device as GET /api/devices shows it. */
 export type Device = Static<typeof DeviceModel>

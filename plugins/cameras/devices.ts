@@ -47,13 +47,13 @@ export class DeviceManager implements DeviceDirectory {
   private present = new Map<string, Present>() // by bus_info
   private settings = new Map<string, DeviceSettings>() // by identity
   private queue: Promise<unknown> = Promise.resolve()
-  private cachedList: Uint8Array | null = null
+  private cachedList = new Map<string, Uint8Array>() // by origin
   private unsubscribers: (() => void)[] = []
 
   constructor(private readonly ctx: PluginContext) {
     for (const { key, value } of ctx.store.list<DeviceSettings>(NS)) this.settings.set(key, value)
     // Any event may change what GET /api/devices shows (stream state, frame stats, …).
-    this.unsubscribers.push(ctx.events.subscribe(() => (this.cachedList = null)))
+    this.unsubscribers.push(ctx.events.subscribe(() => this.cachedList.clear()))
   }
 
   // ---- lifecycle ----
@@ -208,7 +208,8 @@ export class DeviceManager implements DeviceDirectory {
     ].map((c) => ({ ...c, value: wireValue(c.value), flags: { ...c.flags, default_value: wireValue(c.flags.default_value) as number } }))
   }
 
-  toModel(entry: Present): Static<typeof DeviceModel> {
+  /** The device as the API shows it; with `origin` (the request's), its `watch` links on that host. */
+  toModel(entry: Present, origin?: URL): Static<typeof DeviceModel> {
     const { raw } = entry
     const saved = this.settingsOf(entry)
     const streamer = this.ctx.registry.get('streamer')
@@ -232,6 +233,7 @@ export class DeviceManager implements DeviceDirectory {
       string3: raw.serial,
       stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
       leader: saved.leader ? this.busInfoOf(saved.leader) : null,
+      ...(origin ? { watch: this.ctx.registry.watch(raw.bus_info, origin) } : {}),
     }
   }
 
@@ -244,17 +246,24 @@ export class DeviceManager implements DeviceDirectory {
     return [...this.present.values()].map((entry) => this.toModel(entry))
   }
 
-  /** GET /api/devices, sorted by device_type then bus_info; kept as encoded JSON until anything changes. */
-  listJson(): Uint8Array {
-    if (this.cachedList === null) {
+  /**
+   * GET /api/devices, sorted by device_type then bus_info; kept as encoded JSON until anything changes,
+   * per origin the API is reached on (the `watch` links name it; a few at most: LAN address, hostname).
+   */
+  listJson(origin: URL): Uint8Array {
+    let json = this.cachedList.get(origin.origin)
+    if (!json) {
       const entries = [...this.present.values()].sort((a, b) => a.device_type - b.device_type || (a.raw.bus_info < b.raw.bus_info ? -1 : a.raw.bus_info > b.raw.bus_info ? 1 : 0))
-      this.cachedList = new TextEncoder().encode(JSON.stringify(entries.map((e) => this.toModel(e))))
+      json = new TextEncoder().encode(JSON.stringify(entries.map((e) => this.toModel(e, origin))))
+      // Host headers are the client's to choose: keep only the newest few.
+      if (this.cachedList.size >= 8) this.cachedList.delete(this.cachedList.keys().next().value!)
+      this.cachedList.set(origin.origin, json)
     }
-    return this.cachedList
+    return json
   }
 
   private invalidate(): void {
-    this.cachedList = null
+    this.cachedList.clear()
   }
 
   /**
