@@ -63,6 +63,7 @@ describe('GET /api/devices (spec §2.1)', () => {
           'stream',
           'string3',
           'vid',
+          'watch',
           'stream_status',
           'leader',
         ].sort(),
