@@ -150,6 +150,7 @@ export default definePlugin({
         '/api/streams/:bus_info/mjpeg',
         ({ params: { bus_info }, request }) => {
           const gst = check(bus_info)
+          registry.require('streamer') // 503 when nothing can stream
           const live = liveOf(bus_info)
           if (!live) throw notRunning(bus_info)
           const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
