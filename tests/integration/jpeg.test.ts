@@ -240,7 +240,7 @@ test('H.264 camera: MJPEG decodes at the stream\'s size; ffprobe reads it; the t
     expect(transcoders().length).toBe(1)
     const probe = Bun.spawn(['ffprobe', '-v', 'error', '-f', 'mpjpeg', '-read_intervals', '%+#5', '-count_frames', '-show_entries', 'stream=codec_name,width,height,nb_read_frames', '-of', 'json', url], { stdout: 'pipe', stderr: 'pipe' })
     spawned.push(probe)
-    const [probed, code] = await Promise.all([new Response(probe.stdout).json(), probe.exited])
+    const [probed, code] = (await Promise.all([new Response(probe.stdout).json(), probe.exited])) as [any, number]
     expect(code).toBe(0)
     expect(probed.streams[0]).toMatchObject({ codec_name: 'mjpeg', width: 640, height: 480 })
     expect(Number(probed.streams[0].nb_read_frames)).toBeGreaterThanOrEqual(5)
