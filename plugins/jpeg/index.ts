@@ -86,8 +86,11 @@ export default definePlugin({
     const capture = async (gst: GstRunner, bus_info: string): Promise<Uint8Array> => {
       const live = liveOf(bus_info)
       if (live) {
+        const feed = feedFor(gst, bus_info, live)
+        // Someone watches the MJPEG: its newest frame is the current one (no wait, no work).
+        if (feed.latest && performance.now() - feed.latest.at < 1000 / Math.max(1, live.tap.fps) + 50) return feed.latest.jpeg
         try {
-          return await feedFor(gst, bus_info, live).next(FRAME_TIMEOUT_MS)
+          return await feed.next(FRAME_TIMEOUT_MS)
         } catch (err) {
           throw new HttpError(504, `No frame from the stream of '${bus_info}': ${(err as Error).message}`)
         }
