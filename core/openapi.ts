@@ -47,7 +47,7 @@ const ERROR_TEXT: Record<number, string> = {
   507: 'Not saved: the disk holding the settings is full or read-only (`detail` says which and what to do)',
 }
 
-/** Where an operation keeps the parameters docs() declared (a symbol: copied with the operation, never serialised). */
+/** Where an operation keeps the query parameters docs() declared (a symbol: copied with the operation, never serialised). */
 export const DECLARED_PARAMETERS = Symbol('declared parameters')
 
 export interface DocsOptions extends ValidatedSchemas {
@@ -99,8 +99,8 @@ export function docs(options: DocsOptions) {
     ...(parameters.length ? { parameters } : {}),
     ...(options.body ? { requestBody: { required: true, content: json(toJsonSchema(options.body, false)) } } : {}),
     responses,
-    // The generator replaces `parameters` when the path has any (core/http/docs.ts puts these back).
-    ...(parameters.length ? { [DECLARED_PARAMETERS]: parameters } : {}),
+    // The generator replaces `parameters` when the path has any: the query ones are put back (core/http/docs.ts).
+    ...(pathParams.length && options.query ? { [DECLARED_PARAMETERS]: parameters.filter((p) => p.in === 'query') } : {}),
   }
   const hooks = options.body || options.query ? validated({ body: options.body, query: options.query }) : {}
   return { ...hooks, detail }

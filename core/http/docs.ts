@@ -42,16 +42,18 @@ export function apiDocs() {
 }
 
 /**
- * The generator lists an operation's path parameters as bare strings in place of the `parameters`
- * that docs() declared (with their query parameters and schemas) whenever the path has any; the
- * declared ones are the truth (core/openapi.ts), so they are put back.
+ * The generator lists only an operation's path parameters, as bare strings, in place of the
+ * `parameters` docs() declared whenever the path has any; the query parameters docs() declared
+ * (core/openapi.ts) are put back beside them.
  */
 function withDeclaredParameters(document: unknown): unknown {
   const paths = (document as { paths?: Record<string, Record<string, Record<string | symbol, unknown>>> } | null)?.paths
   for (const operations of Object.values(paths ?? {})) {
     for (const operation of Object.values(operations)) {
-      const declared = operation[DECLARED_PARAMETERS]
-      if (declared) operation.parameters = declared
+      const declared = operation[DECLARED_PARAMETERS] as { name: string; in: string }[] | undefined
+      if (!declared) continue
+      const listed = (operation.parameters ?? []) as { name: string; in: string }[]
+      operation.parameters = [...listed, ...declared.filter((d) => !listed.some((p) => p.name === d.name && p.in === d.in))]
     }
   }
   return document
