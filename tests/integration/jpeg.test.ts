@@ -327,3 +327,69 @@ test('the UDP endpoint loses no packet while MJPEG viewers and snapshots come an
     endpoint.close()
   }
 }, 90_000)
+
+test('a client that stops reading for seconds never gets a broken part and does not slow another viewer', async () => {
+  const port = freePort()
+  const { connect } = await import('node:net')
+  try {
+    await stream(WEBCAM, 'MJPG', port, 1280, 720)
+    const path = `/api/streams/${WEBCAM}/mjpeg`
+    const chunks: Buffer[] = []
+    const slow = connect(Number(new URL(s.url).port), '127.0.0.1')
+    slow.on('data', (c) => void chunks.push(c))
+    await new Promise((resolve) => slow.once('connect', resolve))
+    slow.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
+    await waitFor('the first bytes', () => chunks.length > 0, 15_000)
+    slow.pause() // stops reading: the kernel's buffers fill, then the service's queue for it
+    const other = new MjpegClient(s.url + path)
+    await waitFor('frames at the other viewer', () => other.frames.length >= 5, 20_000)
+    const from = other.frames.at(-1)!
+    await waitFor('three more seconds at the other viewer', () => other.frames.at(-1)! - from >= 3000, 20_000)
+    const rate = (other.frames.filter((t) => t > from).length * 1000) / (other.frames.at(-1)! - from)
+    expect(rate).toBeGreaterThan(15)
+    await stop(other.proc)
+    slow.resume()
+    const before = Buffer.concat(chunks).length
+    await waitFor('the slow client reading again', () => Buffer.concat(chunks).length > before + 500_000, 15_000)
+    slow.destroy()
+    // Every part it got is whole: boundary, headers, exactly Content-Length bytes of JPEG, CRLF.
+    const body = Buffer.concat(chunks)
+    let at = body.indexOf('\r\n\r\n') + 4 // after the response head (chunked framing removed below)
+    const raw = dechunk(body.subarray(at))
+    at = 0
+    let parts = 0
+    for (;;) {
+      const headEnd = raw.indexOf('\r\n\r\n', at)
+      if (headEnd < 0) break
+      const head = raw.subarray(at, headEnd).toString('latin1')
+      const length = Number(/Content-Length: (\d+)/.exec(head)?.[1])
+      if (headEnd + 4 + length + 2 > raw.length) break // the last part, cut by our hang-up
+      expect(head.startsWith('--periscope-frame\r\n')).toBe(true)
+      const jpeg = raw.subarray(headEnd + 4, headEnd + 4 + length)
+      expect([jpeg[0], jpeg[1], jpeg.at(-2), jpeg.at(-1)]).toEqual([0xff, 0xd8, 0xff, 0xd9])
+      expect(jpegSize(jpeg)).toEqual({ width: 1280, height: 720 })
+      expect(raw.subarray(headEnd + 4 + length, headEnd + 4 + length + 2).toString()).toBe('\r\n')
+      at = headEnd + 4 + length + 2
+      parts++
+    }
+    expect(parts).toBeGreaterThan(5)
+  } finally {
+    await stopStream(WEBCAM)
+  }
+}, 90_000)
+
+/** The body of a chunked HTTP/1.1 answer, as far as it arrived (a streamed body has no Content-Length). */
+function dechunk(data: Buffer): Buffer {
+  const out: Buffer[] = []
+  let at = 0
+  for (;;) {
+    const line = data.indexOf('\r\n', at)
+    if (line < 0) break
+    const size = parseInt(data.subarray(at, line).toString(), 16)
+    if (!Number.isFinite(size) || size === 0) break
+    out.push(data.subarray(line + 2, Math.min(data.length, line + 2 + size)))
+    at = line + 2 + size + 2
+    if (at > data.length) break
+  }
+  return Buffer.concat(out)
+}
