@@ -336,7 +336,7 @@ test('a client that stops reading for seconds never gets a broken part and does 
     const path = `/api/streams/${WEBCAM}/mjpeg`
     const chunks: Buffer[] = []
     const slow = connect(Number(new URL(s.url).port), '127.0.0.1')
-    slow.on('data', (c) => void chunks.push(c))
+    slow.on('data', (c: Buffer) => void chunks.push(c))
     await new Promise((resolve) => slow.once('connect', resolve))
     slow.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)
     await waitFor('the first bytes', () => chunks.length > 0, 15_000)
