@@ -33,7 +33,7 @@ export class JpegFeed {
   private viewers = new Set<Viewer>()
   /** The newest frame and when it was whole (ms, performance.now()). */
   latest: { jpeg: Uint8Array; at: number } | null = null
-  private stopSource: (() => void) | null = null
+  private stopSource: (() => Promise<void> | void) | null = null
   private watchdog: ReturnType<typeof setInterval>
   private closed = false
 
@@ -45,7 +45,7 @@ export class JpegFeed {
   ) {
     // The tap closes with its job: a stopped or restarted stream ends the feed (its viewers reconnect).
     this.watchdog = setInterval(() => {
-      if (this.options.live() !== this.tap) this.end(`the stream of '${bus_info}' stopped`)
+      if (this.options.live() !== this.tap) void this.end(`the stream of '${bus_info}' stopped`)
     }, 500)
   }
 
@@ -94,7 +94,7 @@ export class JpegFeed {
   private leave(viewer: Viewer): void {
     if (!this.viewers.delete(viewer)) return
     // The last viewer gone: the producer stops (a transcoder child exits) and the feed is forgotten.
-    if (this.viewers.size === 0) this.end('no viewer left')
+    if (this.viewers.size === 0) void this.end('no viewer left')
   }
 
   private publish(jpeg: Uint8Array): void {
@@ -125,7 +125,7 @@ export class JpegFeed {
       unsubscribe()
       socket?.close()
       this.child = null
-      void child?.stop()
+      return child?.stop()
     }
     void (async () => {
       const port = await freeUdpPort()
@@ -143,26 +143,28 @@ export class JpegFeed {
       await running.proc.exited
       if (!stopped) {
         this.options.log.warn('MJPEG transcoder ended', { bus_info: this.bus_info, stderr: running.errors() })
-        this.end(`the JPEG transcoder of '${this.bus_info}' ended: ${running.errors() || 'no reason given'}`)
+        void this.end(`the JPEG transcoder of '${this.bus_info}' ended: ${running.errors() || 'no reason given'}`)
       }
-    })().catch((err) => this.end(`the JPEG transcoder of '${this.bus_info}' failed: ${(err as Error).message}`))
+    })().catch((err) => void this.end(`the JPEG transcoder of '${this.bus_info}' failed: ${(err as Error).message}`))
   }
 
-  private stop(): void {
-    this.stopSource?.()
+  private stop(): Promise<void> | void {
+    const stopping = this.stopSource?.()
     this.stopSource = null
+    return stopping
   }
 
-  /** Ends every viewer and the producer; the feed is then forgotten. */
-  end(reason: string): void {
+  /** Ends every viewer and the producer (resolves when a transcoder has exited); the feed is then forgotten. */
+  async end(reason: string): Promise<void> {
     if (this.closed) return
     this.closed = true
     clearInterval(this.watchdog)
     const viewers = [...this.viewers]
     this.viewers.clear()
-    this.stop()
+    const stopping = this.stop()
     for (const viewer of viewers) viewer.end(reason)
     this.options.ended()
+    await stopping
   }
 }
 

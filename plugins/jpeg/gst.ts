@@ -63,7 +63,11 @@ export class GstRunner {
       void sink.end()
     }
     let found: Uint8Array | undefined
-    const timer = setTimeout(() => void child.stop(), timeoutMs)
+    let late = false
+    const timer = setTimeout(() => {
+      late = true
+      void child.stop()
+    }, timeoutMs)
     try {
       await this.frames(child, (jpeg) => {
         found = jpeg
@@ -74,7 +78,7 @@ export class GstRunner {
       await child.stop()
     }
     if (found) return found
-    throw new GstFailure(child.errors() || `no frame within ${Math.round(timeoutMs / 1000)} s`)
+    throw new GstFailure(late ? `no frame within ${Math.round(timeoutMs / 1000)} s` : child.errors() || 'gst-launch-1.0 ended without a frame')
   }
 }
 

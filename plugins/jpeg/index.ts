@@ -63,7 +63,7 @@ export default definePlugin({
     const feedFor = (gst: GstRunner, bus_info: string, live: { tap: LiveTap; member: number }): JpegFeed => {
       const existing = feeds.get(bus_info)
       if (existing && existing.tap === live.tap) return existing
-      existing?.end(`the stream of '${bus_info}' restarted`)
+      void existing?.end(`the stream of '${bus_info}' restarted`)
       const feed: JpegFeed = new JpegFeed(bus_info, live.tap, live.member, {
         runner: gst,
         log,
@@ -102,7 +102,7 @@ export default definePlugin({
       } catch (err) {
         const reason = (err as Error).message
         if (/busy/i.test(reason)) throw conflict(`'${bus_info}' is in use by another program, so it cannot be captured: ${reason}`)
-        if (err instanceof GstFailure && /^no frame within/.test(reason)) throw new HttpError(504, `'${bus_info}' gave no frame: ${reason}`)
+        if (err instanceof GstFailure && reason.startsWith('no frame within')) throw new HttpError(504, `'${bus_info}' gave no frame: ${reason}`)
         throw new HttpError(502, `Could not capture '${bus_info}': ${reason}`)
       }
     }
@@ -136,9 +136,9 @@ export default definePlugin({
     }
 
     lifecycle({
-      stop() {
-        for (const feed of [...feeds.values()]) feed.end('the service is stopping')
+      async stop() {
         shots.clear()
+        await Promise.all([...feeds.values()].map((feed) => feed.end('the service is stopping')))
       },
       health: () =>
         runner

@@ -393,3 +393,29 @@ function dechunk(data: Buffer): Buffer {
   }
   return Buffer.concat(out)
 }
+
+test('stopping the service while an H.264 camera has MJPEG viewers leaves no transcoder behind', async () => {
+  const plugins = await Promise.all(['mock', 'cameras', 'preferences', 'gstreamer', 'jpeg'].map(loadPlugin))
+  const other = await startTestServer({ plugins, config: { simulate: 'single' } })
+  let client: MjpegClient | undefined
+  try {
+    const dev = (await other.call('GET', '/api/devices')).body[0]
+    const r = await other.call('POST', '/api/devices/configure_stream', {
+      bus_info: dev.bus_info,
+      stream_type: 'UDP',
+      encode_type: 'H264',
+      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 30 } },
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: freePort() }],
+    })
+    expect(r.status).toBe(200)
+    await until('the stream running', async () => other.ctx.registry.get('streamer')!.live(dev.bus_info), (live) => live !== null, 20_000)
+    client = new MjpegClient(`${other.url}/api/streams/${dev.bus_info}/mjpeg`)
+    await waitFor('frames at the client', () => client!.frames.length >= 3, 30_000)
+    expect(transcoders().length).toBe(1)
+  } finally {
+    await other.stop()
+  }
+  expect(transcoders()).toEqual([])
+  if (client) await stop(client.proc)
+}, 60_000)
