@@ -22,7 +22,7 @@ export interface Config {
   networkRollbackSeconds: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg']
 
 interface Option {
   flag: string

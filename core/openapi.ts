@@ -47,6 +47,9 @@ const ERROR_TEXT: Record<number, string> = {
   507: 'Not saved: the disk holding the settings is full or read-only (`detail` says which and what to do)',
 }
 
+/** Where an operation keeps the query parameters docs() declared (a symbol: copied with the operation, never serialised). */
+export const DECLARED_PARAMETERS = Symbol('declared parameters')
+
 export interface DocsOptions extends ValidatedSchemas {
   tag: 'cameras' | 'network' | 'preferences' | 'recordings' | 'system' | 'simulation' | (string & {})
   summary: string
@@ -89,13 +92,15 @@ export function docs(options: DocsOptions) {
       parameters.push({ name, in: 'query', required: required.has(name), schema: toJsonSchema(schema, false) })
     }
   }
-  const detail: Record<string, unknown> = {
+  const detail: Record<string | symbol, unknown> = {
     tags: [options.tag],
     summary: options.summary,
     ...(options.description ? { description: options.description } : {}),
     ...(parameters.length ? { parameters } : {}),
     ...(options.body ? { requestBody: { required: true, content: json(toJsonSchema(options.body, false)) } } : {}),
     responses,
+    // The generator replaces `parameters` when the path has any: the query ones are put back (core/http/docs.ts).
+    ...(pathParams.length && options.query ? { [DECLARED_PARAMETERS]: parameters.filter((p) => p.in === 'query') } : {}),
   }
   const hooks = options.body || options.query ? validated({ body: options.body, query: options.query }) : {}
   return { ...hooks, detail }

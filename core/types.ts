@@ -210,6 +210,12 @@ export interface DeviceDirectory {
   /** The device as GET /api/devices shows it; undefined when none with that bus_info is connected. */
   device(bus_info: string): Device | undefined
   devices(): Device[]
+  /**
+   * What a one-shot capture of this camera reads while its stream does not run: the source the streamer
+   * would read, in its stream's format (a follower: its leader's). Undefined when not connected or its
+   * stream format is NONE; throws a 409 when a follower cannot take its leader's format.
+   */
+  stillSource(bus_info: string): { member: StreamMember; stream: Stream } | undefined
 }
 
 /**

@@ -4,19 +4,23 @@ import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { dirname, join } from 'node:path'
 import { HttpError } from '../errors'
-import { componentSchemas } from '../openapi'
+import { componentSchemas, DECLARED_PARAMETERS } from '../openapi'
 import { VERSION } from '../version'
 
 const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
 
 export function apiDocs() {
   return new Elysia({ name: 'periscope:docs' })
+    .onAfterHandle(({ path, response }) => (path === '/openapi.json' ? withDeclaredParameters(response) : undefined))
     .use(
       openapi({
         path: '/docs',
         specPath: '/openapi.json',
         provider: 'swagger-ui',
         openapiVersion: '3.1.0',
+        // A route with a dot is documented like any other (GET /api/streams/{bus_info}/snapshot.jpg);
+        // the assets below are hidden by their own `detail.hide`.
+        exclude: { staticFile: false },
         swagger: { version: '5', cdn: '/docs/assets/swagger-ui-bundle.js', theme: '/docs/assets/swagger-ui.css' } as never,
         documentation: {
           info: { title: 'Periscope', version: VERSION, description: 'Camera and network management for robots: UVC cameras, RTP streams, recordings, wired network.' },
@@ -35,4 +39,22 @@ export function apiDocs() {
       if (!/^swagger-ui(-bundle\.js|\.css)$/.test(params.file)) throw new HttpError(404, 'Not Found')
       return Bun.file(join(SWAGGER_DIR, params.file))
     }, { detail: { hide: true } })
+}
+
+/**
+ * The generator lists only an operation's path parameters, as bare strings, in place of the
+ * `parameters` docs() declared whenever the path has any; the query parameters docs() declared
+ * (core/openapi.ts) are put back beside them.
+ */
+function withDeclaredParameters(document: unknown): unknown {
+  const paths = (document as { paths?: Record<string, Record<string, Record<string | symbol, unknown>>> } | null)?.paths
+  for (const operations of Object.values(paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const declared = operation[DECLARED_PARAMETERS] as { name: string; in: string }[] | undefined
+      if (!declared) continue
+      const listed = (operation.parameters ?? []) as { name: string; in: string }[]
+      operation.parameters = [...listed, ...declared.filter((d) => !listed.some((p) => p.name === d.name && p.in === d.in))]
+    }
+  }
+  return document
 }

@@ -90,8 +90,8 @@ function rawFormat(member: StreamMember): string | null {
   return raw
 }
 
-/** The member's source up to the camera's native caps. */
-function sourceDescription(member: StreamMember, job: StreamJob, index: number): string[] {
+/** The member's source up to the camera's native caps (also what a still capture reads: plugins/jpeg). */
+export function sourceDescription(member: StreamMember, job: Pick<StreamJob, 'stream'>, index: number): string[] {
   const { source } = member
   if (source.kind === 'gst') return source.description.trim().split(/\s+/)
   const { encode_type, width, height, interval } = job.stream

@@ -15,6 +15,7 @@ import type {
   GroupRole,
   RawDevice,
   Stream,
+  StreamMember,
   StreamJob,
   VendorControl,
 } from '../../core/types'
@@ -423,14 +424,26 @@ export class DeviceManager implements DeviceDirectory {
     if (stream.encode_type === 'NONE') return this.stopStream(leader)
     const streamer = this.ctx.registry.require('streamer')
     const followers = saved.followers.map((f) => this.presentByIdentity(f)).filter((p): p is Present => !!p)
-    const format = { device_path: stream.device_path, encode_type: stream.encode_type, width: stream.width, height: stream.height, interval: stream.interval }
-    const members = [leader, ...followers].map((p) => {
-      const path = p === leader ? stream.device_path : safeCheck(p.raw, stream)
-      return { bus_info: p.raw.bus_info, label: this.settingsOf(p).nickname || p.raw.name, source: p.backend.videoSource(path, { ...format, device_path: path }), pixel_format: sourcePixelFormat(p.raw, stream.encode_type) }
-    })
+    const members = [leader, ...followers].map((p) => this.memberOf(p, p === leader ? stream.device_path : safeCheck(p.raw, stream), stream))
     const job: StreamJob = { bus_info: leader.raw.bus_info, stream, members, recordings_dir: this.ctx.config.recordingsDir }
     await streamer.start(job)
     this.invalidate()
+  }
+
+  /** A camera as a stream (or a still capture) reads it: node `path` in the stream's format. */
+  private memberOf(p: Present, path: string, stream: Stream): StreamMember {
+    const format = { device_path: path, encode_type: stream.encode_type, width: stream.width, height: stream.height, interval: stream.interval }
+    return { bus_info: p.raw.bus_info, label: this.settingsOf(p).nickname || p.raw.name, source: p.backend.videoSource(path, format), pixel_format: sourcePixelFormat(p.raw, stream.encode_type) }
+  }
+
+  stillSource(bus_info: string): { member: StreamMember; stream: Stream } | undefined {
+    const entry = this.present.get(bus_info)
+    if (!entry) return undefined
+    const saved = this.settingsOf(entry)
+    const leader = (saved.leader && this.presentByIdentity(saved.leader)) || entry
+    const stream = this.settingsOf(leader).stream
+    if (stream.encode_type === 'NONE') return undefined
+    return { member: this.memberOf(entry, leader === entry ? stream.device_path : safeCheck(entry.raw, stream), stream), stream }
   }
 
   private async stopStream(entry: Present): Promise<void> {

@@ -1,0 +1,181 @@
+// One producer of JPEG frames per camera, shared by every MJPEG viewer and snapshot of it. An MJPG
+// camera's frames are its own JPEGs, depayloaded from the live tap in the service (no child, never
+// re-encoded); an H.264 camera's are decoded and encoded by one transcoder child fed from the tap
+// through a loopback socket. The producer starts with the first viewer and stops with the last; the
+// camera's pipeline is never touched (the tap), so viewers coming and going cost its endpoints nothing.
+import { createSocket, type Socket } from 'node:dgram'
+import type { Logger } from '../../core/log'
+import type { LiveTap } from '../../core/types'
+import { transcoderTokens, type GstChild, type GstRunner } from './gst'
+import { RtpJpegDepayloader } from './rtp-jpeg'
+
+export interface Viewer {
+  /** A whole JPEG; called for every frame while the viewer is joined. */
+  frame(jpeg: Uint8Array): void
+  /** The feed ended (the stream stopped or restarted, the transcoder died): no frame follows. */
+  end(reason: string): void
+}
+
+export interface FeedOptions {
+  runner: GstRunner
+  log: Logger
+  /** JPEG quality of transcoded frames (H.264 cameras). */
+  quality: number
+  /** Most frames per second a transcoder makes. */
+  maxFps: number
+  /** The tap that streams this camera now (the feed ends when it is no longer `tap`). */
+  live(): LiveTap | null
+  /** Called once when the feed has ended, to forget it. */
+  ended(): void
+}
+
+export class JpegFeed {
+  private viewers = new Set<Viewer>()
+  /** The newest frame and when it was whole (ms, performance.now()). */
+  latest: { jpeg: Uint8Array; at: number } | null = null
+  private stopSource: (() => Promise<void> | void) | null = null
+  private watchdog: ReturnType<typeof setInterval>
+  private closed = false
+
+  constructor(
+    readonly bus_info: string,
+    readonly tap: LiveTap,
+    private readonly member: number,
+    private readonly options: FeedOptions,
+  ) {
+    // The tap closes with its job: a stopped or restarted stream ends the feed (its viewers reconnect).
+    this.watchdog = setInterval(() => {
+      if (this.options.live() !== this.tap) void this.end(`the stream of '${bus_info}' stopped`)
+    }, 500)
+  }
+
+  get viewerCount(): number {
+    return this.viewers.size
+  }
+
+  /** Whether the transcoder child runs (H.264 cameras; for tests and health). */
+  get transcoding(): boolean {
+    return this.child !== null
+  }
+
+  private child: GstChild | null = null
+
+  join(viewer: Viewer): () => void {
+    if (this.closed) {
+      viewer.end(`the stream of '${this.bus_info}' stopped`)
+      return () => {}
+    }
+    this.viewers.add(viewer)
+    if (this.viewers.size === 1) this.start()
+    return () => this.leave(viewer)
+  }
+
+  /** The next whole frame (a snapshot); rejects after `timeoutMs` or when the feed ends. */
+  next(timeoutMs: number): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        leave()
+        reject(new Error(`no frame from '${this.bus_info}' within ${Math.round(timeoutMs / 1000)} s`))
+      }, timeoutMs)
+      const leave = this.join({
+        frame: (jpeg) => {
+          clearTimeout(timer)
+          leave()
+          resolve(jpeg)
+        },
+        end: (reason) => {
+          clearTimeout(timer)
+          reject(new Error(reason))
+        },
+      })
+    })
+  }
+
+  private leave(viewer: Viewer): void {
+    if (!this.viewers.delete(viewer)) return
+    // The last viewer gone: the producer stops (a transcoder child exits) and the feed is forgotten.
+    if (this.viewers.size === 0) void this.end('no viewer left')
+  }
+
+  private publish(jpeg: Uint8Array): void {
+    this.latest = { jpeg, at: performance.now() }
+    for (const viewer of [...this.viewers]) viewer.frame(jpeg)
+  }
+
+  private start(): void {
+    if (this.tap.encoding === 'JPEG') {
+      const depayloader = new RtpJpegDepayloader(this.tap)
+      this.stopSource = this.tap.subscribe(this.member, (packet) => {
+        const jpeg = depayloader.push(packet)
+        if (jpeg) this.publish(jpeg)
+      })
+      return
+    }
+    this.startTranscoder()
+  }
+
+  /** H.264: a child decodes the tap's RTP (forwarded to its loopback port) and encodes JPEG. */
+  private startTranscoder(): void {
+    let stopped = false
+    let socket: Socket | null = null
+    let unsubscribe = () => {}
+    let child: GstChild | null = null
+    this.stopSource = () => {
+      stopped = true
+      unsubscribe()
+      socket?.close()
+      this.child = null
+      return child?.stop()
+    }
+    void (async () => {
+      const port = await freeUdpPort()
+      if (stopped) return
+      child = this.options.runner.spawn(transcoderTokens(port, Math.min(this.tap.fps, this.options.maxFps), this.options.quality))
+      this.child = child
+      socket = createSocket('udp4')
+      socket.on('error', () => {}) // loopback to our own child: nothing to recover
+      const target = socket
+      unsubscribe = this.tap.subscribe(this.member, (packet) => target.send(packet, port, '127.0.0.1'))
+      const running = child
+      await this.options.runner.frames(running, (jpeg) => {
+        if (!stopped) this.publish(jpeg)
+      })
+      await running.proc.exited
+      if (!stopped) {
+        this.options.log.warn('MJPEG transcoder ended', { bus_info: this.bus_info, stderr: running.errors() })
+        void this.end(`the JPEG transcoder of '${this.bus_info}' ended: ${running.errors() || 'no reason given'}`)
+      }
+    })().catch((err) => void this.end(`the JPEG transcoder of '${this.bus_info}' failed: ${(err as Error).message}`))
+  }
+
+  private stop(): Promise<void> | void {
+    const stopping = this.stopSource?.()
+    this.stopSource = null
+    return stopping
+  }
+
+  /** Ends every viewer and the producer (resolves when a transcoder has exited); the feed is then forgotten. */
+  async end(reason: string): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    clearInterval(this.watchdog)
+    const viewers = [...this.viewers]
+    this.viewers.clear()
+    const stopping = this.stop()
+    for (const viewer of viewers) viewer.end(reason)
+    this.options.ended()
+    await stopping
+  }
+}
+
+/** A loopback UDP port free right now (the child binds it a moment later; loopback has few contenders). */
+function freeUdpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createSocket('udp4')
+    probe.once('error', reject)
+    probe.bind(0, '127.0.0.1', () => {
+      const { port } = probe.address()
+      probe.close(() => resolve(port))
+    })
+  })
+}

@@ -1,0 +1,113 @@
+// The gst-launch-1.0 children of the JPEG views: a transcoder per H.264 camera with MJPEG viewers, a
+// one-shot capture of a camera whose stream does not run, a scaler for ?height=. Each is supervised
+// like the streamer's children: the parent-death signal (setpriv) takes it along on a kill -9 of the
+// service, and the `children` registry kills what a crash skipped stopping.
+import type { Subprocess } from 'bun'
+import { children, guardChildren } from '../../drivers/gstreamer/children'
+import type { Stream, StreamMember } from '../../core/types'
+import { sourceDescription } from '../../drivers/gstreamer/pipeline'
+import { JpegSplitter } from './jpeg'
+
+export interface GstChild {
+  proc: Subprocess<'pipe' | 'ignore', 'pipe', 'pipe'>
+  /** The last lines of stderr (why it failed). */
+  errors(): string
+  stop(): Promise<void>
+}
+
+export class GstRunner {
+  private readonly prefix: string[]
+
+  constructor(readonly gstLaunch: string) {
+    guardChildren()
+    const setpriv = Bun.which('setpriv')
+    this.prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
+  }
+
+  spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore'): GstChild {
+    const proc = Bun.spawn([...this.prefix, this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
+    children.add(proc.pid)
+    void proc.exited.then(() => children.delete(proc.pid))
+    let tail = ''
+    void (async () => {
+      const decoder = new TextDecoder()
+      for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) tail = (tail + decoder.decode(chunk)).slice(-2000)
+    })().catch(() => {})
+    return {
+      proc,
+      errors: () => tail.trim(),
+      async stop() {
+        if (proc.exitCode !== null || proc.signalCode !== null) return
+        proc.kill('SIGTERM')
+        const late = setTimeout(() => proc.kill('SIGKILL'), 2000)
+        await proc.exited
+        clearTimeout(late)
+      },
+    }
+  }
+
+  /** Calls `onFrame` with every JPEG the child writes to its stdout, until it ends. */
+  async frames(child: GstChild, onFrame: (jpeg: Uint8Array) => boolean | void): Promise<void> {
+    const splitter = new JpegSplitter()
+    for await (const chunk of child.proc.stdout as unknown as AsyncIterable<Uint8Array>) {
+      for (const frame of splitter.push(chunk)) if (onFrame(frame) === false) return
+    }
+  }
+
+  /** The first JPEG a pipeline writes, then the child is stopped; rejects with its stderr when it ends without one or times out. */
+  async first(tokens: string[], timeoutMs: number, input?: Uint8Array): Promise<Uint8Array> {
+    const child = this.spawn(tokens, input ? 'pipe' : 'ignore')
+    if (input) {
+      const sink = child.proc.stdin as import('bun').FileSink
+      sink.write(input)
+      void sink.end()
+    }
+    let found: Uint8Array | undefined
+    let late = false
+    const timer = setTimeout(() => {
+      late = true
+      void child.stop()
+    }, timeoutMs)
+    try {
+      await this.frames(child, (jpeg) => {
+        found = jpeg
+        return false
+      })
+    } finally {
+      clearTimeout(timer)
+      await child.stop()
+    }
+    if (found) return found
+    throw new GstFailure(late ? `no frame within ${Math.round(timeoutMs / 1000)} s` : child.errors() || 'gst-launch-1.0 ended without a frame')
+  }
+}
+
+export class GstFailure extends Error {}
+
+/** A JPEG to `height` rows, the width keeping the aspect (rounded to even, as encoders like). */
+export function scaleTokens(width: number, height: number, quality: number): string[] {
+  return ['fdsrc', 'fd=0', '!', 'jpegparse', '!', 'jpegdec', '!', 'videoscale', '!', `video/x-raw,width=${width},height=${height}`, '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1']
+}
+
+/** H.264 RTP from a loopback port to JPEG frames on stdout, at most `fps` a second. */
+export function transcoderTokens(port: number, fps: number, quality: number): string[] {
+  return [
+    'udpsrc', 'address=127.0.0.1', `port=${port}`, 'buffer-size=4194304',
+    'caps=application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96',
+    '!', 'rtph264depay', 'wait-for-keyframe=true', '!', 'h264parse', '!', 'avdec_h264',
+    '!', 'videorate', 'drop-only=true', `max-rate=${Math.max(1, Math.round(fps))}`,
+    '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1', 'sync=false',
+  ]
+}
+
+/**
+ * One still from a camera whose stream does not run: its source as the streamer would read it, then
+ * JPEG — the camera's own when it sends MJPG, else decoded (H.264) or converted (raw) and encoded.
+ */
+export function stillTokens(member: StreamMember, stream: Stream, quality: number): string[] {
+  const source = sourceDescription(member, { stream }, 0)
+  const format = member.pixel_format ?? stream.encode_type
+  const toJpeg =
+    format === 'MJPG' ? ['jpegparse'] : format === 'H264' ? ['h264parse', '!', 'avdec_h264', '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`] : ['videoconvert', '!', 'jpegenc', `quality=${quality}`]
+  return [...source, '!', ...toJpeg, '!', 'fdsink', 'fd=1', 'sync=false']
+}

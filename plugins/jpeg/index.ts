@@ -1,0 +1,262 @@
+// JPEG views of the cameras for browsers and plain HTTP clients: an MJPEG stream
+// (`multipart/x-mixed-replace`, which an <img> shows natively) and snapshots. Everything comes from the
+// live tap of the running stream (drivers/gstreamer/tap.ts), so the camera's pipeline is never touched:
+// no viewer and no snapshot ever stalls the stream or costs its UDP endpoints a frame (MCM #618). An MJPG
+// camera's MJPEG is its own JPEGs, depayloaded in the service, never re-encoded.
+import { Elysia, t } from 'elysia'
+import { conflict, HttpError, notFound, unavailable } from '../../core/errors'
+import { hangUpSignal, isHead } from '../../core/front'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import type { LiveTap } from '../../core/types'
+import { typed } from '../../core/validation'
+import { JpegFeed } from './feed'
+import { GstFailure, GstRunner, scaleTokens, stillTokens } from './gst'
+import { jpegSize } from './jpeg'
+
+const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
+/** MJPEG clients per camera; one more is refused with 503. */
+export const MAX_VIEWERS = 8
+/** JPEG quality where we encode (H.264 cameras, scaled snapshots, stills from raw or H.264 sources). */
+const QUALITY = 85
+/** The most frames per second an H.264 camera's MJPEG carries (its stream's rate when lower). */
+const MAX_TRANSCODE_FPS = 30
+/** How long a snapshot is served again to whoever asks (the issue: cached for up to 1 s). */
+const SNAPSHOT_TTL_MS = 1000
+/** How long a snapshot waits for a frame: an H.264 camera's next key frame, or a camera's first frame. */
+const FRAME_TIMEOUT_MS = 10_000
+const BOUNDARY = 'periscope-frame'
+
+const SnapshotQuery = t.Object({
+  height: t.Optional(t.Integer({ minimum: 16, maximum: 4320, description: 'Scale to this many rows, the width keeping the aspect; the stream\'s own size without it' })),
+})
+
+/** One capture of a camera, shared by whoever asks while it runs and for SNAPSHOT_TTL_MS after. */
+interface Shot {
+  id: number
+  /** When the frame was taken (performance.now()); Infinity while the capture runs. */
+  at: number
+  jpeg: Promise<Uint8Array>
+  scaled: Map<number, Promise<Uint8Array>>
+}
+
+export default definePlugin({
+  name: 'jpeg',
+  setup({ registry, log, lifecycle }) {
+    const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
+    const runner = gstLaunch ? new GstRunner(gstLaunch) : null
+    const feeds = new Map<string, JpegFeed>()
+    const mjpegClients = new Map<string, number>()
+    const shots = new Map<string, Shot>()
+    let captures = 0
+
+    /** The device must exist (404); GStreamer must be there (503). */
+    const check = (bus_info: string): GstRunner => {
+      if (!registry.deviceDirectory().device(bus_info)) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+      if (!runner) throw unavailable(INSTALL)
+      return runner
+    }
+
+    const liveOf = (bus_info: string) => registry.get('streamer')?.live(bus_info) ?? null
+
+    /** The camera's shared producer, made for its running stream. */
+    const feedFor = (gst: GstRunner, bus_info: string, live: { tap: LiveTap; member: number }): JpegFeed => {
+      const existing = feeds.get(bus_info)
+      if (existing && existing.tap === live.tap) return existing
+      void existing?.end(`the stream of '${bus_info}' restarted`)
+      const feed: JpegFeed = new JpegFeed(bus_info, live.tap, live.member, {
+        runner: gst,
+        log,
+        quality: QUALITY,
+        maxFps: MAX_TRANSCODE_FPS,
+        live: () => liveOf(bus_info)?.tap ?? null,
+        ended: () => feeds.get(bus_info) === feed && feeds.delete(bus_info),
+      })
+      feeds.set(bus_info, feed)
+      return feed
+    }
+
+    const notRunning = (bus_info: string) => {
+      const leader = registry.deviceDirectory().device(bus_info)?.leader
+      const restart = leader ? `its leader ${leader}'s group` : 'it'
+      return conflict(`The stream of '${bus_info}' is not running: start ${restart} with POST /api/devices/restart_stream {"bus_info": "${leader ?? bus_info}"}, then open the MJPEG stream`)
+    }
+
+    /** A full-size JPEG of the camera now: from its running stream, else a one-shot capture of its source. */
+    const capture = async (gst: GstRunner, bus_info: string): Promise<Uint8Array> => {
+      const live = liveOf(bus_info)
+      if (live) {
+        const feed = feedFor(gst, bus_info, live)
+        // Someone watches the MJPEG: its newest frame is the current one (no wait, no work).
+        if (feed.latest && performance.now() - feed.latest.at < 1000 / Math.max(1, live.tap.fps) + 50) return feed.latest.jpeg
+        try {
+          return await feed.next(FRAME_TIMEOUT_MS)
+        } catch (err) {
+          throw new HttpError(504, `No frame from the stream of '${bus_info}': ${(err as Error).message}`)
+        }
+      }
+      const still = registry.deviceDirectory().stillSource(bus_info)
+      if (!still) throw conflict(`'${bus_info}' has no video format to capture: configure its stream first (POST /api/devices/configure_stream)`)
+      try {
+        return await gst.first(stillTokens(still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS)
+      } catch (err) {
+        const reason = (err as Error).message
+        if (/busy/i.test(reason)) throw conflict(`'${bus_info}' is in use by another program, so it cannot be captured: ${reason}`)
+        if (err instanceof GstFailure && reason.startsWith('no frame within')) throw new HttpError(504, `'${bus_info}' gave no frame: ${reason}`)
+        throw new HttpError(502, `Could not capture '${bus_info}': ${reason}`)
+      }
+    }
+
+    /** At most one capture per camera at a time; a capture answers everyone for SNAPSHOT_TTL_MS. */
+    const shotOf = (gst: GstRunner, bus_info: string): Shot => {
+      const cached = shots.get(bus_info)
+      if (cached && performance.now() - cached.at < SNAPSHOT_TTL_MS) return cached
+      const shot: Shot = { id: ++captures, at: Infinity, jpeg: capture(gst, bus_info), scaled: new Map() }
+      shots.set(bus_info, shot)
+      shot.jpeg.then(
+        () => (shot.at = performance.now()),
+        () => shots.get(bus_info) === shot && shots.delete(bus_info), // a failure is not kept
+      )
+      return shot
+    }
+
+    const scaled = (gst: GstRunner, shot: Shot, jpeg: Uint8Array, height: number): Promise<Uint8Array> => {
+      let out = shot.scaled.get(height)
+      if (!out) {
+        const size = jpegSize(jpeg)
+        if (!size) throw new HttpError(502, 'The camera sent a JPEG without a frame header; it cannot be scaled')
+        const width = Math.max(2, Math.round((size.width * height) / size.height / 2) * 2)
+        out = gst.first(scaleTokens(width, height, QUALITY), FRAME_TIMEOUT_MS, jpeg).catch((err) => {
+          shot.scaled.delete(height)
+          throw new HttpError(502, `Could not scale the snapshot: ${(err as Error).message}`)
+        })
+        shot.scaled.set(height, out)
+      }
+      return out
+    }
+
+    lifecycle({
+      async stop() {
+        shots.clear()
+        await Promise.all([...feeds.values()].map((feed) => feed.end('the service is stopping')))
+      },
+      health: () =>
+        runner
+          ? { state: 'ok', feeds: feeds.size, viewers: [...mjpegClients.values()].reduce((a, b) => a + b, 0), transcoders: [...feeds.values()].filter((f) => f.transcoding).length }
+          : { state: 'down', detail: INSTALL },
+    })
+
+    const tag = 'cameras'
+    const pathParams = ['bus_info']
+    return new Elysia({ name: 'periscope:jpeg' })
+      .get(
+        '/api/streams/:bus_info/mjpeg',
+        ({ params: { bus_info }, request }) => {
+          const gst = check(bus_info)
+          registry.require('streamer') // 503 when nothing can stream
+          const live = liveOf(bus_info)
+          if (!live) throw notRunning(bus_info)
+          const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
+          if (isHead(request)) return new Response(null, { headers })
+          const clients = mjpegClients.get(bus_info) ?? 0
+          if (clients >= MAX_VIEWERS) throw unavailable(`'${bus_info}' already has ${MAX_VIEWERS} MJPEG viewers, the most it serves; close one (or watch over RTSP/WebRTC)`)
+          mjpegClients.set(bus_info, clients + 1)
+          const left = () => {
+            const n = (mjpegClients.get(bus_info) ?? 1) - 1
+            if (n > 0) mjpegClients.set(bus_info, n)
+            else mjpegClients.delete(bus_info)
+          }
+          return new Response(multipart(feedFor(gst, bus_info, live), hangUpSignal(request), left), { headers })
+        },
+        {
+          ...docs({
+            tag,
+            summary: 'MJPEG stream of a running camera (multipart/x-mixed-replace: an <img src> shows it)',
+            description:
+              'Each part is one whole JPEG with its Content-Length. An MJPG camera sends its own JPEGs, never re-encoded; an H.264 camera is decoded and encoded once for all its viewers while any watch. ' +
+              `A client that reads too slowly misses frames rather than falling behind. At most ${MAX_VIEWERS} viewers per camera (503 beyond). 409 when the stream does not run.`,
+            ok: { content: { 'multipart/x-mixed-replace': { schema: { type: 'string', format: 'binary' } } }, description: 'An endless stream of JPEG parts' },
+            errors: [404, 409, 503],
+            pathParams,
+          }),
+        },
+      )
+      .get(
+        '/api/streams/:bus_info/snapshot.jpg',
+        typed({ query: SnapshotQuery }, async ({ params, query, request }) => {
+          const bus_info = (params as { bus_info: string }).bus_info
+          const gst = check(bus_info)
+          if (isHead(request)) return new Response(null, { headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store' } })
+          const shot = shotOf(gst, bus_info)
+          const full = await shot.jpeg
+          const jpeg = query.height === undefined ? full : await scaled(gst, shot, full, query.height)
+          return new Response(jpeg, {
+            headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store', etag: `"${bus_info}-${shot.id}${query.height ? `-h${query.height}` : ''}"`, 'x-capture-id': String(shot.id) },
+          })
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'A JPEG of the current frame (from the running stream, else a one-shot capture)',
+            description:
+              'From the running stream without touching it (an MJPG camera\'s own JPEG), else one capture from the camera. One capture per camera at a time: concurrent requests share it, and it is served again for up to 1 s (`X-Capture-Id` names the capture). ' +
+              '409 when the camera is in use by another program or has no stream format; 504 when it gives no frame within 10 s.',
+            query: SnapshotQuery,
+            ok: { content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } }, description: 'One JPEG' },
+            errors: [404, 409, 502, 503, 504],
+            pathParams,
+          }),
+        },
+      )
+  },
+})
+
+/**
+ * The multipart body of one MJPEG client: whole parts only (a late joiner starts at the next frame),
+ * and at most two parts waiting for a slow client (it misses frames instead of buffering without
+ * bound). Leaving, by hang-up or cancel, takes the client off the feed; the last one stops the producer.
+ */
+function multipart(feed: JpegFeed, hangUp: AbortSignal, left: () => void): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  let leave: (() => void) | null = null
+  let finished = false
+  const quit = () => {
+    if (finished) return
+    finished = true
+    leave?.()
+    left()
+  }
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const close = () => {
+          quit()
+          try {
+            controller.close()
+          } catch {}
+        }
+        leave = feed.join({
+          frame(jpeg) {
+            if ((controller.desiredSize ?? 0) <= 0) return
+            const head = encoder.encode(`--${BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n\r\n`)
+            const part = new Uint8Array(head.length + jpeg.length + 2)
+            part.set(head)
+            part.set(jpeg, head.length)
+            part.set([13, 10], head.length + jpeg.length)
+            try {
+              controller.enqueue(part)
+            } catch {
+              close()
+            }
+          },
+          end: close,
+        })
+        if (finished) leave() // the feed had already ended
+        if (hangUp.aborted) close()
+        else hangUp.addEventListener('abort', close, { once: true })
+      },
+      cancel: quit,
+    },
+    { highWaterMark: 2 },
+  )
+}
