@@ -146,6 +146,11 @@ export default definePlugin({
           : { state: 'down', detail: INSTALL },
     })
 
+    // Where a device says it can be watched: MJPEG while its stream runs, a snapshot whenever GStreamer is here.
+    const at = (origin: URL, bus_info: string, view: string) => `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/${view}`
+    registry.addWatchLink('mjpeg', (bus_info, origin) => (runner && liveOf(bus_info) ? at(origin, bus_info, 'mjpeg') : null), 'jpeg')
+    registry.addWatchLink('snapshot', (bus_info, origin) => (runner ? at(origin, bus_info, 'snapshot.jpg') : null), 'jpeg')
+
     const tag = 'cameras'
     const pathParams = ['bus_info']
     return new Elysia({ name: 'periscope:jpeg' })

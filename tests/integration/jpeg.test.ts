@@ -205,7 +205,10 @@ test('MJPG camera: MJPEG parts are the camera\'s own JPEGs — identical to rtpj
   await waitFor('the endpoint bound', () => udpBound(endpoint.pid, port), 15_000)
   try {
     await stream(WEBCAM, 'MJPG', port)
-    const url = `${s.url}/api/streams/${WEBCAM}/mjpeg`
+    // The device says where: its watch links, on the host the request came to.
+    const watch = (await s.call('GET', '/api/devices')).body.find((d: any) => d.bus_info === WEBCAM).watch
+    const url = `${s.url}/api/streams/${encodeURIComponent(WEBCAM)}/mjpeg`
+    expect(watch).toMatchObject({ mjpeg: url, snapshot: `${s.url}/api/streams/${encodeURIComponent(WEBCAM)}/snapshot.jpg` })
     const { parts, contentType } = await readParts(url, 10)
     expect(contentType).toBe('multipart/x-mixed-replace; boundary=periscope-frame')
     expect(parts.length).toBe(10)
@@ -288,6 +291,8 @@ test('a snapshot of a stopped camera is a one-shot capture of its configured siz
   expect(r.status).toBe(200)
   const dev = (await s.call('GET', '/api/devices')).body.find((d: any) => d.bus_info === WEBCAM)
   expect(await decode(new Uint8Array(await r.arrayBuffer()))).toEqual({ width: dev.stream.width, height: dev.stream.height })
+  expect(dev.watch.mjpeg).toBeNull() // not while the stream is stopped; a snapshot is always there
+  expect(dev.watch.snapshot).toBe(`${s.url}/api/streams/${encodeURIComponent(WEBCAM)}/snapshot.jpg`)
   expect(s.ctx.registry.get('streamer')!.live(WEBCAM)).toBeNull() // the capture started no stream
   const m = await s.call('GET', `/api/streams/${WEBCAM}/mjpeg`)
   expect(m.status).toBe(409)
