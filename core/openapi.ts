@@ -99,8 +99,8 @@ export function docs(options: DocsOptions) {
     ...(parameters.length ? { parameters } : {}),
     ...(options.body ? { requestBody: { required: true, content: json(toJsonSchema(options.body, false)) } } : {}),
     responses,
-    // The generator replaces `parameters` when the path has any: the query ones are put back (core/http/docs.ts).
-    ...(pathParams.length && options.query ? { [DECLARED_PARAMETERS]: parameters.filter((p) => p.in === 'query') } : {}),
+    // The generator replaces `parameters` with bare strings when the path has any: ours are put back (core/http/docs.ts).
+    ...(pathParams.length ? { [DECLARED_PARAMETERS]: parameters } : {}),
   }
   const hooks = options.body || options.query ? validated({ body: options.body, query: options.query }) : {}
   return { ...hooks, detail }

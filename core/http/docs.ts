@@ -53,7 +53,7 @@ function withDeclaredParameters(document: unknown): unknown {
       const declared = operation[DECLARED_PARAMETERS] as { name: string; in: string }[] | undefined
       if (!declared) continue
       const listed = (operation.parameters ?? []) as { name: string; in: string }[]
-      operation.parameters = [...listed, ...declared.filter((d) => !listed.some((p) => p.name === d.name && p.in === d.in))]
+      operation.parameters = [...declared, ...listed.filter((p) => !declared.some((d) => p.name === d.name && p.in === d.in))]
     }
   }
   return document

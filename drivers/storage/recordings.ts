@@ -199,11 +199,15 @@ export class RecordingStore {
 
   async rename(oldName: string, newName: string): Promise<void> {
     return this.exclusive(async () => {
-      const source = await this.find(oldName, 'old_name')
+      // Both names' syntax before either is looked up: a bad new name is a 422 even when the old one is missing.
+      const oldWhy = unsafeNameReason(oldName)
+      if (oldWhy) throw new RecordingError('invalid', oldWhy, 'old_name', oldName)
       const why = badNewNameReason(newName)
       if (why) throw new RecordingError('invalid', why, 'new_name', newName)
       const newExt = extensionOf(newName)
-      if (!newExt) throw new RecordingError('invalid', `the new name has no extension; keep '.${source.format}'`, 'new_name', newName)
+      const oldExt = extensionOf(oldName)
+      if (!newExt) throw new RecordingError('invalid', `the new name has no extension; keep the recording's (${oldExt ? `'.${oldExt}'` : RECORDING_EXTENSIONS.map((e) => `.${e}`).join(', ')})`, 'new_name', newName)
+      const source = await this.find(oldName, 'old_name')
       if (newExt !== source.format)
         throw new RecordingError('invalid', `the extension cannot change ('.${source.format}' to '.${newExt}')`, 'new_name', newName)
       if (this.inProgress().has(source.fileName)) throw new RecordingError('conflict', `'${source.fileName}' is still being recorded; stop the recording first`)

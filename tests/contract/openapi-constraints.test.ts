@@ -95,7 +95,8 @@ describe('a client built from the document', () => {
         }
       }
       for (const p of op.pathParams)
-        for (const v of breakers(p.schema).filter((v) => v !== '')) await check(['path', p.name], { params: { ...params, [p.name]: v } }, v)
+        // '', '.' and '..' never reach a path parameter: URLs resolve them away (RFC 3986 dot segments).
+        for (const v of breakers(p.schema).filter((v) => !['', '.', '..'].includes(v as string))) await check(['path', p.name], { params: { ...params, [p.name]: v } }, v)
       for (const q of op.query) for (const v of breakers(q.schema)) await check(['query', q.name], { query: { ...query, [q.name]: v } }, v)
     }
     expect(wrong).toEqual([])
