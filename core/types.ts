@@ -95,6 +95,8 @@ export interface CameraBackend {
   setControl(bus_info: string, control_id: number, value: ControlValue): Promise<ControlValue>
   /** Re-reads one device's controls (values and flags) without enumerating everything again. */
   controls?(bus_info: string): Promise<Control[]>
+  /** setControl, answering too the device's controls read right after it in the same pass (one device round trip instead of setControl + controls). */
+  setControlAndRead?(bus_info: string, control_id: number, value: ControlValue): Promise<{ value: ControlValue; controls: Control[] }>
   /** The format the camera runs right now (VIDIOC_G_FMT/G_PARM); for notify_camera STREAM_START. */
   activeFormat?(bus_info: string): Promise<ActiveFormat | null>
   /** What the streamer should read for this camera node. */

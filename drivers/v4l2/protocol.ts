@@ -6,13 +6,17 @@ type Body =
   /** known: node → identity of the nodes whose (non-empty) formats the backend holds; fresh: re-read everything (after a hot-plug event). */
   | { op: 'probe'; nodes: string[]; known: Record<string, string>; fresh: boolean }
   | { op: 'controls'; path: string }
-  | { op: 'setControl'; path: string; control: number; value: ControlValue }
+  /** withControls: answer the node's controls too, read in the same open (SetAnswer). */
+  | { op: 'setControl'; path: string; control: number; value: ControlValue; withControls: boolean }
   | { op: 'activeFormat'; path: string }
   | { op: 'xuQuery'; path: string; unit: number; selector: number; query: number; data: Uint8Array }
 
 export type WorkerRequest = Body & { id: number }
 export type WorkerOp = Body['op']
 export type WorkerBody = Body
+
+/** A set's answer: the value the driver holds, and (when asked) every control of the node read right after. */
+export interface SetAnswer { value: ControlValue; controls: Control[] | null }
 
 export type WorkerReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; code: string; message: string }
 

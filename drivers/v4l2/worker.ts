@@ -1,9 +1,10 @@
 // One worker thread per physical device: every blocking ioctl of that device runs here, one at a time,
 // so a camera that stalls a control transfer stalls only its own queue, never the HTTP event loop.
+import { fstatSync } from 'node:fs'
 import { DeviceError } from '../../core/types'
 import * as dev from './device'
 import { closeDevice, openDevice } from './libc'
-import type { Probe, ProbedNode, WorkerReply, WorkerRequest } from './protocol'
+import type { Probe, ProbedNode, SetAnswer, WorkerReply, WorkerRequest } from './protocol'
 import { C } from './abi'
 
 function withFd<T>(path: string, f: (fd: number) => T): T {
@@ -15,12 +16,20 @@ function withFd<T>(path: string, f: (fd: number) => T): T {
   }
 }
 
-/** Menus by node and identity: fixed for the life of a device; forgotten on a fresh probe (after a hot-plug event). */
-const menuCache = new Map<string, dev.MenuCache>()
-const menusOf = (key: string) => {
-  let menus = menuCache.get(key)
-  if (!menus) menuCache.set(key, (menus = new Map()))
-  return menus
+/**
+ * Menus per node: fixed while a device stays plugged in, and QUERYMENU is one ioctl per item (a UVC
+ * camera's is a USB transfer). A re-plug creates a new device node (devtmpfs: a new inode), so each
+ * node's menus are kept with the node's dev/inode/rdev and dropped when the node on that path is
+ * another one: a camera plugged in where another was never gets the old one's menus. A fresh probe
+ * (after every hot-plug event) drops them all, for a /dev that is not devtmpfs.
+ */
+const menuCache = new Map<string, { node: string; menus: dev.MenuCache }>()
+function menusOf(path: string, fd: number): dev.MenuCache {
+  const st = fstatSync(fd)
+  const node = `${st.dev}:${st.ino}:${st.rdev}`
+  let held = menuCache.get(path)
+  if (held?.node !== node) menuCache.set(path, (held = { node, menus: new Map() }))
+  return held.menus
 }
 
 /**
@@ -59,9 +68,9 @@ function probe(paths: string[], known: Record<string, string>, fresh: boolean): 
   const controls: Probe['controls'] = {}
   for (const bus of new Set(nodes.map((n) => n.cap.bus_info))) {
     const own = nodes.filter((n) => n.cap.bus_info === bus)
-    const { path: node, identity } = own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!
+    const { path: node } = own.find((n) => n.formats && /\/video\d+$/.test(n.path)) ?? own.find((n) => n.formats) ?? own[0]!
     try {
-      controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menusOf(`${node}|${identity}`))) }
+      controls[bus] = { node, controls: withFd(node, (fd) => dev.enumControls(fd, menusOf(node, fd))) }
     } catch (e) {
       const code = e instanceof DeviceError ? e.code : 'EIO'
       failed.push({ path: node, code, message: `reading controls: ${(e as Error).message}` })
@@ -76,9 +85,13 @@ function handle(req: WorkerRequest): unknown {
     case 'probe':
       return probe(req.nodes, req.known, req.fresh)
     case 'setControl':
-      return withFd(req.path, (fd) => dev.setControl(fd, req.control, req.value))
+      // One open for the set and the re-read: setting one control can change others' flags and values.
+      return withFd(req.path, (fd): SetAnswer => {
+        const value = dev.setControl(fd, req.control, req.value)
+        return { value, controls: req.withControls ? dev.enumControls(fd, menusOf(req.path, fd)) : null }
+      })
     case 'controls':
-      return withFd(req.path, (fd) => dev.enumControls(fd))
+      return withFd(req.path, (fd) => dev.enumControls(fd, menusOf(req.path, fd)))
     case 'activeFormat':
       return withFd(req.path, (fd) => dev.activeFormat(fd))
     case 'xuQuery':

@@ -335,6 +335,12 @@ export class DeviceManager implements DeviceDirectory {
         vendor.value = wireValue(await vendor.def.get(entry.raw, entry.backend)) as number
         return vendor.value
       }
+      if (refresh && entry.backend.setControlAndRead) {
+        // The set and the re-read of the others' flags in one device round trip.
+        const { value: held, controls } = await entry.backend.setControlAndRead(entry.raw.bus_info, control_id, value)
+        entry.raw = { ...entry.raw, controls }
+        return wireValue(held)
+      }
       const held = wireValue(await entry.backend.setControl(entry.raw.bus_info, control_id, value))
       if (refresh) await this.refreshControls(entry)
       return held

@@ -24,9 +24,9 @@ if (host.status !== 0) failures.push(`host tests failed (exit ${host.status ?? h
 
 console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
 try {
-  // One bun process per file, in this order: the hot-plug and service tests unbind vivid, so they run after
+  // One bun process per file, in this order: the hot-plug, set-read and service tests unbind vivid, so they run after
   // the others (stream needs vivid bound, as booted).
-  const files = ['enumerate', 'controls', 'stream', 'hotplug', 'service'].map((f) => `tests/kernel/vm/${f}.test.ts`)
+  const files = ['enumerate', 'controls', 'stream', 'hotplug', 'set-read', 'service'].map((f) => `tests/kernel/vm/${f}.test.ts`)
   const script = `rc=0\n${files.map((f) => `./node_modules/.bin/bun test --timeout 60000 ${f} || rc=1`).join('\n')}\nexit $rc`
   const run = await runInVm(script, { timeoutMs: VM_TIMEOUT_MS })
   const out = await Bun.file(join(run.resultsDir, 'out.log')).text().catch(() => '')

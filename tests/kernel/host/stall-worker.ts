@@ -3,7 +3,7 @@
 // UVC control transfer to a wedged camera does. Its one control, "Stall", holds the last value set.
 import { dlopen } from 'bun:ffi'
 import type { Control } from '../../../core/types'
-import type { Probe, WorkerReply, WorkerRequest } from '../../../drivers/v4l2/protocol'
+import type { Probe, SetAnswer, WorkerReply, WorkerRequest } from '../../../drivers/v4l2/protocol'
 import { STALL_BUS, STALL_CONTROL, WEDGED_BUS } from './stall'
 
 const libc = dlopen('libc.so.6', { usleep: { args: ['u32'], returns: 'i32' } })
@@ -26,7 +26,8 @@ self.onmessage = (ev: MessageEvent<WorkerRequest>) => {
     result = probe
   } else if (req.op === 'setControl') {
     libc.symbols.usleep(Number(req.value) * 1000)
-    result = held = Number(req.value)
+    held = Number(req.value)
+    result = { value: held, controls: req.withControls ? controls() : null } satisfies SetAnswer
   } else if (req.op === 'controls') {
     result = controls()
   }

@@ -1,14 +1,18 @@
 // Inside the VM: the real service (core/main.ts with the cameras, v4l2 and dwe plugins) lists the vivid
 // devices, sets a control over HTTP (v4l2-ctl reads it back), and survives an unplug/plug (sysfs
-// unbind/bind) with the control restored on reappearance.
+// unbind/bind) with the control restored on reappearance; a set costs one open of the node (observe.ts).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, writeFileSync } from 'node:fs'
+import { IoctlTrace, NodeOpens } from './observe'
 import { VmService } from './service.helpers'
 import { name2var, parseControls, v4l2ctl } from './v4l2ctl'
 
 const DRIVER = '/sys/bus/platform/drivers/vivid'
 const BUS = 'platform:vivid-000'
 const BRIGHTNESS = 0x00980900
+const GAIN_AUTO = 0x00980912
+const GAIN = 0x00980913
+const trace = new IoctlTrace(['VIDIOC_S_EXT_CTRLS', 'VIDIOC_QUERYMENU'])
 const service = new VmService(18080, 'cameras,v4l2,dwe')
 const until = service.until.bind(service)
 
@@ -70,6 +74,28 @@ test("vivid's BOOLEAN controls are numbers over HTTP (0/1, as on simulated camer
   const r = await service.post('/api/devices/set_uvc_control', { bus_info: BUS, control_id: boolean.control_id, value: true })
   expect(await r.json()).toEqual({ success: true, value: 1 })
   expect((await setControl(BUS, boolean.control_id, before)).status).toBe(200)
+})
+
+test('one set_uvc_control is one open of the control node, one S_EXT_CTRLS, no menu query; GET shows the flags it changed', async () => {
+  const gain = async () => (await devices()).find((d) => d.bus_info === BUS)!.controls.find((c) => c.control_id === GAIN)!
+  const before = (await devices()).find((d) => d.bus_info === BUS)!.controls.find((c) => c.control_id === GAIN_AUTO)!.value as number
+  for (const [auto, inactive] of [[0, false], [1, true]] as const) {
+    const opens = new NodeOpens('/dev/video0')
+    trace.start()
+    let r: Response
+    try {
+      r = await setControl(BUS, GAIN_AUTO, auto)
+      const ioctls = trace.counts()
+      expect({ opens: opens.count(), sets: ioctls.VIDIOC_S_EXT_CTRLS, menus: ioctls.VIDIOC_QUERYMENU }).toEqual({ opens: 1, sets: 1, menus: 0 })
+    } finally {
+      trace.stop()
+      opens.close()
+    }
+    expect(await r.json()).toEqual({ success: true, value: auto })
+    // Auto gain makes gain inactive: the list the set answered is the one GET serves.
+    expect((await gain()).flags.inactive).toBe(inactive)
+  }
+  expect((await setControl(BUS, GAIN_AUTO, before)).status).toBe(200)
 })
 
 test('unbind is an unplug, bind a plug: the device returns with its control restored', async () => {
