@@ -188,7 +188,11 @@ export function startsKeyFrame(packet: Uint8Array, encoding: LiveTap['encoding']
   if (encoding === 'JPEG') return payload.length >= 4 && payload[1] === 0 && payload[2] === 0 && payload[3] === 0
   const SPS = 7
   const type = payload[0]! & 0x1f
-  if (type === 24) return payload.length > 3 && (payload[3]! & 0x1f) === SPS // STAP-A: its first NAL unit
+  if (type === 24) {
+    // STAP-A: a whole access unit's small NAL units (an AUD may come before the SPS)
+    for (let at = 1; at + 2 < payload.length; at += 2 + ((payload[at]! << 8) | payload[at + 1]!)) if ((payload[at + 2]! & 0x1f) === SPS) return true
+    return false
+  }
   if (type === 28) return payload.length > 1 && (payload[1]! & 0x80) !== 0 && (payload[1]! & 0x1f) === SPS // FU-A start
   return type === SPS
 }

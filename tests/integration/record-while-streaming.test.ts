@@ -1,0 +1,164 @@
+// Recording while streaming (drivers/gstreamer/recorder.ts), on the streamer itself: the file holds the
+// stream's own frames for the time it recorded (gst-discoverer reads it), while the UDP endpoint keeps
+// every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
+// child or a stopped stream all leave a playable file and no process behind.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { alive, discover, freePort, playableSeconds, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+
+const { streamer, events } = testStreamer()
+beforeAll(() => requireGStreamer())
+afterAll(() => streamer.stopAll())
+
+/** RTP sequence numbers seen by the endpoint, to prove no packet was lost while recording. */
+async function sequenceCounter(port: number) {
+  const seqs: number[] = []
+  const frames: { at: number; ts: number }[] = []
+  const socket = await Bun.udpSocket({
+    hostname: '127.0.0.1',
+    port,
+    socket: {
+      data: (_s, buf) => {
+        seqs.push(buf.readUInt16BE(2))
+        if (buf[1]! & 0x80) frames.push({ at: Date.now(), ts: buf.readUInt32BE(4) })
+      },
+    },
+  })
+  const gaps = () => seqs.slice(1).filter((seq, i) => seq !== ((seqs[i]! + 1) & 0xffff)).length
+  return { seqs, frames, gaps, close: () => socket.close() }
+}
+
+test('an H.264 UDP stream records its own frames for the time it recorded, and the endpoint misses no packet', async () => {
+  const port = freePort()
+  const endpoint = await sequenceCounter(port)
+  const fps = 30
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP', ports: [port], fps })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    expect(streamer.recording(job.bus_info)).toEqual({ active: false, file: null, started: null, bytes: 0, error: null })
+
+    const before = await streamer.startRecording(job.bus_info)
+    const startedAt = Date.now()
+    expect(before).toMatchObject({ active: true, error: null })
+    expect(before!.file).toMatch(/^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?\.mkv$/)
+    expect(Date.parse(before!.started!)).toBeGreaterThan(startedAt - 10_000)
+    const path = join(job.recordings_dir, before!.file!)
+    expect(streamer.activeRecordings()).toContain(path)
+    const pid = streamer.recorderPid(job.bus_info)!
+    expect(alive(pid)).toBe(true)
+
+    // Three seconds of the stream's frames at the endpoint (a duration wait: the file's length is what is checked).
+    const firstFrame = endpoint.frames.length
+    await waitFor('3 s of frames at the endpoint', () => endpoint.frames.length - firstFrame >= 3 * fps, 20_000)
+    await waitFor('the recording growing on disk', () => streamer.recording(job.bus_info).bytes > 5_000, 10_000)
+    expect(events.some((e) => e.type === 'recording' && e.data.bus_info === job.bus_info && e.data.active && e.data.bytes > 0)).toBe(true)
+
+    const stopped = await streamer.stopRecording(job.bus_info)
+    const lastFrame = endpoint.frames.length
+    expect(stopped).toMatchObject({ active: false, file: before!.file, started: before!.started, error: null })
+    expect(stopped!.bytes).toBe(statSync(path).size)
+    expect(streamer.recording(job.bus_info)).toEqual(stopped!)
+    expect(streamer.activeRecordings()).not.toContain(path)
+    await waitFor('the recorder child gone', () => !alive(pid), 5000)
+
+    // The stream goes on: more packets after the stop, and not one missing over the whole time.
+    const after = endpoint.seqs.length
+    await waitFor('packets after the stop', () => endpoint.seqs.length > after + 30, 10_000)
+    expect(endpoint.gaps()).toBe(0)
+    expect(streamer.status(job.bus_info).state).toBe('running')
+
+    // The file: the stream's codec and size, and the recorded span less at most the wait for a key frame
+    // (one per second) and a frame or two either side.
+    const spanS = ((endpoint.frames[lastFrame - 1]!.ts - endpoint.frames[firstFrame]!.ts) >>> 0) / 90_000
+    const d = discover(path)
+    expect(d.codec).toMatch(/H\.264/)
+    expect([d.width, d.height, d.videoStreams]).toEqual([320, 240, 1])
+    expect(d.durationS).toBeGreaterThan(spanS - 1 - 3 / fps)
+    expect(d.durationS).toBeLessThan(spanS + 0.5)
+    expect(Math.abs(playableSeconds(path) - d.durationS)).toBeLessThan(3 / fps)
+  } finally {
+    await streamer.stop(job.bus_info)
+    endpoint.close()
+  }
+}, 60_000)
+
+test('a group of two MJPG cameras records one file with two video tracks', async () => {
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', members: 2 })
+  try {
+    await streamer.start(job)
+    await waitFor('the group running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    // A follower's bus_info records its group, and both show the same recording.
+    const started = await streamer.startRecording(job.members[1]!.bus_info)
+    expect(started?.active).toBe(true)
+    expect(streamer.recording(job.bus_info)).toEqual(streamer.recording(job.members[1]!.bus_info))
+    const path = join(job.recordings_dir, started!.file!)
+    // (playableSeconds decodes one track; gst-discoverer reads both)
+    await waitFor('a second of both cameras on disk', () => discover(path).durationS > 1, 30_000, 500)
+    const stopped = await streamer.stopRecording(job.bus_info)
+    const d = discover(path)
+    expect(d.videoStreams).toBe(2)
+    expect(d.codec).toMatch(/JPEG/i)
+    expect([d.width, d.height]).toEqual([320, 240])
+    expect(d.durationS).toBeGreaterThan(1)
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 60_000)
+
+test('kill -9 of the recorder leaves a playable file; the recording says it ended by itself; the stream runs on', async () => {
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    const started = await streamer.startRecording(job.bus_info)
+    const path = join(job.recordings_dir, started!.file!)
+    // More than a second in: the file has been flushed past its first clusters.
+    await waitFor('two seconds recorded', () => playableSeconds(path) > 2, 30_000, 500)
+    const pid = streamer.recorderPid(job.bus_info)!
+    process.kill(pid, 'SIGKILL')
+    const ended = await waitFor('the recording ended', () => {
+      const r = streamer.recording(job.bus_info)
+      return !r.active && r
+    }, 10_000)
+    expect(ended.error).toMatch(/stopped by itself.*SIGKILL.*kept/)
+    expect(streamer.activeRecordings()).toEqual([])
+    expect(playableSeconds(path)).toBeGreaterThan(2)
+    expect(streamer.status(job.bus_info).state).toBe('running')
+    // A new recording can start at once, into a new file.
+    const again = await streamer.startRecording(job.bus_info)
+    expect(again!.file).not.toBe(started!.file)
+    await streamer.stopRecording(job.bus_info)
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 60_000)
+
+test("the camera's child restarting (a new RTP timeline) does not break the file; stopping the stream ends the recording, file kept", async () => {
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    const started = await streamer.startRecording(job.bus_info)
+    const path = join(job.recordings_dir, started!.file!)
+    await waitFor('a second recorded', () => playableSeconds(path) > 1, 30_000, 500)
+    const cameraPid = streamer.pid(job.bus_info)!
+    process.kill(cameraPid, 'SIGKILL')
+    await waitFor('the camera child restarted and running', () => streamer.pid(job.bus_info) !== cameraPid && streamer.status(job.bus_info).state === 'running', 30_000)
+    const beforeRestart = playableSeconds(path)
+    await waitFor('the file growing past the restart', () => playableSeconds(path) > beforeRestart + 1.5, 30_000, 500)
+    expect(streamer.recording(job.bus_info).active).toBe(true)
+
+    const recorderPid = streamer.recorderPid(job.bus_info)!
+    await streamer.stop(job.bus_info)
+    expect(alive(recorderPid)).toBe(false)
+    const ended = streamer.recording(job.bus_info)
+    expect(ended).toMatchObject({ active: false, file: started!.file, error: null })
+    expect(existsSync(path)).toBe(true)
+    expect(playableSeconds(path)).toBeGreaterThan(beforeRestart + 1.5)
+    expect(streamer.activeRecordings()).toEqual([])
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 90_000)
