@@ -5,11 +5,17 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { alive, discover, freePort, playableSeconds, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { until } from '../helpers'
+import { alive, discover, freePort, gstChildrenOf, playableSeconds, requireGStreamer, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
+const services: Service[] = []
 beforeAll(() => requireGStreamer())
-afterAll(() => streamer.stopAll())
+afterAll(async () => {
+  await streamer.stopAll()
+  for (const service of services) await service.kill()
+})
 
 /** RTP sequence numbers seen by the endpoint, to prove no packet was lost while recording. */
 async function sequenceCounter(port: number) {
@@ -162,3 +168,109 @@ test("the camera's child restarting (a new RTP timeline) does not break the file
     await streamer.stop(job.bus_info)
   }
 }, 90_000)
+
+// ---- the whole service, over HTTP ----
+
+async function serviceWithStream(fps?: number) {
+  const service = await startService()
+  services.push(service)
+  const dev = await h264Device(service)
+  const port = freePort()
+  const endpoint = await sequenceCounter(port)
+  const call = service.call
+  const device = async () => (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === dev.bus_info)
+  const configure = (enabled: boolean) =>
+    call('POST', '/api/devices/configure_stream', {
+      bus_info: dev.bus_info,
+      stream_type: 'UDP',
+      stream_format: { width: dev.width, height: dev.height, interval: { numerator: 1, denominator: fps ?? dev.fps } },
+      encode_type: 'H264',
+      enabled,
+      endpoints: [{ host: '127.0.0.1', port }],
+    })
+  const recordings = async () => (await call('GET', '/api/recordings')).body as any[]
+  return { service, dev, endpoint, call, device, configure, recordings, dir: join(service.dataDir, 'recordings') }
+}
+
+test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progress in GET /api/recordings, stopped without a lost packet, no child left', async () => {
+  const { service, dev, endpoint, call, device, configure, recordings, dir } = await serviceWithStream()
+  try {
+    expect((await call('POST', '/api/devices/start_recording', { bus_info: 'usb-no-such-camera' })).status).toBe(404)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: 'usb-no-such-camera' })).status).toBe(404)
+    // Every device carries the object, inactive while nothing records.
+    for (const d of (await call('GET', '/api/devices')).body) expect(d.recording).toEqual({ active: false, file: null, started: null, bytes: 0, error: null })
+    expect((await configure(false)).status).toBe(200)
+    const notRunning = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(notRunning.status).toBe(409)
+    expect(notRunning.body.detail).toMatch(/not running.*restart_stream/)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(409)
+
+    expect((await configure(true)).status).toBe(200)
+    await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
+    const firstFrame = endpoint.frames.length
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(started.status).toBe(200)
+    expect(started.body).toMatchObject({ active: true, error: null })
+    const file: string = started.body.file
+    const again = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(again.status).toBe(409)
+    expect(again.body.detail).toContain(`already recording to ${file}`)
+
+    expect((await device()).recording).toMatchObject({ active: true, file, started: started.body.started })
+    const listed = (await recordings()).find((r) => `${r.name}.${r.format}` === file)
+    expect(listed?.in_progress).toBe(true)
+    expect((await call('DELETE', `/api/recordings/${file}`)).status).toBe(409)
+    // GET /api/devices is cached; the 'recording' event each second keeps `bytes` current.
+    const early = await until('bytes on disk', device, (d) => d.recording.bytes > 0, 15_000)
+    await until('bytes growing in GET /api/devices', device, (d) => d.recording.bytes > early.recording.bytes, 15_000)
+    await waitFor('2 s of frames at the endpoint', () => endpoint.frames.length - firstFrame >= 2 * dev.fps, 20_000)
+
+    const stopped = await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })
+    expect(stopped.status).toBe(200)
+    expect(stopped.body).toMatchObject({ active: false, file, error: null })
+    expect(stopped.body.bytes).toBe(statSync(join(dir, file)).size)
+    expect((await device()).recording).toEqual(stopped.body)
+    expect((await recordings()).find((r) => `${r.name}.${r.format}` === file)?.in_progress).toBeUndefined()
+    const d = discover(join(dir, file))
+    expect(d.codec).toMatch(/H\.264/)
+    expect([d.width, d.height]).toEqual([dev.width, dev.height])
+    expect(d.durationS).toBeGreaterThan(1)
+    // The stream never noticed: packets go on, none missing; only the stream's own child is left.
+    const after = endpoint.seqs.length
+    await waitFor('packets after the stop', () => endpoint.seqs.length > after + 10, 10_000)
+    expect(endpoint.gaps()).toBe(0)
+    expect(gstChildrenOf(service.proc.pid).length).toBe(1)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(409)
+  } finally {
+    endpoint.close()
+    await service.kill()
+  }
+}, 90_000)
+
+test('an unplugged camera ends its recording cleanly (file kept, playable, no longer in progress); plugged back, it records again', async () => {
+  const { service, dev, endpoint, call, device, configure, recordings, dir } = await serviceWithStream()
+  try {
+    expect((await configure(true)).status).toBe(200)
+    await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(started.status).toBe(200)
+    const path = join(dir, started.body.file)
+    await waitFor('a second recorded', () => playableSeconds(path) > 1, 30_000, 500)
+    expect((await call('POST', '/api/mock/unplug', { bus_info: dev.bus_info })).status).toBe(200)
+    await until('the device gone', device, (d) => d === undefined, 15_000)
+    await waitFor('no gst child left', () => gstChildrenOf(service.proc.pid).length === 0, 10_000)
+    expect(playableSeconds(path)).toBeGreaterThan(1)
+    expect((await recordings()).find((r) => r.path.endsWith(started.body.file))?.in_progress).toBeUndefined()
+
+    expect((await call('POST', '/api/mock/plug', { bus_info: dev.bus_info })).status).toBe(200)
+    const back = await until('the stream running again', device, (d) => d?.stream_status?.state === 'running', 30_000)
+    expect(back.recording).toMatchObject({ active: false, file: started.body.file, error: null })
+    const again = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(again.status).toBe(200)
+    expect(again.body.file).not.toBe(started.body.file)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(200)
+  } finally {
+    endpoint.close()
+    await service.kill()
+  }
+}, 120_000)
