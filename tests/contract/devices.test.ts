@@ -65,6 +65,7 @@ describe('GET /api/devices (spec §2.1)', () => {
           'vid',
           'stream_status',
           'leader',
+          'recording',
         ].sort(),
       )
       expect(ehd).toMatchObject({

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, playableSeconds, requireGStreamer, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
@@ -100,8 +100,12 @@ test('a group of two MJPG cameras records one file with two video tracks', async
     expect(started?.active).toBe(true)
     expect(streamer.recording(job.bus_info)).toEqual(streamer.recording(job.members[1]!.bus_info))
     const path = join(job.recordings_dir, started!.file!)
-    // (playableSeconds decodes one track; gst-discoverer reads both)
-    await waitFor('a second of both cameras on disk', () => discover(path).durationS > 1, 30_000, 500)
+    // Frames (RTP marker bits) of each camera at the tap since the start: a second and a half of both.
+    const { tap } = streamer.live(job.bus_info)!
+    const frames = [0, 0]
+    const unsubscribe = [0, 1].map((member) => tap.subscribe(member, (p) => void (p[1]! & 0x80 && frames[member]!++)))
+    await waitFor('1.5 s of frames from both cameras', () => frames.every((n) => n > 45), 30_000)
+    unsubscribe.forEach((u) => u())
     const stopped = await streamer.stopRecording(job.bus_info)
     const d = discover(path)
     expect(d.videoStreams).toBe(2)
@@ -121,7 +125,7 @@ test('kill -9 of the recorder leaves a playable file; the recording says it ende
     const started = await streamer.startRecording(job.bus_info)
     const path = join(job.recordings_dir, started!.file!)
     // More than a second in: the file has been flushed past its first clusters.
-    await waitFor('two seconds recorded', () => playableSeconds(path) > 2, 30_000, 500)
+    await until('two seconds recorded', () => playableSecondsNow(path), (s) => s > 2, 30_000)
     const pid = streamer.recorderPid(job.bus_info)!
     process.kill(pid, 'SIGKILL')
     const ended = await waitFor('the recording ended', () => {
@@ -148,12 +152,12 @@ test("the camera's child restarting (a new RTP timeline) does not break the file
     await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
     const started = await streamer.startRecording(job.bus_info)
     const path = join(job.recordings_dir, started!.file!)
-    await waitFor('a second recorded', () => playableSeconds(path) > 1, 30_000, 500)
+    await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
     const cameraPid = streamer.pid(job.bus_info)!
     process.kill(cameraPid, 'SIGKILL')
     await waitFor('the camera child restarted and running', () => streamer.pid(job.bus_info) !== cameraPid && streamer.status(job.bus_info).state === 'running', 30_000)
-    const beforeRestart = playableSeconds(path)
-    await waitFor('the file growing past the restart', () => playableSeconds(path) > beforeRestart + 1.5, 30_000, 500)
+    const beforeRestart = await playableSecondsNow(path)
+    await until('the file growing past the restart', () => playableSecondsNow(path), (s) => s > beforeRestart + 1.5, 30_000)
     expect(streamer.recording(job.bus_info).active).toBe(true)
 
     const recorderPid = streamer.recorderPid(job.bus_info)!
@@ -255,7 +259,7 @@ test('an unplugged camera ends its recording cleanly (file kept, playable, no lo
     const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
     expect(started.status).toBe(200)
     const path = join(dir, started.body.file)
-    await waitFor('a second recorded', () => playableSeconds(path) > 1, 30_000, 500)
+    await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
     expect((await call('POST', '/api/mock/unplug', { bus_info: dev.bus_info })).status).toBe(200)
     await until('the device gone', device, (d) => d === undefined, 15_000)
     await waitFor('no gst child left', () => gstChildrenOf(service.proc.pid).length === 0, 10_000)
@@ -274,3 +278,24 @@ test('an unplugged camera ends its recording cleanly (file kept, playable, no lo
     await service.kill()
   }
 }, 120_000)
+
+test('kill -9 of the service takes the recorder child along and leaves a playable file', async () => {
+  const { service, dev, endpoint, call, device, configure, dir } = await serviceWithStream()
+  try {
+    expect((await configure(true)).status).toBe(200)
+    await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(started.status).toBe(200)
+    const path = join(dir, started.body.file)
+    await until('two seconds recorded', () => playableSecondsNow(path), (s) => s > 2, 30_000)
+    const children = gstChildrenOf(service.proc.pid)
+    expect(children.length).toBe(2) // the stream's and the recorder's
+    service.proc.kill('SIGKILL')
+    await service.proc.exited
+    await waitFor('both children gone', () => children.every((pid) => !alive(pid)), 10_000)
+    expect(playableSeconds(path)).toBeGreaterThan(2)
+  } finally {
+    endpoint.close()
+    await service.kill()
+  }
+}, 90_000)

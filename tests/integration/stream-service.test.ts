@@ -100,7 +100,10 @@ test('restart_stream of a device as first seen streams to loopback (simulated ca
       .split('\0')
       .filter((arg) => arg.startsWith('clients='))
       .flatMap((arg) => arg.slice('clients='.length).split(','))
-    expect(clients).toEqual([`127.0.0.1:${dev.stream.endpoints[0].port}`])
+    // The endpoint first, then the service's own live tap (tap.ts): both on loopback.
+    expect(clients[0]).toBe(`127.0.0.1:${dev.stream.endpoints[0].port}`)
+    expect(clients.length).toBe(2)
+    expect(clients.every((c) => c.startsWith('127.0.0.1:'))).toBe(true)
     expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: dev.bus_info })).status).toBe(200)
   } finally {
     service.proc.kill('SIGTERM')
