@@ -3,18 +3,20 @@
 // every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
 // child or a stopped stream all leave a playable file and no process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
 const services: Service[] = []
+const mounts: string[] = []
 beforeAll(() => requireGStreamer())
 afterAll(async () => {
   await streamer.stopAll()
   for (const service of services) await service.kill()
+  for (const dir of mounts) Bun.spawnSync(['umount', dir])
 })
 
 /** RTP sequence numbers seen by the endpoint, to prove no packet was lost while recording. */
@@ -172,6 +174,33 @@ test("the camera's child restarting (a new RTP timeline) does not break the file
     await streamer.stop(job.bus_info)
   }
 }, 90_000)
+
+test('a full disk ends the recording (error says so, file kept); the stream runs on', async () => {
+  const dir = join(tempDir(), 'full')
+  mkdirSync(dir)
+  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', dir])
+  if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+  mounts.push(dir)
+  const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', width: 640, height: 480, dir })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    const started = await streamer.startRecording(job.bus_info)
+    const ended = await waitFor('the recording ended by the full disk', () => {
+      const r = streamer.recording(job.bus_info)
+      return !r.active && r
+    }, 30_000)
+    expect(ended.error).toMatch(/^disk full: recording stopped, .*\.mkv kept$/)
+    expect(ended.file).toBe(started!.file)
+    expect(readdirSync(dir)).toEqual([started!.file!])
+    expect(ended.bytes).toBeGreaterThan(100_000)
+    expect(discover(join(dir, started!.file!)).codec).toMatch(/JPEG/)
+    expect(streamer.activeRecordings()).toEqual([])
+    expect(streamer.status(job.bus_info).state).toBe('running')
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 60_000)
 
 // ---- the whole service, over HTTP ----
 
