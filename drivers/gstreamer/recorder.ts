@@ -79,7 +79,7 @@ export class Recorder {
     try {
       await recorder.launch()
     } catch (err) {
-      await recorder.stop()
+      await recorder.stop(`the recorder did not start: ${(err as Error).message}`)
       throw err
     }
     return recorder
@@ -109,8 +109,8 @@ export class Recorder {
 
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000)
     while (!listening) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the recorder did not start: ${this.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`}`)
-      if (Date.now() > deadline) throw new Error('the recorder did not start listening in time')
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(this.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`)
+      if (Date.now() > deadline) throw new Error('it did not listen for the stream in time')
       await Bun.sleep(20)
     }
 
@@ -139,13 +139,16 @@ export class Recorder {
     return `the recorder stopped by itself (${this.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(this.spec.path)} is kept`
   }
 
-  /** EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The tap runs on. */
-  async stop(): Promise<void> {
+  /**
+   * EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The tap runs on.
+   * `error`: why, when it is a failure rather than a request.
+   */
+  async stop(error: string | null = null): Promise<void> {
     if (this.stopping) return
     this.stopping = true
     this.detach()
     if (this.child) await endChild(this.child, 'SIGINT', this.options.stopTimeoutMs)
-    await this.finish(null)
+    await this.finish(error)
   }
 
   private detach(): void {

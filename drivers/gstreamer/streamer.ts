@@ -144,6 +144,11 @@ export class GstStreamer implements Streamer {
     return recorder?.state() ?? this.lastRecording.get(bus_info) ?? { ...NO_RECORDING }
   }
 
+  /** How many recordings made while streaming run now (plugin health). */
+  get recordingCount(): number {
+    return this.recorders.size
+  }
+
   /** The recorder child's pid of a job (tests and diagnostics). */
   recorderPid(bus_info: string): number | null {
     const key = this.jobKeyOf(bus_info)

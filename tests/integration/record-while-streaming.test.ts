@@ -119,6 +119,27 @@ test('a group of two MJPG cameras records one file with two video tracks', async
   }
 }, 60_000)
 
+test('a RECORDING stream can be recorded while it records: a second file of its frames, the first one untouched', async () => {
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'RECORDING' })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    const own = streamer.activeRecordings()[0]!
+    const started = await streamer.startRecording(job.bus_info)
+    const path = join(job.recordings_dir, started!.file!)
+    expect(path).not.toBe(own)
+    expect(streamer.activeRecordings().sort()).toEqual([own, path].sort())
+    await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
+    await streamer.stopRecording(job.bus_info)
+    expect(streamer.activeRecordings()).toEqual([own])
+    const d = discover(path)
+    expect(d.codec).toMatch(/H\.264/)
+    expect([d.width, d.height]).toEqual([320, 240])
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 60_000)
+
 test('kill -9 of the recorder leaves a playable file; the recording says it ended by itself; the stream runs on', async () => {
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
   try {
