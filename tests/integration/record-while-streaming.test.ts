@@ -349,3 +349,69 @@ test('kill -9 of the service takes the recorder child along and leaves a playabl
     await service.kill()
   }
 }, 90_000)
+
+test('over HTTP, a group: start_recording with the follower records one file with both cameras; leader and follower show the same recording', async () => {
+  const service = await startService()
+  services.push(service)
+  const { call } = service
+  const [LEADER, FOLLOWER] = ['usb-0000:00:14.0-2', 'usb-0000:00:14.0-3'] // the default simulation's stellarHD pair
+  const devices = async () => (await call('GET', '/api/devices')).body as any[]
+  try {
+    const leader = (await devices()).find((d) => d.bus_info === LEADER)
+    const h264 = leader.cameras.find((c: any) => c.formats.H264).formats.H264
+    const size = h264.at(-1) // the smallest: two cameras on a loaded machine
+    expect((await call('POST', '/api/devices/add_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })).status).toBe(200)
+    const configured = await call('POST', '/api/devices/configure_stream', {
+      bus_info: LEADER,
+      stream_type: 'UDP',
+      stream_format: { width: size.width, height: size.height, interval: { numerator: 1, denominator: 15 } },
+      encode_type: 'H264',
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: freePort() }],
+    })
+    expect(configured.status).toBe(200)
+    await until('the group running', devices, (ds) => ds.find((d) => d.bus_info === LEADER)?.stream_status?.state === 'running', 30_000)
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: FOLLOWER })
+    expect(started.status).toBe(200)
+    const both = (ds: any[]) => [LEADER, FOLLOWER].map((b) => ds.find((d) => d.bus_info === b).recording)
+    const [l, f] = both(await devices())
+    expect(l).toEqual(f)
+    expect(l).toMatchObject({ active: true, file: started.body.file })
+    const path = join(service.dataDir, 'recordings', started.body.file)
+    await waitFor('a second and a half of both cameras', () => discover(path).durationS > 1.5, 30_000, 500)
+    const stopped = await call('POST', '/api/devices/stop_recording', { bus_info: LEADER })
+    expect(stopped.status).toBe(200)
+    const [l2, f2] = both(await devices())
+    expect(l2).toEqual(f2)
+    expect(l2.active).toBe(false)
+    const d = discover(path)
+    expect(d.videoStreams).toBe(2)
+    expect(d.codec).toMatch(/H\.264/)
+    expect([d.width, d.height]).toEqual([size.width, size.height])
+    expect(gstChildrenOf(service.proc.pid).length).toBe(1) // the group's one child
+  } finally {
+    await service.kill()
+  }
+}, 90_000)
+
+test('nothing leaks: five start/stop cycles leave the process with the file descriptors it had', async () => {
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
+  const fds = () => readdirSync('/proc/self/fd').length
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    const before = fds()
+    for (let i = 0; i < 5; i++) {
+      await streamer.startRecording(job.bus_info)
+      // Until frames reach the file: the forwarding socket and the child's pipes are all in use.
+      await waitFor('frames in the file', () => streamer.recording(job.bus_info).bytes > 0, 15_000)
+      await streamer.stopRecording(job.bus_info)
+    }
+    // Pipes of exited children close as their readers finish.
+    await waitFor(`file descriptors back to ${before}`, () => fds() <= before, 10_000)
+    expect(streamer.activeRecordings()).toEqual([])
+    expect(gstChildrenOf(process.pid).length).toBe(1)
+  } finally {
+    await streamer.stop(job.bus_info)
+  }
+}, 60_000)
