@@ -5,6 +5,7 @@ export type EventType =
   | 'device_updated'
   | 'stream_error'
   | 'frame_stats'
+  | 'recording'
   | 'preferences_updated'
   | 'network_changed'
   | 'zip_progress'

@@ -75,6 +75,16 @@ export const WatchModel = t.Object(
   { description: 'Beyond the spec: where to watch the camera, as absolute URLs on the host the request was sent to; null where that way is not available (not loaded, or the stream does not run).' },
 )
 
+export const DeviceRecordingModel = t.Object(
+  {
+    active: t.Boolean({ description: 'A recording of the running stream is being written now.' }),
+    file: t.Union([t.String(), t.Null()], { description: "The file name in the recordings directory (GET /api/recordings/{name}): the current recording's, else the last one's; null when none was made since the service started." }),
+    started: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When that recording started, ISO 8601 in UTC.' }),
+    bytes: t.Integer({ minimum: 0, description: 'Its size on disk now (updated every second while active).' }),
+    error: t.Union([t.String(), t.Null()], { description: 'Why that recording ended by itself (recorder failure, full disk); null when it was stopped or still runs.' }),
+  },
+  { description: 'Beyond the spec: the recording made while streaming (POST /api/devices/start_recording). A group records one file: its leader and followers show the same object.' },
+)
 export const DeviceModel = t.Object({
   cameras: t.Union([t.Array(CameraModel), t.Null()]),
   controls: t.Array(ControlModel),
@@ -96,6 +106,7 @@ export const DeviceModel = t.Object({
   leader: t.Optional(t.Union([t.String(), t.Null()], { description: 'Beyond the spec: bus_info of the leader this device follows.' })),
   connected: t.Optional(t.Boolean({ description: 'Beyond the spec: false for a device that is known but unplugged.' })),
   watch: t.Optional(WatchModel),
+  recording: t.Optional(DeviceRecordingModel),
 })
 
 // ---- camera requests ----
@@ -205,6 +216,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   DeviceInfoModel,
   FrameDropStats,
   StreamStatusModel,
+  DeviceRecordingModel,
   SetUVCControlRequest,
   FollowerRequest,
   BusInfoRequest,

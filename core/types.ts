@@ -7,6 +7,7 @@ import type {
   ControlFlagsModel,
   ControlModel,
   DeviceModel,
+  DeviceRecordingModel,
   FormatSizeModel,
   IntervalModel,
   IpAddressModel,
@@ -196,6 +197,15 @@ export interface Streamer {
    * place: 0 = leader), for viewers; null while no job streams it.
    */
   live(bus_info: string): { tap: LiveTap; member: number } | null
+  /**
+   * Starts recording the running stream of this camera (a group's: one file, one track per camera) from
+   * the live tap, without a second encoder; null when no job streams it. Throws when the recorder fails to start.
+   */
+  startRecording(bus_info: string): Promise<DeviceRecording | null>
+  /** Ends the recording (EOS: the file is closed and kept); null when none was active. The stream runs on. */
+  stopRecording(bus_info: string): Promise<DeviceRecording | null>
+  /** The camera's recording now (or the last one's, inactive), as GET /api/devices shows it. */
+  recording(bus_info: string): DeviceRecording
   stopAll(): Promise<void>
 }
 
@@ -203,6 +213,8 @@ export interface Streamer {
 export type WatchKind = keyof Static<typeof WatchModel>
 /** A viewer plugin's link to a camera, on the origin the API request came to; null when not available now. */
 export type WatchLink = (bus_info: string, origin: URL) => string | null
+/** The recording made while streaming, on every device of GET /api/devices. */
+export type DeviceRecording = Static<typeof DeviceRecordingModel>
 
 /** A device as GET /api/devices shows it. */
 export type Device = Static<typeof DeviceModel>

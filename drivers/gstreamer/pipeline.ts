@@ -46,11 +46,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
 
   const group = members.length > 1
   const tokens: string[] = []
-  if (stream.stream_type === 'RECORDING') {
-    // Short clusters, unbuffered writes: a kill -9 or power cut loses at most the last quarter second or so.
-    tokens.push('matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true')
-    tokens.push('!', 'filesink', `location=${options.recordingPath}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false')
-  }
+  if (stream.stream_type === 'RECORDING') tokens.push(...matroskaFileTokens(options.recordingPath!))
   members.forEach((member, i) => {
     tokens.push(...sourceTokens(job, member, i))
     if (!options.bare) tokens.push('!', ...monitorTokens(i))
@@ -67,6 +63,40 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
     } else {
       tokens.push('!', 'queue', '!', 'mux.')
     }
+  })
+  return tokens
+}
+
+/**
+ * The crash-safe file end of every recording, `mux.` taking one video track per request pad: short
+ * clusters and unbuffered writes, so a kill -9 or power cut loses at most the last quarter second or so.
+ */
+export function matroskaFileTokens(path: string): string[] {
+  return [
+    'matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true',
+    '!', 'filesink', `location=${path}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false',
+  ]
+}
+
+/** The RTP a live tap carries (tap.ts): its caps for a udpsrc. */
+export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
+  return encoding === 'JPEG'
+    ? 'application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26'
+    : 'application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96'
+}
+
+/**
+ * A recording made while streaming (recorder.ts): the live tap's RTP of each member, forwarded to the
+ * loopback `ports`, depayloaded into the same Matroska file end as a RECORDING stream. The encoded
+ * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
+ * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
+ */
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string): string[] {
+  const tokens = matroskaFileTokens(path)
+  const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
+  ports.forEach((port, i) => {
+    tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
   })
   return tokens
 }

@@ -2,16 +2,14 @@
 // with backoff 1, 2, 4 … 60 s after an error, an unexpected exit or a stall (no buffer at any member's
 // monitor for 5 s), the backoff forgotten after a stable minute. A vanished V4L2 device parks the job
 // until its node returns, instead of a restart storm. A full disk ends a recording for good.
-import { existsSync, mkdirSync } from 'node:fs'
-import { open } from 'node:fs/promises'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
-import { recordingFileName } from '../storage/naming'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
-import { buildPipeline, RECORDING_EXT, shellCommand } from './pipeline'
+import { buildPipeline, shellCommand } from './pipeline'
 import { children } from './children'
+import { DISK_FULL, endChild, pumpLines, reserveRecordingPath, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -30,11 +28,6 @@ export interface RunnerHooks {
   onState(status: StreamStatus): void
   onDrops(drops: number): void
 }
-
-/** Recording paths handed out and not yet on disk: two cameras with one nickname must not share a name. */
-const reserved = new Set<string>()
-
-const DISK_FULL = /No space left/i // "No space left on the resource." (filesink), "… on device" (errno)
 
 export class StreamRunner {
   private state: StreamState = 'stopped'
@@ -117,14 +110,10 @@ export class StreamRunner {
     if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
       const dir = this.job.recordings_dir
       try {
-        mkdirSync(dir, { recursive: true })
+        this.recording = reserveRecordingPath(dir, this.job.members[0]!.label)
       } catch (err) {
         return this.failure(`cannot create the recordings directory ${dir}: ${(err as Error).message}`)
       }
-      const name = recordingFileName(dir, this.job.members[0]!.label, RECORDING_EXT, new Date(), (p) => reserved.has(p) || existsSync(p))
-      const path = (this.recording = join(dir, name))
-      reserved.add(path)
-      setTimeout(() => reserved.delete(path), 10_000).unref() // by then filesink has created it, or the launch failed
     }
     let tokens: string[] | null
     try {
@@ -208,9 +197,8 @@ export class StreamRunner {
       this.dropsReported = drops
       this.hooks.onDrops(drops)
     }
-    // A power cut keeps what the kernel has written out: push the recording to the disk every second.
     const file = this.activeRecording
-    if (file) void open(file, 'r').then((fd) => fd.sync().finally(() => fd.close())).catch(() => {})
+    if (file) syncToDisk(file)
   }
 
   private failure(reason: string): void {
@@ -255,28 +243,6 @@ export class StreamRunner {
     const child = this.child
     this.generation++ // the old child's output and exit no longer concern us
     this.child = null
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
-    child.kill(this.recording ? 'SIGINT' : 'SIGTERM')
-    const timedOut = await Promise.race([child.exited.then(() => false), Bun.sleep(timeoutMs).then(() => true)])
-    if (timedOut) {
-      child.kill('SIGKILL')
-      await child.exited
-    }
-    children.delete(child.pid)
+    if (child) await endChild(child, this.recording ? 'SIGINT' : 'SIGTERM', timeoutMs)
   }
-}
-
-async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
-  const decoder = new TextDecoder()
-  let rest = ''
-  try {
-    for await (const chunk of stream) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
-      rest = lines.pop()!
-      for (const line of lines) onLine(line)
-    }
-  } catch {
-    // the child is gone
-  }
-  if (rest) onLine(rest)
 }

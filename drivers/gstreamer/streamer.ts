@@ -1,7 +1,9 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
 import type { Logger } from '../../core/log'
-import type { LiveTap, StreamJob, StreamStatus, Streamer } from '../../core/types'
+import type { DeviceRecording, LiveTap, StreamJob, StreamStatus, Streamer } from '../../core/types'
 import { guardChildren } from './children'
+import { reserveRecordingPath } from './child'
+import { Recorder } from './recorder'
 import type { FrameSync } from './framesync'
 import { fps } from './pipeline'
 import { StreamRunner, type RunnerOptions } from './runner'
@@ -9,12 +11,16 @@ import { RtpTap } from './tap'
 
 export interface GstStreamerOptions extends Partial<RunnerOptions> {
   log: Logger
-  /** 'stream_error' {bus_info, state, error, restarts} and 'frame_stats' {bus_info, num_drops}. */
-  emit(type: 'stream_error' | 'frame_stats', data: unknown): void
+  /**
+   * 'stream_error' {bus_info, state, error, restarts}, 'frame_stats' {bus_info, num_drops} and
+   * 'recording' {bus_info (the job's), members, active, file, started, bytes, error}.
+   */
+  emit(type: 'stream_error' | 'frame_stats' | 'recording', data: unknown): void
   frameSync?: FrameSync
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
+const NO_RECORDING: DeviceRecording = { active: false, file: null, started: null, bytes: 0, error: null }
 
 export class GstStreamer implements Streamer {
   readonly name = 'gstreamer'
@@ -22,7 +28,11 @@ export class GstStreamer implements Streamer {
   /** Per running job, its live tap (viewers subscribe here; tap.ts). */
   private taps = new Map<string, RtpTap>()
   /** Per job, the start/stop in progress: calls for one bus_info run one after the other. */
-  private pending = new Map<string, Promise<void>>()
+  private pending = new Map<string, Promise<unknown>>()
+  /** Per job, the recording made while it streams (recorder.ts). */
+  private recorders = new Map<string, Recorder>()
+  /** Per camera (member bus_info), its last recording once ended: GET /api/devices still shows where it went. */
+  private lastRecording = new Map<string, DeviceRecording>()
   private readonly runnerOptions: RunnerOptions
 
   constructor(private readonly options: GstStreamerOptions) {
@@ -81,7 +91,74 @@ export class GstStreamer implements Streamer {
   }
 
   activeRecordings(): string[] {
-    return [...this.runners.values()].map((r) => r.activeRecording).filter((p): p is string => p !== null)
+    const streams = [...this.runners.values()].map((r) => r.activeRecording).filter((p): p is string => p !== null)
+    return [...streams, ...[...this.recorders.values()].map((r) => r.path)]
+  }
+
+  startRecording(bus_info: string): Promise<DeviceRecording | null> {
+    const key = this.jobKeyOf(bus_info)
+    if (!key) return Promise.resolve(null)
+    return this.serial(key, async () => {
+      const runner = this.runners.get(key)
+      const tap = this.taps.get(key)
+      if (!runner || !tap) return null // stopped meanwhile
+      const active = this.recorders.get(key)
+      if (active) return active.state()
+      const { job } = runner
+      const path = reserveRecordingPath(job.recordings_dir, job.members[0]!.label)
+      const members = job.members.map((m) => m.bus_info)
+      const announce = (recorder: Recorder) => this.options.emit('recording', { bus_info: key, members, ...recorder.state() })
+      const recorder = await Recorder.start(
+        {
+          tap,
+          path,
+          onProgress: announce,
+          onEnd: (ended) => {
+            if (this.recorders.get(key) === ended) this.recorders.delete(key)
+            for (const member of members) this.lastRecording.set(member, ended.state())
+            announce(ended)
+          },
+        },
+        { gstLaunch: this.runnerOptions.gstLaunch, prefix: this.runnerOptions.prefix, stopTimeoutMs: this.runnerOptions.stopTimeoutMs, log: this.options.log.child({ bus_info: key }) },
+      )
+      this.recorders.set(key, recorder)
+      announce(recorder)
+      return recorder.state()
+    })
+  }
+
+  stopRecording(bus_info: string): Promise<DeviceRecording | null> {
+    const key = this.jobKeyOf(bus_info)
+    if (!key) return Promise.resolve(null)
+    return this.serial(key, async () => {
+      const recorder = this.recorders.get(key)
+      if (!recorder) return null
+      await recorder.stop()
+      return recorder.state()
+    })
+  }
+
+  recording(bus_info: string): DeviceRecording {
+    const key = this.jobKeyOf(bus_info)
+    const recorder = key ? this.recorders.get(key) : undefined
+    return recorder?.state() ?? this.lastRecording.get(bus_info) ?? { ...NO_RECORDING }
+  }
+
+  /** How many recordings made while streaming run now (plugin health). */
+  get recordingCount(): number {
+    return this.recorders.size
+  }
+
+  /** The recorder child's pid of a job (tests and diagnostics). */
+  recorderPid(bus_info: string): number | null {
+    const key = this.jobKeyOf(bus_info)
+    return (key && this.recorders.get(key)?.pid) || null
+  }
+
+  /** The job that streams this camera: its own, or its group's (the leader's bus_info). */
+  private jobKeyOf(bus_info: string): string | null {
+    for (const [key, runner] of this.runners) if (runner.job.members.some((m) => m.bus_info === bus_info)) return key
+    return null
   }
 
   /** How many jobs are in each state (plugin health). */
@@ -110,13 +187,15 @@ export class GstStreamer implements Streamer {
     const runner = this.runners.get(bus_info)
     if (!runner) return
     this.runners.delete(bus_info)
-    await runner.stop()
+    // The recording ends with its stream (EOS: the file is closed and kept), alongside the stream's stop.
+    const recorder = this.recorders.get(bus_info)
+    await Promise.all([runner.stop(), recorder?.stop()])
     this.taps.get(bus_info)?.close()
     this.taps.delete(bus_info)
     this.updateFrameSync()
   }
 
-  private serial(bus_info: string, fn: () => Promise<void>): Promise<void> {
+  private serial<T>(bus_info: string, fn: () => Promise<T>): Promise<T> {
     const next = (this.pending.get(bus_info) ?? Promise.resolve()).then(fn, fn)
     const settled = next.catch(() => {})
     this.pending.set(bus_info, settled)

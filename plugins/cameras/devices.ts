@@ -8,6 +8,7 @@ import type { ConfigureStreamRequest, DeviceModel, NotifyCameraRequest } from '.
 import type {
   Device,
   DeviceDirectory,
+  DeviceRecording,
   CameraBackend,
   Control,
   ControlValue,
@@ -234,6 +235,7 @@ export class DeviceManager implements DeviceDirectory {
       string3: raw.serial,
       stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
       leader: saved.leader ? this.busInfoOf(saved.leader) : null,
+      recording: streamer?.recording(raw.bus_info) ?? { active: false, file: null, started: null, bytes: 0, error: null },
       ...(origin ? { watch: this.ctx.registry.watch(raw.bus_info, origin) } : {}),
     }
   }
@@ -410,6 +412,44 @@ export class DeviceManager implements DeviceDirectory {
       this.updated(entry)
       return { success: true }
     })
+  }
+
+  // ---- recording while streaming ----
+
+  /** Records the running stream (a follower: its group's, one file with a track per camera). */
+  async startRecording(bus_info: string): Promise<DeviceRecording> {
+    const { streamer, entry } = this.recordable(bus_info)
+    const current = streamer.recording(bus_info)
+    if (current.active) throw conflict(`${bus_info} is already recording to ${current.file}; stop_recording first`)
+    let started: DeviceRecording | null
+    try {
+      started = await streamer.startRecording(bus_info)
+    } catch (e) {
+      throw new HttpError(503, `The recording of ${bus_info} could not start: ${(e as Error).message}`)
+    }
+    if (!started) throw this.notStreaming(entry)
+    return started
+  }
+
+  async stopRecording(bus_info: string): Promise<DeviceRecording> {
+    const { streamer } = this.recordable(bus_info)
+    const stopped = await streamer.stopRecording(bus_info)
+    if (!stopped) throw conflict(`${bus_info} is not recording; start one with start_recording`)
+    return stopped
+  }
+
+  private recordable(bus_info: string) {
+    const entry = this.get(bus_info)
+    const streamer = this.ctx.registry.get('streamer')
+    if (!streamer) throw new HttpError(503, 'No streamer is available (GStreamer is not installed), so nothing streams or records')
+    if (!streamer.live(bus_info)) throw this.notStreaming(entry)
+    return { streamer, entry }
+  }
+
+  private notStreaming(entry: Present): HttpError {
+    const saved = this.settingsOf(entry)
+    const who = saved.leader ? `${entry.raw.bus_info} (its leader ${this.busInfoOf(saved.leader)})` : entry.raw.bus_info
+    return conflict(`The stream of ${who} is not running, and a recording branches off the running stream: start it with restart_stream (or configure_stream with enabled true), then start_recording`)
   }
 
   setNickname(bus_info: string, nickname: string) {

@@ -8,6 +8,7 @@ import {
   BusInfoRequest,
   ConfigureStreamRequest,
   DeviceModel,
+  DeviceRecordingModel,
   FollowerRequest,
   NotifyCameraRequest,
   SetNicknameRequest,
@@ -101,6 +102,29 @@ export default definePlugin({
       })
       .post('/api/devices/unconfigure_stream', typed({ body: BusInfoRequest }, ({ body }) => devices.unconfigureStream(body.bus_info)), {
         ...docs({ tag, summary: 'Stop a stream and clear its endpoints', body: BusInfoRequest, ok: SuccessModel, errors: [404, 507] }),
+      })
+      .post('/api/devices/start_recording', typed({ body: BusInfoRequest }, ({ body }) => devices.startRecording(body.bus_info)), {
+        ...docs({
+          tag,
+          summary: 'Record the running stream to a file while it streams (a follower: its group, one file with a track per camera)',
+          description:
+            "The camera's encoded frames, taken from the running stream (no second encoder), into a Matroska file in the recordings directory, flushed every second; the file starts at the next key frame. " +
+            'GET /api/recordings lists it with `in_progress: true` until it ends. Answers the `recording` object the device now shows. ' +
+            '409 when the stream is not running (start it with restart_stream) or the camera already records.',
+          body: BusInfoRequest,
+          ok: DeviceRecordingModel,
+          errors: [404, 409, 503],
+        }),
+      })
+      .post('/api/devices/stop_recording', typed({ body: BusInfoRequest }, ({ body }) => devices.stopRecording(body.bus_info)), {
+        ...docs({
+          tag,
+          summary: 'End the recording made while streaming; the stream and its viewers carry on untouched',
+          description: 'The file is closed (end of stream to the muxer) and kept. Stopping, restarting or reconfiguring the stream, or unplugging the camera, ends the recording the same way.',
+          body: BusInfoRequest,
+          ok: DeviceRecordingModel,
+          errors: [404, 409, 503],
+        }),
       })
       .post(
         '/api/devices/set_nickname',

@@ -50,7 +50,7 @@ export default definePlugin({
       health(): PluginHealth {
         // Degraded while a stream is failing: the cameras' stream_status says which and why.
         const streams = streamer.summary()
-        return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams }
+        return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams, recordings: streamer.recordingCount }
       },
     })
     return sdpRoutes(streamer)

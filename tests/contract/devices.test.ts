@@ -66,6 +66,7 @@ describe('GET /api/devices (spec §2.1)', () => {
           'watch',
           'stream_status',
           'leader',
+          'recording',
         ].sort(),
       )
       expect(ehd).toMatchObject({

@@ -236,13 +236,37 @@ export function discover(path: string): Discovered {
   }
 }
 
-/** Decodes a recording to its end: the timestamp after its last decoded frame (s), 0 if it does not decode. */
-export function playableSeconds(path: string): number {
-  const r = Bun.spawnSync(['gst-launch-1.0', '-v', 'filesrc', `location=${path}`, '!', 'matroskademux', '!', 'decodebin', '!', 'identity', 'name=out', 'silent=false', '!', 'fakesink'])
-  if (r.exitCode !== 0) return 0
-  const stamps = [...r.stdout.toString().matchAll(/GstIdentity:out: last-message = chain .*?pts: (\d+):(\d\d):(\d\d\.\d+), duration: (\d+):(\d\d):(\d\d\.\d+)/g)]
+const decodeArgs = (path: string) => ['gst-launch-1.0', '-v', 'filesrc', `location=${path}`, '!', 'matroskademux', '!', 'decodebin', '!', 'identity', 'name=out', 'silent=false', '!', 'fakesink']
+
+/** The timestamp after the last frame gst-launch -v printed decoding a file (s), 0 if none. */
+function lastDecodedSeconds(output: string): number {
+  const stamps = [...output.matchAll(/GstIdentity:out: last-message = chain .*?pts: (\d+):(\d\d):(\d\d\.\d+), duration: (\d+):(\d\d):(\d\d\.\d+)/g)]
   const last = stamps.at(-1)
   if (!last) return 0
   const secs = (h: string, m: string, s: string) => Number(h) * 3600 + Number(m) * 60 + Number(s)
   return secs(last[1]!, last[2]!, last[3]!) + secs(last[4]!, last[5]!, last[6]!)
+}
+
+/**
+ * Decodes a recording to its end: the timestamp after its last decoded frame (s), 0 if it does not
+ * decode. A file with no frame yet (empty, or the Matroska header alone) makes matroskademux wait
+ * forever: after `timeoutMs` that counts as 0 too.
+ */
+export function playableSeconds(path: string, timeoutMs = 30_000): number {
+  const r = Bun.spawnSync(decodeArgs(path), { timeout: timeoutMs, killSignal: 'SIGKILL' })
+  if (r.exitCode !== 0) return 0
+  return lastDecodedSeconds(r.stdout.toString())
+}
+
+/**
+ * playableSeconds without blocking the event loop (a streamer running in the test's own process keeps
+ * forwarding its tap meanwhile), for a file still being written; gives up after `timeoutMs`.
+ */
+export async function playableSecondsNow(path: string, timeoutMs = 5_000): Promise<number> {
+  const proc = Bun.spawn(decodeArgs(path), { stdout: 'pipe', stderr: 'ignore', stdin: 'ignore' })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
+  const output = await new Response(proc.stdout).text()
+  const code = await proc.exited
+  clearTimeout(timer)
+  return code === 0 ? lastDecodedSeconds(output) : 0
 }

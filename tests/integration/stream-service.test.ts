@@ -4,40 +4,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Subprocess } from 'bun'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, Receiver, requireGStreamer, tempDir, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, Receiver, requireGStreamer, waitFor } from './gstreamer.helpers'
+import { h264Device as offeredH264, startService, type Service } from './service.helpers'
 
-interface Service {
-  proc: Subprocess
-  dataDir: string
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
-}
-
-/** core/main.ts in a child process with simulated cameras, on a free port, answering. */
-async function startService(): Promise<Service> {
-  const dataDir = tempDir('periscope-stream-')
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
-    stdout: 'ignore',
-    stderr: 'inherit',
-    cwd: join(import.meta.dir, '../..'),
-  })
-  services.push(proc)
-  const url = `http://127.0.0.1:${port}`
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
-    const text = await res.text()
-    return { status: res.status, body: text ? JSON.parse(text) : null }
-  }
-  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
-  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
-  return { proc, dataDir, call }
-}
-
-const services: Subprocess[] = []
+const services: Service[] = []
 const receivers: Receiver[] = []
 /** The service most tests share; the SIGTERM test starts its own. */
 let shared: Service
@@ -46,33 +17,16 @@ const call = (method: string, path: string, body?: unknown) => shared.call(metho
 beforeAll(async () => {
   requireGStreamer()
   shared = await startService()
+  services.push(shared)
 }, 40_000)
 
 afterAll(async () => {
   for (const r of receivers) await r.stop()
-  for (const proc of services) {
-    if (proc.exitCode === null) {
-      proc.kill('SIGKILL')
-      await proc.exited
-    }
-  }
+  for (const service of services) await service.kill()
 })
 
+const h264Device = (service: Service = shared) => offeredH264(service)
 const device = async (bus_info: string): Promise<any> => (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === bus_info)
-
-/** A simulated device with an H.264 node, and a size/interval it offers. */
-async function h264Device(service: Service = shared): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
-  const { body } = await service.call('GET', '/api/devices')
-  for (const d of body) {
-    for (const cam of d.cameras ?? []) {
-      const size = cam.formats?.H264?.find((s: any) => s.width <= 1280) ?? cam.formats?.H264?.[0]
-      if (!size) continue
-      const iv = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
-      return { bus_info: d.bus_info, width: size.width, height: size.height, fps: iv.denominator / iv.numerator }
-    }
-  }
-  throw new Error('no simulated device offers H264')
-}
 
 test('configure_stream → frames at a receiver; restart_stream → frames again within 2 s', async () => {
   const dev = await h264Device()
@@ -132,6 +86,7 @@ test('a RECORDING stream writes a Matroska file named after the device into the 
 
 test('restart_stream of a device as first seen streams to loopback (simulated cameras: a demo sends nothing off the machine)', async () => {
   const service = await startService()
+  services.push(service)
   try {
     const dev = (await service.call('GET', '/api/devices')).body.find((d: any) => d.stream.stream_type === 'UDP' && d.stream.encode_type !== 'NONE')
     expect(dev.stream.endpoints).toEqual([{ host: '127.0.0.1', port: expect.any(Number) }])
@@ -158,6 +113,7 @@ test('restart_stream of a device as first seen streams to loopback (simulated ca
 
 test('SIGTERM to the service stops every gst child', async () => {
   const service = await startService()
+  services.push(service)
   const dev = await h264Device(service)
   await service.call('POST', '/api/devices/configure_stream', {
     bus_info: dev.bus_info,

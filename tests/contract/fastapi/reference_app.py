@@ -195,6 +195,16 @@ def unconfigure_stream(body: BusInfoRequest):
     return OK
 
 
+@app.post('/api/devices/start_recording')
+def start_recording(body: BusInfoRequest):
+    return OK
+
+
+@app.post('/api/devices/stop_recording')
+def stop_recording(body: BusInfoRequest):
+    return OK
+
+
 @app.post('/api/devices/set_nickname')
 def set_nickname(body: SetNicknameRequest):
     return OK

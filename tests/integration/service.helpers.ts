@@ -1,0 +1,56 @@
+// A whole Periscope (core/main.ts) in a child process with simulated cameras and GStreamer, for the
+// tests that drive streams over HTTP (stream-service, record-while-streaming).
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { until } from '../helpers'
+import { tempDir } from './gstreamer.helpers'
+
+export interface Service {
+  proc: Subprocess
+  dataDir: string
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
+  /** SIGKILL if still running (afterAll). */
+  kill(): Promise<void>
+}
+
+/** core/main.ts in a child process with simulated cameras, on a free port, answering. */
+export async function startService(): Promise<Service> {
+  const dataDir = tempDir('periscope-stream-')
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
+    stdout: 'ignore',
+    stderr: 'inherit',
+    cwd: join(import.meta.dir, '../..'),
+  })
+  const url = `http://127.0.0.1:${port}`
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+    const text = await res.text()
+    return { status: res.status, body: text ? JSON.parse(text) : null }
+  }
+  const kill = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL')
+      await proc.exited
+    }
+  }
+  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
+  return { proc, dataDir, call, kill }
+}
+
+/** A simulated device with an H.264 node, and a size (at most 1280 wide) and interval (15 fps when offered) it offers. */
+export async function h264Device(service: Service): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
+  const { body } = await service.call('GET', '/api/devices')
+  for (const d of body) {
+    for (const cam of d.cameras ?? []) {
+      const size = cam.formats?.H264?.find((s: any) => s.width <= 1280) ?? cam.formats?.H264?.[0]
+      if (!size) continue
+      const iv = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
+      return { bus_info: d.bus_info, width: size.width, height: size.height, fps: iv.denominator / iv.numerator }
+    }
+  }
+  throw new Error('no simulated device offers H264')
+}
