@@ -1,0 +1,61 @@
+// Headless Chromium for the integration tests (Debian's /usr/bin/chromium, scripts/setup/chromium.sh,
+// driven by puppeteer-core: no browser is downloaded). `withPage(origin, fn)` launches a browser, opens
+// a page on the service's origin (so fetch() and <img src> are same-origin), runs fn, and closes it.
+//
+// Network safety: loopback only. WebRTC gathers loopback candidates (a test-only switch) and never
+// hides them behind mDNS names (whose multicast queries would leave the machine); no STUN server is
+// ever configured by the pages.
+import { existsSync } from 'node:fs'
+import puppeteer, { type Browser, type Page } from 'puppeteer-core'
+
+export const CHROMIUM = '/usr/bin/chromium'
+
+/** Fails (never skips) when Chromium is missing, naming the setup script. */
+export function requireChromium(): void {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup/chromium.sh (apt-get install chromium)`)
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  requireChromium()
+  return puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless=new',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--allow-loopback-in-peer-connection',
+      '--disable-features=WebRtcHideLocalIpsWithMdns',
+      '--autoplay-policy=no-user-gesture-required',
+      '--no-first-run',
+      '--no-default-browser-check',
+    ],
+    protocolTimeout: 60_000,
+  })
+}
+
+/** A page on `origin` (the service's), so the page's fetch() and <img> talk to the service same-origin. */
+export async function openPage(browser: Browser, origin: string): Promise<Page> {
+  const page = await browser.newPage()
+  page.on('console', (message) => {
+    if (process.env.PERISCOPE_TEST_LOG === '1') process.stderr.write(`[chromium] ${message.text()}\n`)
+  })
+  // Any page of the service will do; /openapi.json is always there and small enough.
+  await page.goto(`${origin}/openapi.json`, { waitUntil: 'domcontentloaded' })
+  return page
+}
+
+/** Launch, open a page on `origin`, run `fn`, and always close the browser. */
+export async function withPage<T>(origin: string, fn: (page: Page, browser: Browser) => Promise<T>): Promise<T> {
+  const browser = await launchBrowser()
+  try {
+    const page = await openPage(browser, origin)
+    return await fn(page, browser)
+  } finally {
+    await browser.close()
+  }
+}
+
+/** The browser's process id, to check it is gone after close. */
+export const browserPid = (browser: Browser): number | undefined => browser.process()?.pid

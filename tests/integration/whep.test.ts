@@ -1,0 +1,296 @@
+// WHEP with a real browser: the whole service (core/main.ts, simulated cameras, GStreamer) and headless
+// Chromium (tests/integration/browser.ts) opening RTCPeerConnections. Proves: frames decoded at the
+// camera's size within 2 s of the POST, DELETE ends the session (the browser sees it too), a closed tab
+// is reaped after the idle timeout, the ninth viewer of a camera is refused, a restart of the camera's
+// child does not break a session, an unplugged camera ends its sessions and a replugged one can be
+// watched again, an MJPG stream is refused pointing to MJPEG, and no socket is left behind.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { readdirSync, readlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import type { Browser, Page } from 'puppeteer-core'
+import { until } from '../helpers'
+import { launchBrowser, openPage, withPage } from './browser'
+import { requireGStreamer, tempDir } from './gstreamer.helpers'
+
+const IDLE_TIMEOUT_S = 3
+
+interface Service {
+  proc: Subprocess
+  url: string
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
+}
+
+async function startService(): Promise<Service> {
+  const dataDir = tempDir('periscope-whep-')
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', '--whep-idle-timeout', String(IDLE_TIMEOUT_S)]
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), ...args], { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') })
+  const url = `http://127.0.0.1:${port}`
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+    const text = await res.text()
+    return { status: res.status, body: text ? JSON.parse(text) : null }
+  }
+  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
+  return { proc, url, call }
+}
+
+let service: Service
+let browser: Browser
+beforeAll(async () => {
+  requireGStreamer()
+  service = await startService()
+  browser = await launchBrowser()
+}, 60_000)
+afterAll(async () => {
+  await browser?.close()
+  if (service && service.proc.exitCode === null) {
+    service.proc.kill('SIGTERM')
+    await service.proc.exited
+  }
+})
+
+const whepPath = (bus_info: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep`
+const health = async () => (await service.call('GET', '/api/health')).body.plugins.whep
+const sessionCount = async (): Promise<number> => (await health()).sessions
+/** UDP/TCP sockets the service holds (werift's ICE sockets among them). */
+const socketsOf = (pid: number) => readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')
+  } catch {
+    return false
+  }
+}).length
+
+/** Streams a simulated camera as `encode` at a small size and returns it once it runs. */
+async function streaming(encode: 'H264' | 'MJPG' | 'SOFTWARE_H264'): Promise<{ bus_info: string; width: number; height: number }> {
+  const { body } = await service.call('GET', '/api/devices')
+  const format = encode === 'SOFTWARE_H264' ? 'MJPG' : encode
+  for (const d of body) {
+    if (d.leader || d.followers?.length) continue // groups are tested elsewhere; one camera per session here
+    const size = d.cameras?.flatMap((c: any) => c.formats?.[format] ?? []).find((s: any) => s.width <= 640) ?? null
+    if (!size) continue
+    if (used.has(d.bus_info)) continue
+    used.add(d.bus_info)
+    const interval = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
+    const r = await service.call('POST', '/api/devices/configure_stream', {
+      bus_info: d.bus_info,
+      stream_type: 'UDP',
+      stream_format: { width: size.width, height: size.height, interval },
+      encode_type: encode,
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: 47000 + used.size * 4 }],
+    })
+    expect(r.status).toBe(200)
+    await until('the stream running', () => service.call('GET', '/api/devices'), (r) => r.body.find((x: any) => x.bus_info === d.bus_info)?.stream_status?.state === 'running', 20_000)
+    return { bus_info: d.bus_info, width: size.width, height: size.height }
+  }
+  throw new Error(`no free simulated single camera offers ${format} at 640 wide or less`)
+}
+const used = new Set<string>()
+
+interface Opened { status: number; location?: string; detail?: string; postedAt: number }
+
+/** In the page: an RTCPeerConnection (recvonly video, no ICE servers), the offer POSTed, the answer set. */
+async function openSession(page: Page, path: string, key: string): Promise<Opened> {
+  return page.evaluate(
+    async (path: string, key: string) => {
+      const w = window as any
+      w.pcs ??= {}
+      const pc = new RTCPeerConnection({ iceServers: [] })
+      w.pcs[key] = pc
+      pc.addTransceiver('video', { direction: 'recvonly' })
+      pc.ontrack = (e) => {
+        const video = document.createElement('video')
+        video.muted = true
+        video.autoplay = true
+        video.srcObject = e.streams[0] ?? new MediaStream([e.track])
+        document.body.appendChild(video)
+      }
+      await pc.setLocalDescription(await pc.createOffer())
+      await new Promise<void>((resolve) => {
+        if (pc.iceGatheringState === 'complete') return resolve()
+        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
+        setTimeout(resolve, 3000)
+      })
+      const postedAt = performance.now()
+      w.postedAt ??= {}
+      w.postedAt[key] = postedAt
+      const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
+      const text = await res.text()
+      if (res.status !== 201) return { status: res.status, detail: JSON.parse(text).detail, postedAt }
+      await pc.setRemoteDescription({ type: 'answer', sdp: text })
+      return { status: 201, location: res.headers.get('location') ?? undefined, postedAt }
+    },
+    path,
+    key,
+  )
+}
+
+interface Video { framesDecoded: number; width: number; height: number; state: string; firstFrameMs: number | null }
+
+/** The session's inbound video as getStats() shows it; firstFrameMs = first decoded frame after the POST. */
+async function videoStats(page: Page, key: string): Promise<Video> {
+  return page.evaluate(async (key: string) => {
+    const w = window as any
+    const pc: RTCPeerConnection = w.pcs[key]
+    let video = { framesDecoded: 0, width: 0, height: 0 }
+    ;(await pc.getStats()).forEach((s: any) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') video = { framesDecoded: s.framesDecoded ?? 0, width: s.frameWidth ?? 0, height: s.frameHeight ?? 0 }
+    })
+    w.firstFrameAt ??= {}
+    if (video.framesDecoded > 0) w.firstFrameAt[key] ??= performance.now()
+    const first = w.firstFrameAt[key]
+    return { ...video, state: pc.connectionState, firstFrameMs: first === undefined ? null : first - w.postedAt[key] }
+  }, key)
+}
+
+/** Polls getStats() often (so the first frame's time is seen to within ~20 ms) until `done`. */
+async function watch(page: Page, key: string, done: (v: Video) => boolean, timeoutMs: number): Promise<Video> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await videoStats(page, key)
+    if (done(v)) return v
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for the browser's video; last: ${JSON.stringify(v)}`)
+    await Bun.sleep(20)
+  }
+}
+
+test('Chromium watches an H.264 camera over WHEP: frames at the camera size within 2 s, DELETE ends the session', async () => {
+  const cam = await streaming('H264')
+  const page = await openPage(browser, service.url)
+  try {
+    const opened = await openSession(page, whepPath(cam.bus_info), 'a')
+    expect(opened.status).toBe(201)
+    expect(opened.location).toMatch(new RegExp(`^${whepPath(cam.bus_info).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/[0-9a-f-]{36}$`))
+    const v = await watch(page, 'a', (v) => v.framesDecoded > 0 && v.width > 0, 20_000)
+    console.log(`whep: first decoded frame ${Math.round(v.firstFrameMs!)} ms after the POST (${cam.width}x${cam.height})`)
+    expect([v.width, v.height]).toEqual([cam.width, cam.height])
+    expect(v.firstFrameMs!).toBeLessThan(2000)
+    expect(await sessionCount()).toBe(1)
+
+    // Decoding goes on.
+    const later = await watch(page, 'a', (w) => w.framesDecoded > v.framesDecoded + 10, 10_000)
+    expect(later.state).toBe('connected')
+
+    // DELETE: the server forgets it, the browser's connection ends, a second DELETE is 404.
+    const del = await fetch(service.url + opened.location!, { method: 'DELETE' })
+    expect(del.status).toBe(200)
+    expect(await sessionCount()).toBe(0)
+    await watch(page, 'a', (w) => w.state === 'closed' || w.state === 'failed' || w.state === 'disconnected', 40_000)
+    expect((await fetch(service.url + opened.location!, { method: 'DELETE' })).status).toBe(404)
+  } finally {
+    await page.close()
+  }
+}, 90_000)
+
+test('a tab closed without DELETE is reaped after the idle timeout, and its sockets are closed', async () => {
+  const cam = await streaming('H264')
+  const before = socketsOf(service.proc.pid)
+  const tab = await launchBrowser() // its own browser, killed outright like a crashed tab
+  const page = await openPage(tab, service.url)
+  const opened = await openSession(page, whepPath(cam.bus_info), 'b')
+  expect(opened.status).toBe(201)
+  await watch(page, 'b', (v) => v.framesDecoded > 0, 20_000)
+  expect(await sessionCount()).toBe(1)
+  expect(socketsOf(service.proc.pid)).toBeGreaterThan(before)
+  tab.process()!.kill('SIGKILL')
+  await tab.close().catch(() => {})
+  const killedAt = Date.now()
+  await until('the session reaped', sessionCount, (n) => n === 0, 30_000)
+  const reapedAfter = Date.now() - killedAt
+  console.log(`whep: a killed browser's session reaped ${reapedAfter} ms later (idle timeout ${IDLE_TIMEOUT_S} s)`)
+  expect(reapedAfter).toBeGreaterThan((IDLE_TIMEOUT_S - 1) * 1000) // not before it went quiet
+  expect((await health()).ended.idle).toBeGreaterThanOrEqual(1)
+  await until('its sockets closed', () => socketsOf(service.proc.pid), (n) => n <= before, 10_000)
+  expect((await fetch(service.url + opened.location!, { method: 'DELETE' })).status).toBe(404)
+}, 90_000)
+
+test('the ninth viewer of one camera is refused with 503; the eight others decode', async () => {
+  const cam = await streaming('H264')
+  const page = await openPage(browser, service.url)
+  try {
+    const opened: Opened[] = []
+    for (let i = 0; i < 8; i++) opened.push(await openSession(page, whepPath(cam.bus_info), `v${i}`))
+    expect(opened.map((o) => o.status)).toEqual(Array(8).fill(201))
+    const ninth = await openSession(page, whepPath(cam.bus_info), 'v8')
+    expect(ninth.status).toBe(503)
+    expect(ninth.detail).toContain('--whep-max-viewers')
+    for (let i = 0; i < 8; i++) await watch(page, `v${i}`, (v) => v.framesDecoded > 0, 30_000)
+    for (const o of opened) expect((await fetch(service.url + o.location!, { method: 'DELETE' })).status).toBe(200)
+    expect(await sessionCount()).toBe(0)
+  } finally {
+    await page.close()
+  }
+}, 120_000)
+
+test("a restart of the camera's child keeps the session decoding; an unplugged camera ends it, and it can be watched again when it returns", async () => {
+  const cam = await streaming('H264')
+  const page = await openPage(browser, service.url)
+  try {
+    expect((await openSession(page, whepPath(cam.bus_info), 'r')).status).toBe(201)
+    const first = await watch(page, 'r', (v) => v.framesDecoded > 0, 20_000)
+    expect((await service.call('POST', '/api/devices/restart_stream', { bus_info: cam.bus_info })).status).toBe(200)
+    // The new child numbers its packets afresh; the session carries on from its next key frame.
+    await watch(page, 'r', (v) => v.framesDecoded > first.framesDecoded + 30, 20_000)
+    expect(await sessionCount()).toBe(1)
+
+    expect((await service.call('POST', '/api/mock/unplug', { bus_info: cam.bus_info })).status).toBe(200)
+    await until('the session ended with its stream', sessionCount, (n) => n === 0, 15_000)
+    expect((await health()).ended['stream ended']).toBeGreaterThanOrEqual(1)
+    const gone = await openSession(page, whepPath(cam.bus_info), 'gone')
+    expect([404, 409]).toContain(gone.status)
+
+    expect((await service.call('POST', '/api/mock/plug', { bus_info: cam.bus_info })).status).toBe(200)
+    await until('the stream running again', () => service.call('GET', '/api/devices'), (r) => r.body.find((x: any) => x.bus_info === cam.bus_info)?.stream_status?.state === 'running', 30_000)
+    const again = await openSession(page, whepPath(cam.bus_info), 'again')
+    expect(again.status).toBe(201)
+    const v = await watch(page, 'again', (v) => v.framesDecoded > 0, 20_000)
+    expect([v.width, v.height]).toEqual([cam.width, cam.height])
+    expect((await fetch(service.url + again.location!, { method: 'DELETE' })).status).toBe(200)
+  } finally {
+    await page.close()
+  }
+}, 120_000)
+
+test('an MJPG stream is refused with 409 pointing to MJPEG; SOFTWARE_H264 from the same MJPG camera is watched', async () => {
+  const mjpg = await streaming('MJPG')
+  const refused = await withPage(service.url, (page) => openSession(page, whepPath(mjpg.bus_info), 'm'))
+  expect(refused.status).toBe(409)
+  expect(refused.detail).toContain(`/api/streams/${encodeURIComponent(mjpg.bus_info)}/mjpeg`)
+
+  const soft = await streaming('SOFTWARE_H264')
+  await withPage(service.url, async (page) => {
+    const opened = await openSession(page, whepPath(soft.bus_info), 's')
+    expect(opened.status).toBe(201)
+    const v = await watch(page, 's', (v) => v.framesDecoded > 0 && v.width > 0, 20_000)
+    expect([v.width, v.height]).toEqual([soft.width, soft.height])
+  })
+  await until('the closed page reaped', sessionCount, (n) => n === 0, 30_000)
+}, 120_000)
+
+test('refusals on a real service: malformed offer 400, wrong content type 415, not running 409, unknown 404, PATCH 405', async () => {
+  const { body } = await service.call('GET', '/api/devices')
+  const idle = body.find((d: any) => !used.has(d.bus_info) && !d.leader && d.stream_status?.state !== 'running')
+  const running = [...used][0]!
+  const post = (bus_info: string, sdp: string, type = 'application/sdp') => fetch(service.url + whepPath(bus_info), { method: 'POST', headers: { 'content-type': type }, body: sdp })
+  const bad = await post(running, 'hello')
+  expect(bad.status).toBe(400)
+  expect((await bad.json()).detail).toContain('v=0')
+  const unusable = await post(running, 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n')
+  expect(unusable.status).toBe(400)
+  expect((await post(running, 'v=0', 'application/json')).status).toBe(415)
+  if (idle) {
+    const r = await post(idle.bus_info, 'v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n')
+    expect(r.status).toBe(409)
+    expect((await r.json()).detail).toContain('restart_stream')
+  }
+  expect((await post('usb-nowhere', 'v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n')).status).toBe(404)
+  const patch = await fetch(service.url + whepPath(running) + '/0000', { method: 'PATCH', headers: { 'content-type': 'application/trickle-ice-sdpfrag' }, body: 'a=end-of-candidates' })
+  expect(patch.status).toBe(405)
+  expect(await sessionCount()).toBe(0)
+}, 30_000)
