@@ -1,7 +1,8 @@
 // What a WebRTC viewer needs to know of the camera's H.264 RTP (RFC 6184) to join mid-stream: where a
 // key frame starts. The streams carry SPS/PPS before every IDR (rtph264pay config-interval=-1), so a
 // packet that opens with an SPS (alone, first in a STAP-A, or the start of a fragmented one) starts a
-// frame the browser can decode without anything before it.
+// frame the browser can decode without anything before it. (An access unit delimiter may come first in
+// the STAP-A: h264parse and rtph264pay aggregate-mode=zero-latency send AUD, SPS, PPS together.)
 const SPS = 7
 const STAP_A = 24
 const FU_A = 28
@@ -23,7 +24,12 @@ export function startsKeyFrame(packet: Uint8Array): boolean {
   if (at < 0) return false
   const type = packet[at]! & 0x1f
   if (type === SPS) return true
-  if (type === STAP_A) return at + 3 < packet.length && (packet[at + 3]! & 0x1f) === SPS
+  if (type === STAP_A) {
+    for (let nal = at + 1; nal + 2 < packet.length; nal += 2 + ((packet[nal]! << 8) | packet[nal + 1]!)) {
+      if ((packet[nal + 2]! & 0x1f) === SPS) return true
+    }
+    return false
+  }
   if (type === FU_A) return at + 1 < packet.length && (packet[at + 1]! & 0x80) !== 0 && (packet[at + 1]! & 0x1f) === SPS
   return false
 }

@@ -2,9 +2,11 @@
 // driven by puppeteer-core: no browser is downloaded). `withPage(origin, fn)` launches a browser, opens
 // a page on the service's origin (so fetch() and <img src> are same-origin), runs fn, and closes it.
 //
-// Network safety: loopback only. WebRTC gathers loopback candidates (a test-only switch) and never
-// hides them behind mDNS names (whose multicast queries would leave the machine); no STUN server is
-// ever configured by the pages.
+// Network safety: loopback only. Chromium offers only its default route's address to a page without
+// camera permission; openPage grants it (a fake camera, opened once and closed) so WebRTC enumerates
+// every interface, loopback included (a test-only switch), and never hides addresses behind mDNS names
+// (whose multicast queries would leave the machine). The service on 127.0.0.1 answers with a loopback
+// candidate only and pairs only with loopback candidates; no page configures a STUN server.
 import { existsSync } from 'node:fs'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 
@@ -28,6 +30,8 @@ export async function launchBrowser(): Promise<Browser> {
       '--allow-loopback-in-peer-connection',
       '--disable-features=WebRtcHideLocalIpsWithMdns',
       '--autoplay-policy=no-user-gesture-required',
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
       '--no-first-run',
       '--no-default-browser-check',
     ],
@@ -43,6 +47,16 @@ export async function openPage(browser: Browser, origin: string): Promise<Page> 
   })
   // Any page of the service will do; /openapi.json is always there and small enough.
   await page.goto(`${origin}/openapi.json`, { waitUntil: 'domcontentloaded' })
+  const granted = await page.evaluate(async () => {
+    try {
+      const stream = await navigator.mediaDevices.getUserMedia({ video: true })
+      for (const track of stream.getTracks()) track.stop()
+      return 'ok'
+    } catch (err) {
+      return String(err)
+    }
+  })
+  if (granted !== 'ok') throw new Error(`Chromium refused the fake camera that lets WebRTC offer loopback candidates: ${granted}`)
   return page
 }
 
