@@ -15,6 +15,8 @@ import { OfferError, WhepSession, type EndReason } from './session'
 
 /** How often sessions are checked for silence and for their stream's end. */
 const REAP_INTERVAL_MS = 1_000
+/** A restart stops the old child before the new one runs: a stream missing this long has ended. */
+const STREAM_GONE_MS = 5_000
 
 const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
 
@@ -32,12 +34,20 @@ export default definePlugin({
       log.info('whep session ended', { bus_info: session.bus_info, session: session.id, reason, seconds: Math.round((Date.now() - session.createdAt) / 1000) })
     }
 
-    /** Closes what went silent or lost its stream; a session not yet heard from gets the same grace. */
+    /**
+     * Closes sessions that went silent (a session not yet heard from gets the same grace), whose camera
+     * was unplugged, or whose stream stopped; a restarted stream (a new tap) is followed.
+     */
     const reap = () => {
       const streamer = registry.get('streamer')
       const now = Date.now()
       for (const session of sessions.values()) {
-        if (streamer?.live(session.bus_info)?.tap !== session.tap) void session.close('stream ended')
+        const live = streamer?.live(session.bus_info)
+        if (live?.tap.encoding === 'H264') {
+          session.streamSeenAt = now
+          if (live.tap !== session.tap) session.follow(live.tap, live.member)
+        }
+        if (!registry.deviceDirectory().device(session.bus_info) || now - session.streamSeenAt > STREAM_GONE_MS) void session.close('stream ended')
         else if (now - session.lastHeardAt > idleMs) void session.close('idle')
       }
     }

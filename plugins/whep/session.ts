@@ -49,7 +49,10 @@ export interface SessionOptions {
 export class WhepSession {
   readonly id: string
   readonly bus_info: string
-  readonly tap: LiveTap
+  /** The tap it reads: a restart of the camera's stream makes a new one, which the session follows. */
+  tap: LiveTap
+  /** When the camera's stream was last seen running (the plugin ends sessions whose stream is gone). */
+  streamSeenAt = Date.now()
   readonly createdAt = Date.now()
   /** When the browser was last heard from: RTCP, or the session's creation. */
   lastHeardAt = Date.now()
@@ -62,7 +65,7 @@ export class WhepSession {
   /** Forwarding waits for a key frame: on joining, and after the camera's child restarted. */
   private needKeyFrame = true
   private lastSsrc: number | null = null
-  private readonly member: number
+  private member: number
   private readonly onEnd: SessionOptions['onEnd']
   private readonly frameTicks: number
 
@@ -130,6 +133,17 @@ export class WhepSession {
   private startForwarding(): void {
     if (this.ended || this.unsubscribe) return
     this.unsubscribe = this.tap.subscribe(this.member, (packet) => this.forward(packet))
+  }
+
+  /** The camera's stream was restarted (a new job, a new tap): carry on from the new tap's first key frame. */
+  follow(tap: LiveTap, member: number): void {
+    if (this.ended) return
+    this.unsubscribe?.()
+    this.unsubscribe = null
+    this.tap = tap
+    this.member = member
+    this.needKeyFrame = true
+    if (this.connectedAt !== null) this.startForwarding()
   }
 
   private forward(packet: Uint8Array): void {
