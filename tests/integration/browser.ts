@@ -49,7 +49,7 @@ export async function openPage(browser: Browser, origin: string): Promise<Page> 
   await page.goto(`${origin}/openapi.json`, { waitUntil: 'domcontentloaded' })
   const granted = await page.evaluate(async () => {
     try {
-      const stream = await navigator.mediaDevices.getUserMedia({ video: true })
+      const stream = await (globalThis as any).navigator.mediaDevices.getUserMedia({ video: true }) // the page's (no DOM types here)
       for (const track of stream.getTracks()) track.stop()
       return 'ok'
     } catch (err) {

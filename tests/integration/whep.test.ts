@@ -101,17 +101,17 @@ interface Opened { status: number; location?: string; detail?: string; postedAt:
 async function openSession(page: Page, path: string, key: string): Promise<Opened> {
   return page.evaluate(
     async (path: string, key: string) => {
-      const w = window as any
+      const w = globalThis as any // the page's window (this project's tsconfig has no DOM types)
       w.pcs ??= {}
-      const pc = new RTCPeerConnection({ iceServers: [] })
+      const pc = new w.RTCPeerConnection({ iceServers: [] })
       w.pcs[key] = pc
       pc.addTransceiver('video', { direction: 'recvonly' })
-      pc.ontrack = (e) => {
-        const video = document.createElement('video')
+      pc.ontrack = (e: any) => {
+        const video = w.document.createElement('video')
         video.muted = true
         video.autoplay = true
-        video.srcObject = e.streams[0] ?? new MediaStream([e.track])
-        document.body.appendChild(video)
+        video.srcObject = e.streams[0] ?? new w.MediaStream([e.track])
+        w.document.body.appendChild(video)
       }
       await pc.setLocalDescription(await pc.createOffer())
       await new Promise<void>((resolve) => {
@@ -138,8 +138,8 @@ interface Video { framesDecoded: number; width: number; height: number; state: s
 /** The session's inbound video as getStats() shows it; firstFrameMs = first decoded frame after the POST. */
 async function videoStats(page: Page, key: string): Promise<Video> {
   return page.evaluate(async (key: string) => {
-    const w = window as any
-    const pc: RTCPeerConnection = w.pcs[key]
+    const w = globalThis as any
+    const pc = w.pcs[key]
     let video = { framesDecoded: 0, width: 0, height: 0 }
     ;(await pc.getStats()).forEach((s: any) => {
       if (s.type === 'inbound-rtp' && s.kind === 'video') video = { framesDecoded: s.framesDecoded ?? 0, width: s.frameWidth ?? 0, height: s.frameHeight ?? 0 }
@@ -203,13 +203,13 @@ test('a tab closed without DELETE is reaped after the idle timeout, and its sock
   tab.process()!.kill('SIGKILL')
   await tab.close().catch(() => {})
   const killedAt = Date.now()
-  await until('the session reaped', sessionCount, (n) => n === 0, 30_000)
+  await until('the session reaped', sessionCount, (n: number) => n === 0, 30_000)
   const reapedAfter = Date.now() - killedAt
   console.log(`whep: a killed browser's session reaped ${reapedAfter} ms later (idle timeout ${IDLE_TIMEOUT_S} s)`)
   // Not at once: only once it has been quiet for the timeout (its last RTCP came up to ~1 s before the kill).
   expect(reapedAfter).toBeGreaterThan(1000)
   expect((await health()).ended.idle).toBeGreaterThanOrEqual(1)
-  await until('its sockets closed', () => socketsOf(service.proc.pid), (n: number) => n <= before, 10_000)
+  await until('its sockets closed', async () => socketsOf(service.proc.pid), (n: number) => n <= before, 10_000)
   expect((await fetch(service.url + opened.location!, { method: 'DELETE' })).status).toBe(404)
 }, 90_000)
 
