@@ -95,7 +95,9 @@ export default definePlugin({
           } catch (err) {
             await session.close('failed')
             if (err instanceof OfferError) throw new HttpError(400, err.message)
-            throw err
+            // werift read the offer but could not answer it: still the offer's fault (no common transport, no ICE credentials…).
+            log.warn('whep: no answer to an offer', { bus_info, error: String(err) })
+            throw new HttpError(400, `The SDP offer could not be answered: ${(err as Error).message}`)
           }
           log.info('whep session opened', { bus_info, session: id })
           return new Response(answer, {

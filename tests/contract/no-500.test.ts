@@ -7,7 +7,7 @@ let s: TestServer
 beforeAll(async () => {
   // Every plugin that needs no extra system package; the network plugin finds no NetworkManager here.
   // gstreamer: its sdp route is there with or without GStreamer installed (503 without).
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer'] })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer', 'whep'] })
 })
 afterAll(async () => {
   await s.stop()

@@ -289,6 +289,19 @@ test('refusals on a real service: malformed offer 400, wrong content type 415, n
   const vp8Only = await post(running, offerish)
   expect(vp8Only.status).toBe(400)
   expect(((await vp8Only.json()) as { detail: string }).detail).toMatch(/\S/)
+  // Hostile offers against a running stream: each a 400 with a sentence, never a 500, no session left.
+  const hostile = [
+    'v=0\r\nm=video',
+    'v=0\r\nm=video \r\n',
+    offerish.replace('VP8', 'H264') + 'a=fmtp:96 packetization-mode=0\r\n',
+    offerish.replace('VP8', 'H264') + 'a=fingerprint:sha-256 zz\r\na=ice-ufrag:\r\n',
+    offerish + 'a=' + 'x'.repeat(100_000) + '\r\n',
+    'v=0\nm=video 9 RTP/AVP 96\n' + 'm=video 9 RTP/AVP 96\n'.repeat(200),
+  ]
+  for (const sdp of hostile) {
+    const r = await post(running, sdp)
+    expect([r.status, typeof (await r.json() as { detail: unknown }).detail]).toEqual([400, 'string'])
+  }
   const wrongType = await post(running, offerish, 'application/json')
   expect(wrongType.status).toBe(415)
   expect(((await wrongType.json()) as { detail: string }).detail).toContain('application/sdp')
