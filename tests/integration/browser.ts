@@ -73,3 +73,89 @@ export async function withPage<T>(origin: string, fn: (page: Page, browser: Brow
 
 /** The browser's process id, to check it is gone after close. */
 export const browserPid = (browser: Browser): number | undefined => browser.process()?.pid
+
+export interface Opened { status: number; location?: string; detail?: string; postedAt: number }
+
+// ---- a WHEP client in the page (the integration tests and bench/whep.bench.ts) ----
+
+/** In the page: an RTCPeerConnection (recvonly video, no ICE servers), the offer POSTed, the answer set. */
+export async function openSession(page: Page, path: string, key: string): Promise<Opened> {
+  return page.evaluate(
+    async (path: string, key: string) => {
+      const w = globalThis as any // the page's window (this project's tsconfig has no DOM types)
+      w.pcs ??= {}
+      const pc = new w.RTCPeerConnection({ iceServers: [] })
+      w.pcs[key] = pc
+      pc.addTransceiver('video', { direction: 'recvonly' })
+      pc.ontrack = (e: any) => {
+        const video = w.document.createElement('video')
+        video.muted = true
+        video.autoplay = true
+        video.srcObject = e.streams[0] ?? new w.MediaStream([e.track])
+        w.document.body.appendChild(video)
+      }
+      await pc.setLocalDescription(await pc.createOffer())
+      await new Promise<void>((resolve) => {
+        if (pc.iceGatheringState === 'complete') return resolve()
+        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
+        setTimeout(resolve, 3000)
+      })
+      const postedAt = performance.now()
+      w.postedAt ??= {}
+      w.postedAt[key] = postedAt
+      const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
+      const text = await res.text()
+      if (res.status !== 201) return { status: res.status, detail: JSON.parse(text).detail, postedAt }
+      await pc.setRemoteDescription({ type: 'answer', sdp: text })
+      return { status: 201, location: res.headers.get('location') ?? undefined, postedAt }
+    },
+    path,
+    key,
+  )
+}
+
+export interface Video {
+  framesDecoded: number
+  width: number
+  height: number
+  state: string
+  firstFrameMs: number | null
+  /** Mean time a frame waited in the browser's jitter buffer, and mean decode time (ms). */
+  jitterBufferMs: number
+  decodeMs: number
+}
+
+/** The session's inbound video as getStats() shows it; firstFrameMs = first decoded frame after the POST. */
+export async function videoStats(page: Page, key: string): Promise<Video> {
+  return page.evaluate(async (key: string) => {
+    const w = globalThis as any
+    const pc = w.pcs[key]
+    let video = { framesDecoded: 0, width: 0, height: 0, jitterBufferMs: 0, decodeMs: 0 }
+    ;(await pc.getStats()).forEach((s: any) => {
+      if (s.type !== 'inbound-rtp' || s.kind !== 'video') return
+      const decoded = s.framesDecoded ?? 0
+      video = {
+        framesDecoded: decoded,
+        width: s.frameWidth ?? 0,
+        height: s.frameHeight ?? 0,
+        jitterBufferMs: s.jitterBufferEmittedCount ? (1000 * s.jitterBufferDelay) / s.jitterBufferEmittedCount : 0,
+        decodeMs: decoded ? (1000 * (s.totalDecodeTime ?? 0)) / decoded : 0,
+      }
+    })
+    w.firstFrameAt ??= {}
+    if (video.framesDecoded > 0) w.firstFrameAt[key] ??= performance.now()
+    const first = w.firstFrameAt[key]
+    return { ...video, state: pc.connectionState, firstFrameMs: first === undefined ? null : first - w.postedAt[key] }
+  }, key)
+}
+
+/** Polls getStats() often (so the first frame's time is seen to within ~20 ms) until `done`. */
+export async function watch(page: Page, key: string, done: (v: Video) => boolean, timeoutMs: number): Promise<Video> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await videoStats(page, key)
+    if (done(v)) return v
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for the browser's video; last: ${JSON.stringify(v)}`)
+    await Bun.sleep(20)
+  }
+}

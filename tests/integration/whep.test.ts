@@ -8,9 +8,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import type { Browser, Page } from 'puppeteer-core'
+import type { Browser } from 'puppeteer-core'
 import { until } from '../helpers'
-import { launchBrowser, openPage, withPage } from './browser'
+import { launchBrowser, openPage, openSession, watch, withPage, type Opened } from './browser'
 import { requireGStreamer, tempDir } from './gstreamer.helpers'
 
 const IDLE_TIMEOUT_S = 3
@@ -93,73 +93,6 @@ async function streaming(encode: 'H264' | 'MJPG' | 'SOFTWARE_H264'): Promise<{ b
     return { bus_info: d.bus_info, width: size.width, height: size.height }
   }
   throw new Error(`no simulated single camera to stream as ${encode} at 640 wide or less`)
-}
-
-interface Opened { status: number; location?: string; detail?: string; postedAt: number }
-
-/** In the page: an RTCPeerConnection (recvonly video, no ICE servers), the offer POSTed, the answer set. */
-async function openSession(page: Page, path: string, key: string): Promise<Opened> {
-  return page.evaluate(
-    async (path: string, key: string) => {
-      const w = globalThis as any // the page's window (this project's tsconfig has no DOM types)
-      w.pcs ??= {}
-      const pc = new w.RTCPeerConnection({ iceServers: [] })
-      w.pcs[key] = pc
-      pc.addTransceiver('video', { direction: 'recvonly' })
-      pc.ontrack = (e: any) => {
-        const video = w.document.createElement('video')
-        video.muted = true
-        video.autoplay = true
-        video.srcObject = e.streams[0] ?? new w.MediaStream([e.track])
-        w.document.body.appendChild(video)
-      }
-      await pc.setLocalDescription(await pc.createOffer())
-      await new Promise<void>((resolve) => {
-        if (pc.iceGatheringState === 'complete') return resolve()
-        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
-        setTimeout(resolve, 3000)
-      })
-      const postedAt = performance.now()
-      w.postedAt ??= {}
-      w.postedAt[key] = postedAt
-      const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
-      const text = await res.text()
-      if (res.status !== 201) return { status: res.status, detail: JSON.parse(text).detail, postedAt }
-      await pc.setRemoteDescription({ type: 'answer', sdp: text })
-      return { status: 201, location: res.headers.get('location') ?? undefined, postedAt }
-    },
-    path,
-    key,
-  )
-}
-
-interface Video { framesDecoded: number; width: number; height: number; state: string; firstFrameMs: number | null }
-
-/** The session's inbound video as getStats() shows it; firstFrameMs = first decoded frame after the POST. */
-async function videoStats(page: Page, key: string): Promise<Video> {
-  return page.evaluate(async (key: string) => {
-    const w = globalThis as any
-    const pc = w.pcs[key]
-    let video = { framesDecoded: 0, width: 0, height: 0 }
-    ;(await pc.getStats()).forEach((s: any) => {
-      if (s.type === 'inbound-rtp' && s.kind === 'video') video = { framesDecoded: s.framesDecoded ?? 0, width: s.frameWidth ?? 0, height: s.frameHeight ?? 0 }
-    })
-    w.firstFrameAt ??= {}
-    if (video.framesDecoded > 0) w.firstFrameAt[key] ??= performance.now()
-    const first = w.firstFrameAt[key]
-    return { ...video, state: pc.connectionState, firstFrameMs: first === undefined ? null : first - w.postedAt[key] }
-  }, key)
-}
-
-/** Polls getStats() often (so the first frame's time is seen to within ~20 ms) until `done`. */
-async function watch(page: Page, key: string, done: (v: Video) => boolean, timeoutMs: number): Promise<Video> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await videoStats(page, key)
-    if (done(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for the browser's video; last: ${JSON.stringify(v)}`)
-    await Bun.sleep(20)
-  }
 }
 
 test('Chromium watches an H.264 camera over WHEP: frames at the camera size within 2 s, DELETE ends the session', async () => {
