@@ -159,3 +159,29 @@ export async function watch(page: Page, key: string, done: (v: Video) => boolean
     await Bun.sleep(20)
   }
 }
+
+// ---- an <img> in the page (the MJPEG route: `multipart/x-mixed-replace`, which <img> shows natively) ----
+
+/**
+ * Adds `<img src=path>` to the page and waits until it shows a picture (a multipart stream fires no
+ * load event per part, so this polls naturalWidth); returns its natural size. Fails, saying so, when
+ * nothing shows within `timeoutMs`.
+ */
+export async function showImage(page: Page, path: string, timeoutMs = 10_000): Promise<{ width: number; height: number }> {
+  return page.evaluate(
+    async (path: string, timeoutMs: number) => {
+      const w = globalThis as any
+      const img = w.document.createElement('img')
+      img.src = path
+      w.document.body.appendChild(img)
+      const deadline = Date.now() + timeoutMs
+      while (!(img.naturalWidth > 0)) {
+        if (Date.now() > deadline) throw new Error(`<img src="${path}"> showed nothing within ${timeoutMs} ms (complete=${img.complete})`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      return { width: img.naturalWidth as number, height: img.naturalHeight as number }
+    },
+    path,
+    timeoutMs,
+  )
+}
