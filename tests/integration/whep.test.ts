@@ -247,3 +247,25 @@ test('refusals on a real service: malformed offer 400, wrong content type 415, n
   expect(patch.headers.get('allow')).toContain('DELETE')
   expect(await sessionCount()).toBe(0)
 }, 60_000)
+
+test('SIGTERM with a session open: the service closes it and exits cleanly, and the browser sees it end', async () => {
+  const own = await startService()
+  const previous = service
+  service = own // streaming() and the helpers talk to `service`
+  try {
+    const cam = await streaming('H264')
+    const page = await openPage(browser, own.url)
+    try {
+      expect((await openSession(page, whepPath(cam.bus_info), 'term')).status).toBe(201)
+      await watch(page, 'term', (v) => v.framesDecoded > 0, 20_000)
+      own.proc.kill('SIGTERM')
+      expect(await own.proc.exited).toBe(0)
+      await watch(page, 'term', (v) => v.state !== 'connected', 40_000)
+    } finally {
+      await page.close()
+    }
+  } finally {
+    service = previous
+    if (own.proc.exitCode === null) own.proc.kill('SIGKILL')
+  }
+}, 120_000)
