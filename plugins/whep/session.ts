@@ -19,6 +19,9 @@ export const H264_CODEC = () =>
 
 export class OfferError extends Error {}
 
+/** At most this many packets wait for the handshake (a 1080p key frame is ~200; a second of 1080p30 ~600). */
+const PREROLL_PACKETS = 1000
+
 /** Why a session ended, for the log and the health counters. */
 export type EndReason = 'deleted' | 'idle' | 'failed' | 'stream ended' | 'stopped'
 
@@ -64,6 +67,8 @@ export class WhepSession {
   private ended = false
   /** Forwarding waits for a key frame: on joining, and after the camera's child restarted. */
   private needKeyFrame = true
+  /** Packets of the current key frame and after, while the handshake runs. */
+  private preroll: Uint8Array[] = []
   private lastSsrc: number | null = null
   private member: number
   private readonly onEnd: SessionOptions['onEnd']
@@ -91,7 +96,8 @@ export class WhepSession {
     this.pc.connectionStateChange.subscribe((state) => {
       if (state === 'connected' && this.connectedAt === null) {
         this.connectedAt = Date.now()
-        this.startForwarding()
+        // What arrived during the handshake, from its key frame on, goes first: the picture starts at once.
+        for (const packet of this.preroll.splice(0)) this.forward(packet)
       }
       if (state === 'failed' || state === 'closed') void this.close(state === 'failed' ? 'failed' : 'stopped')
     })
@@ -114,6 +120,7 @@ export class WhepSession {
       this.lastHeardAt = Date.now()
     })
     await this.pc.setLocalDescription(await this.pc.createAnswer())
+    this.subscribe()
     if (this.pc.iceGatheringState !== 'complete') {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 5_000)
@@ -130,9 +137,17 @@ export class WhepSession {
     return sdp
   }
 
-  private startForwarding(): void {
+  /**
+   * Reads the tap from the answer on. Until the browser is connected, the packets from the latest key
+   * frame on are kept (at most PREROLL_PACKETS), so the first picture needs no wait for the next one.
+   */
+  private subscribe(): void {
     if (this.ended || this.unsubscribe) return
-    this.unsubscribe = this.tap.subscribe(this.member, (packet) => this.forward(packet))
+    this.unsubscribe = this.tap.subscribe(this.member, (packet) => {
+      if (this.connectedAt !== null) return this.forward(packet)
+      if (startsKeyFrame(packet)) this.preroll = [packet]
+      else if (this.preroll.length && this.preroll.length < PREROLL_PACKETS) this.preroll.push(packet)
+    })
   }
 
   /** The camera's stream was restarted (a new job, a new tap): carry on from the new tap's first key frame. */
@@ -143,7 +158,8 @@ export class WhepSession {
     this.tap = tap
     this.member = member
     this.needKeyFrame = true
-    if (this.connectedAt !== null) this.startForwarding()
+    this.preroll = []
+    this.subscribe()
   }
 
   private forward(packet: Uint8Array): void {
@@ -172,6 +188,7 @@ export class WhepSession {
     this.ended = true
     this.unsubscribe?.()
     this.unsubscribe = null
+    this.preroll = []
     this.onEnd(this, reason)
     try {
       await this.pc.close()
