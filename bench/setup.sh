@@ -4,3 +4,4 @@ set -euo pipefail
 PKGS=(wrk python3-fastapi python3-uvicorn)
 source "$(dirname "$0")/../scripts/setup/apt.sh"
 apt_install_missing "bench setup" "${PKGS[@]}"
+bash "$(dirname "$0")/../scripts/setup/chromium.sh" # WHEP bench: headless Chromium

@@ -20,9 +20,13 @@ export interface Config {
   bodyLimit: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
+  /** WebRTC (WHEP) viewers allowed per camera at once. */
+  whepMaxViewers: number
+  /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
+  whepIdleTimeoutSeconds: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep']
 
 interface Option {
   flag: string
@@ -81,6 +85,8 @@ const OPTIONS: Option[] = [
     parse: int('network-rollback', 1, 3600),
     def: () => 30,
   },
+  { flag: 'whep-max-viewers', key: 'whepMaxViewers', help: 'WebRTC (WHEP) viewers per camera at once; more are refused with 503', parse: int('whep-max-viewers', 1, 64), def: () => 8 },
+  { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
 ]
 
 const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`

@@ -7,7 +7,7 @@ import { DeviceError } from './types'
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 404 | 409 | 413 | 401 | 502 | 503 | 504 | 507,
+    readonly status: 400 | 404 | 409 | 413 | 415 | 401 | 502 | 503 | 504 | 507,
     readonly detail: string,
   ) {
     super(detail)

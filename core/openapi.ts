@@ -37,10 +37,12 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 const json = (schema: unknown) => ({ 'application/json': { schema } })
 
 const ERROR_TEXT: Record<number, string> = {
+  400: 'The request body is malformed: `detail` says how',
   401: 'A bearer token is configured and the request did not carry it',
   404: 'Not found: the device, profile, recording or token does not exist',
   409: 'Refused by a rule: the reason is in `detail`',
   413: 'The request body is larger than the configured limit',
+  415: 'The request body is not of the media type the operation reads',
   502: 'The device or a daemon refused or failed: the errno is in `detail`',
   503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
   504: 'The device did not answer in time',
@@ -54,8 +56,12 @@ export interface DocsOptions extends ValidatedSchemas {
   tag: 'cameras' | 'network' | 'preferences' | 'recordings' | 'system' | 'simulation' | (string & {})
   summary: string
   description?: string
-  /** The 200 body: a schema, or a ready OpenAPI content object for non-JSON answers. */
-  ok?: TSchema | { content: Record<string, unknown>; description?: string }
+  /** The success body: a schema, or a ready OpenAPI content object (and headers) for non-JSON answers. */
+  ok?: TSchema | { content: Record<string, unknown>; description?: string; headers?: Record<string, unknown> }
+  /** The success status when it is not 200 (201 Created). */
+  okStatus?: number
+  /** A non-JSON request body the handler reads itself (an OpenAPI content object: `{'application/sdp': …}`). */
+  requestContent?: Record<string, unknown>
   /** Failure statuses besides 422 (added whenever the route validates input or has path parameters). */
   errors?: number[]
   /** Path parameters validated by the handler itself, with the schema that says what it accepts (a name alone: any string). */
@@ -70,10 +76,12 @@ export interface DocsOptions extends ValidatedSchemas {
  */
 export function docs(options: DocsOptions) {
   const responses: Record<string, unknown> = {}
+  const success = String(options.okStatus ?? 200)
   if (options.ok && 'content' in options.ok && !(Kind in options.ok)) {
-    responses['200'] = { description: options.ok.description ?? 'Successful Response', content: options.ok.content }
+    const { description, content, headers } = options.ok
+    responses[success] = { description: description ?? 'Successful Response', content, ...(headers ? { headers } : {}) }
   } else {
-    responses['200'] = { description: 'Successful Response', ...(options.ok ? { content: json(toJsonSchema(options.ok as TSchema, false)) } : {}) }
+    responses[success] = { description: 'Successful Response', ...(options.ok ? { content: json(toJsonSchema(options.ok as TSchema, false)) } : {}) }
   }
   for (const status of options.errors ?? []) responses[String(status)] = { description: ERROR_TEXT[status] ?? 'Error', content: json(ref('ErrorModel')) }
   const pathParams: [string, TSchema | null][] = Array.isArray(options.pathParams) ? options.pathParams.map((n) => [n, null]) : Object.entries(options.pathParams ?? {})
@@ -82,7 +90,7 @@ export function docs(options: DocsOptions) {
   }
   if (options.mutating !== false && options.body) responses['401'] ??= { description: ERROR_TEXT[401], content: json(ref('ErrorModel')) }
   // Every body is read against the limit (config.bodyLimit) before it is parsed.
-  if (options.body) responses['413'] ??= { description: ERROR_TEXT[413], content: json(ref('ErrorModel')) }
+  if (options.body || options.requestContent) responses['413'] ??= { description: ERROR_TEXT[413], content: json(ref('ErrorModel')) }
 
   const parameters: Record<string, unknown>[] = []
   for (const [name, schema] of pathParams) parameters.push({ name, in: 'path', required: true, schema: schema ? toJsonSchema(schema, false) : { type: 'string' } })
@@ -98,6 +106,7 @@ export function docs(options: DocsOptions) {
     ...(options.description ? { description: options.description } : {}),
     ...(parameters.length ? { parameters } : {}),
     ...(options.body ? { requestBody: { required: true, content: json(toJsonSchema(options.body, false)) } } : {}),
+    ...(options.requestContent ? { requestBody: { required: true, content: options.requestContent } } : {}),
     responses,
     // The generator replaces `parameters` with bare strings when the path has any: ours are put back (core/http/docs.ts).
     ...(pathParams.length ? { [DECLARED_PARAMETERS]: parameters } : {}),

@@ -273,6 +273,9 @@ const tooLarge = (limit: number) => new HttpError(413, `Request body is larger t
 export const bodyLimitOf = new WeakMap<Request, number>()
 const DEFAULT_BODY_LIMIT = 1 << 20
 
+/** The raw body of a request whose route reads a non-JSON body itself (an SDP offer), within this app's limit. */
+export const readRawBody = (request: Request): Promise<string> => readBodyText(request, bodyLimitOf.get(request) ?? DEFAULT_BODY_LIMIT)
+
 /** FastAPI's reading of a body: JSON when the content type is JSON, raw text otherwise. */
 export async function parseBody(request: Request): Promise<unknown> {
   const text = await readBodyText(request, bodyLimitOf.get(request) ?? DEFAULT_BODY_LIMIT)

@@ -6,8 +6,8 @@ import { startContractServer } from './setup'
 let s: TestServer
 beforeAll(async () => {
   // Every plugin that needs no extra system package; the network plugin finds no NetworkManager here.
-  // gstreamer and jpeg: their routes are there with or without GStreamer installed (503 without).
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer', 'jpeg'] })
+  // gstreamer, jpeg and whep: their routes are there with or without GStreamer installed (503 without).
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer', 'jpeg', 'whep'] })
 })
 afterAll(async () => {
   await s.stop()

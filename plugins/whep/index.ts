@@ -1,0 +1,152 @@
+// WebRTC for browsers through WHEP (the WebRTC-HTTP egress protocol): a browser POSTs an SDP offer to
+// /api/streams/{bus_info}/whep and gets 201 Created, the session's Location and the SDP answer; DELETE
+// on the Location ends it. The camera's H.264 goes out as the pipeline made it (from the live tap),
+// never re-encoded; an MJPG stream is refused (409) with a pointer to the MJPEG route. Host candidates
+// only, no trickle (PATCH is 405): the pilot is on the vehicle's LAN. Sessions that go unheard for
+// --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
+// closed; --whep-max-viewers per camera.
+import { Elysia } from 'elysia'
+import { randomUUID } from 'node:crypto'
+import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { readRawBody } from '../../core/validation'
+import { OfferError, WhepSession, type EndReason } from './session'
+
+/** How often sessions are checked for silence and for their stream's end. */
+const REAP_INTERVAL_MS = 1_000
+/** A restart stops the old child before the new one runs: a stream missing this long has ended. */
+const STREAM_GONE_MS = 5_000
+
+const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
+
+export default definePlugin({
+  name: 'whep',
+  setup({ registry, config, log, lifecycle }) {
+    const sessions = new Map<string, WhepSession>()
+    const ended: Record<EndReason, number> = { deleted: 0, idle: 0, failed: 0, 'stream ended': 0, stopped: 0 }
+    const idleMs = config.whepIdleTimeoutSeconds * 1000
+    const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
+
+    const onEnd = (session: WhepSession, reason: EndReason) => {
+      sessions.delete(session.id)
+      ended[reason]++
+      log.info('whep session ended', { bus_info: session.bus_info, session: session.id, reason, seconds: Math.round((Date.now() - session.createdAt) / 1000) })
+    }
+
+    /**
+     * Closes sessions that went silent (a session not yet heard from gets the same grace), whose camera
+     * was unplugged, or whose stream stopped; a restarted stream (a new tap) is followed.
+     */
+    const reap = () => {
+      const streamer = registry.get('streamer')
+      const now = Date.now()
+      for (const session of sessions.values()) {
+        const live = streamer?.live(session.bus_info)
+        if (live?.tap.encoding === 'H264') {
+          session.streamSeenAt = now
+          if (live.tap !== session.tap) session.follow(live.tap, live.member)
+        }
+        if (!registry.deviceDirectory().device(session.bus_info) || now - session.streamSeenAt > STREAM_GONE_MS) void session.close('stream ended')
+        else if (now - session.lastHeardAt > idleMs) void session.close('idle')
+      }
+    }
+    let reaper: ReturnType<typeof setInterval> | null = null
+
+    lifecycle({
+      start() {
+        reaper = setInterval(reap, Math.min(REAP_INTERVAL_MS, idleMs / 2))
+      },
+      async stop() {
+        if (reaper) clearInterval(reaper)
+        reaper = null
+        await Promise.all([...sessions.values()].map((s) => s.close('stopped')))
+      },
+      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.whepMaxViewers, ended }),
+    })
+
+    // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
+    registry.addWatchLink(
+      'whep',
+      (bus_info, origin) => (registry.get('streamer')?.live(bus_info)?.tap.encoding === 'H264' ? `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/whep` : null),
+      'whep',
+    )
+
+    return new Elysia({ name: 'periscope:whep' })
+      .post(
+        '/api/streams/:bus_info/whep',
+        async ({ params: { bus_info }, request }) => {
+          const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
+          if (type !== 'application/sdp') throw new HttpError(415, `A WHEP offer is an SDP body with Content-Type: application/sdp (got ${type ? `'${type}'` : 'none'})`)
+          const offer = await readRawBody(request)
+          if (!/^v=0\r?\n/.test(offer) || !/\r?\nm=video /.test(offer)) {
+            throw new HttpError(400, 'The body is not an SDP offer with a video section: it must start with "v=0" and contain an "m=video" line (create it with RTCPeerConnection.createOffer() after addTransceiver("video", {direction: "recvonly"}))')
+          }
+          const device = registry.deviceDirectory().device(bus_info)
+          if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          const streamer = registry.require('streamer')
+          const live = streamer.live(bus_info)
+          if (!live) throw conflict(`The stream of '${bus_info}' is not running: start it with POST /api/devices/restart_stream {"bus_info": "${bus_info}"}`)
+          if (live.tap.encoding !== 'H264') {
+            throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
+          }
+          const watching = [...sessions.values()].filter((s) => s.bus_info === bus_info).length
+          if (watching >= config.whepMaxViewers) throw unavailable(`'${bus_info}' already has ${watching} WebRTC viewers, the most allowed (--whep-max-viewers); close one (DELETE its session) or try later`)
+
+          const id = randomUUID()
+          const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })
+          sessions.set(id, session)
+          let answer: string
+          try {
+            answer = await session.answer(offer)
+          } catch (err) {
+            await session.close('failed')
+            if (err instanceof OfferError) throw new HttpError(400, err.message)
+            // werift read the offer but could not answer it: still the offer's fault (no common transport, no ICE credentials…).
+            log.warn('whep: no answer to an offer', { bus_info, error: String(err) })
+            throw new HttpError(400, `The SDP offer could not be answered: ${(err as Error).message}`)
+          }
+          log.info('whep session opened', { bus_info, session: id })
+          return new Response(answer, {
+            status: 201,
+            headers: {
+              'content-type': 'application/sdp',
+              location: location(bus_info, id),
+              // A browser UI on another origin reads the Location to DELETE the session later.
+              'access-control-expose-headers': 'Location',
+            },
+          })
+        },
+        {
+          parse: 'none',
+          ...docs({
+            tag: 'cameras',
+            summary: 'Watch a camera in a browser over WebRTC (WHEP): an SDP offer in, 201 with the SDP answer and the session Location out',
+            description:
+              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). A session unheard for --whep-idle-timeout seconds is closed; at most --whep-max-viewers per camera (503).",
+            requestContent: SDP_CONTENT,
+            okStatus: 201,
+            ok: {
+              description: 'The session: its SDP answer, and its URL in Location',
+              content: SDP_CONTENT,
+              headers: { Location: { description: 'The session, to DELETE when done', schema: { type: 'string' } } },
+            },
+            errors: [400, 404, 409, 415, 503],
+            pathParams: ['bus_info'],
+          }),
+        },
+      )
+      .delete(
+        '/api/streams/:bus_info/whep/:session_id',
+        async ({ params: { bus_info, session_id } }) => {
+          const session = sessions.get(session_id)
+          if (!session || session.bus_info !== bus_info) throw notFound(`No WebRTC session '${session_id}' for '${bus_info}' (it ended, or was never opened)`)
+          await session.close('deleted')
+          return new Response(null, { status: 200 })
+        },
+        {
+          ...docs({ tag: 'cameras', summary: 'End a WebRTC (WHEP) session', errors: [404], pathParams: ['bus_info', 'session_id'] }),
+        },
+      )
+  },
+})
