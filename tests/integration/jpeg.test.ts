@@ -11,6 +11,7 @@ import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
 import { JpegSplitter, jpegSize } from '../../plugins/jpeg/jpeg'
 import { RtpJpegDepayloader } from '../../plugins/jpeg/rtp-jpeg'
+import { requireChromium, showImage, withPage } from './browser'
 import { eachLine, freePort, requireGStreamer, tempDir, udpBound, waitFor } from './gstreamer.helpers'
 
 const WEBCAM = 'usb-0000:00:14.0-4' // simulated Logitech: MJPG only
@@ -424,3 +425,15 @@ test('stopping the service while an H.264 camera has MJPEG viewers leaves no tra
   expect(transcoders()).toEqual([])
   if (client) await stop(client.proc)
 }, 60_000)
+
+test("Chromium's <img> shows an MJPEG stream at the camera's size and holds it open; closing the page frees it", async () => {
+  requireChromium()
+  await stream(WEBCAM, 'MJPG', freePort())
+  const path = `/api/streams/${encodeURIComponent(WEBCAM)}/mjpeg`
+  await withPage(s.url, async (page) => {
+    expect(await showImage(page, path, 20_000)).toEqual({ width: 640, height: 480 })
+    // Still one viewer afterwards: the browser keeps reading the multipart stream, frame after frame.
+    await until('the <img> counted as a viewer', async () => (await s.call('GET', '/api/health')).body.plugins.jpeg, (h: any) => h.viewers === 1, 10_000)
+  })
+  await until('the viewer gone with the page', async () => (await s.call('GET', '/api/health')).body.plugins.jpeg, (h: any) => h.viewers === 0, 15_000)
+}, 90_000)

@@ -198,8 +198,11 @@ test('an MJPG stream is refused with 409 pointing to MJPEG; the same camera stre
   const refused = await withPage(service.url, (page) => openSession(page, whepPath(mjpg.bus_info), 'm'))
   expect(refused.status).toBe(409)
   expect(refused.detail).toContain(`/api/streams/${encodeURIComponent(mjpg.bus_info)}/mjpeg`)
+  const watchOf = async (bus_info: string) => ((await (await fetch(`${service.url}/api/devices`)).json()) as any[]).find((d) => d.bus_info === bus_info).watch
+  expect((await watchOf(mjpg.bus_info)).whep).toBeNull() // the device says so too
 
   const soft = await streaming('SOFTWARE_H264')
+  expect((await watchOf(soft.bus_info)).whep).toBe(`${service.url}${whepPath(soft.bus_info)}`)
   await withPage(service.url, async (page) => {
     const opened = await openSession(page, whepPath(soft.bus_info), 's')
     expect(opened.status).toBe(201)
