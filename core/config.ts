@@ -20,9 +20,11 @@ export interface Config {
   bodyLimit: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
+  /** The RTSP server's TCP port; 0 = no RTSP server. */
+  rtspPort: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'rtsp']
 
 interface Option {
   flag: string
@@ -81,6 +83,7 @@ const OPTIONS: Option[] = [
     parse: int('network-rollback', 1, 3600),
     def: () => 30,
   },
+  { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
 ]
 
 const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`

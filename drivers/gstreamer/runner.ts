@@ -266,7 +266,8 @@ export class StreamRunner {
   }
 }
 
-async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+/** Calls `onLine` for each line of a child's output, until it ends. */
+export async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
   const decoder = new TextDecoder()
   let rest = ''
   try {
