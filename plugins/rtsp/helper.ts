@@ -19,7 +19,7 @@ const STABLE_MS = 60_000
 export type HelperEvent =
   | { event: 'ready'; port: number }
   | { event: 'added'; path: string; ports: number[] }
-  | { event: 'watching'; path: string; on: boolean }
+  | { event: 'running'; path: string; on: boolean }
   | { event: 'removed'; path: string }
   | { event: 'error'; message: string }
 

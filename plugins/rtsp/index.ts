@@ -1,7 +1,7 @@
 // RTSP: rtsp://<host>:<rtsp-port>/<bus_info> (and /<nickname> when unique) for every camera whose
 // stream runs, over UDP or TCP-interleaved, to any number of clients. GStreamer's own RTSP server does
 // the protocol in a supervised helper (server.py, helper.ts); this plugin keeps its mounts in step with
-// the running streams and feeds each watched mount from the stream's live tap (drivers/gstreamer/tap.ts)
+// the running streams and, once a client came, feeds each mount from the stream's live tap (drivers/gstreamer/tap.ts)
 // over loopback UDP. The camera's pipeline is never touched: clients come and go at no cost to it.
 import { Elysia, t } from 'elysia'
 import { createSocket } from 'node:dgram'
@@ -18,8 +18,8 @@ interface Mount {
   wanted: WantedMount
   /** Per track, the helper's loopback port (null until the helper added the mount). */
   ports: number[] | null
-  /** A client watches (the helper's media runs): only then are packets forwarded. */
-  watching: boolean
+  /** The helper's media runs (since a first client came): only then are packets forwarded. */
+  running: boolean
   unsubscribe: (() => void)[]
 }
 
@@ -29,14 +29,13 @@ const MountModel = t.Object({
   bus_info: t.String({ description: 'The camera this mount serves (for a nickname alias, the camera with that nickname)' }),
   tracks: t.Integer({ description: 'Video tracks: one per camera of a group at its leader, else 1' }),
   encoding: t.Union([t.Literal('H264'), t.Literal('JPEG')]),
-  watching: t.Boolean({ description: 'Whether any client plays it now' }),
 })
 const RtspStatusModel = t.Object({
   enabled: t.Boolean({ description: 'false when --rtsp-port is 0' }),
   port: t.Integer(),
   state: t.String({ description: 'the RTSP server: ready, starting, backoff (restarting after a failure), missing (its packages are not installed) or stopped' }),
   error: t.Union([t.String(), t.Null()]),
-  mounts: t.Array(MountModel),
+  mounts: t.Array(MountModel, { description: 'What the server serves now' }),
 })
 
 /** The host the client reached us by (an IPv6 one in brackets), so the URLs work from where it is. */
@@ -66,7 +65,7 @@ export default definePlugin({
     function feed(mount: Mount): void {
       unfeed(mount)
       const ports = mount.ports
-      if (!ports || !mount.watching) return
+      if (!ports || !mount.running) return
       mount.unsubscribe = mount.wanted.members.map((member, track) =>
         mount.wanted.tap.subscribe(member, (packet) => forward.send(packet, ports[track]!, '127.0.0.1')),
       )
@@ -108,7 +107,7 @@ export default definePlugin({
       }
       for (const [path, want] of wanted) {
         if (mounts.has(path)) continue
-        const mount: Mount = { wanted: want, ports: null, watching: false, unsubscribe: [] }
+        const mount: Mount = { wanted: want, ports: null, running: false, unsubscribe: [] }
         mounts.set(path, mount)
         add(mount)
       }
@@ -126,16 +125,16 @@ export default definePlugin({
         for (const mount of mounts.values()) {
           unfeed(mount)
           mount.ports = null
-          mount.watching = false
+          mount.running = false
           add(mount)
         }
         return
       }
-      if (event.event !== 'added' && event.event !== 'watching') return
+      if (event.event !== 'added' && event.event !== 'running') return
       const mount = mounts.get(event.path)
       if (!mount) return
       if (event.event === 'added') mount.ports = event.ports
-      else mount.watching = event.on
+      else mount.running = event.on
       feed(mount)
     }
 
@@ -160,7 +159,7 @@ export default definePlugin({
       },
       health() {
         if (!helper) return { state: 'ok', detail: 'off (--rtsp-port 0)', enabled: false }
-        const base = { enabled: true, port, mounts: mounts.size, restarts: helper.restarts }
+        const base = { enabled: true, port, mounts: [...mounts.values()].filter((mount) => mount.ports).length, restarts: helper.restarts }
         if (helper.state === 'ready') return { state: 'ok', ...base }
         if (helper.state === 'missing') return { state: 'down', detail: helper.error ?? 'the RTSP server is not installed', ...base }
         return { state: 'degraded', detail: helper.error ?? `the RTSP server is ${helper.state}`, ...base }
@@ -176,13 +175,13 @@ export default definePlugin({
           port,
           state: helper?.state ?? 'stopped',
           error: helper?.error ?? null,
-          mounts: [...mounts.values()].map(({ wanted, watching }) => ({
+          // Only what the server serves now (added by the helper), so a listed URL answers.
+          mounts: [...mounts.values()].filter((mount) => mount.ports).map(({ wanted }) => ({
             path: wanted.path,
             url: `rtsp://${authority}:${port}${wanted.path}`,
             bus_info: wanted.bus_info,
             tracks: wanted.members.length,
             encoding: wanted.tap.encoding,
-            watching,
           })),
         }
       },

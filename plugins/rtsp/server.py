@@ -10,7 +10,7 @@
 # stdout, one JSON object a line:
 #   {"event": "ready", "port": P}                        listening
 #   {"event": "added", "path": ..., "ports": [...]}      feed track i to 127.0.0.1:ports[i]
-#   {"event": "watching", "path": ..., "on": true|false} a media runs (feed it) / none does
+#   {"event": "running", "path": ..., "on": true|false} its media runs (feed it) / no longer does
 #   {"event": "removed", "path": ...}
 #   {"event": "error", "message": ...}
 # stdin closing ends the helper.
@@ -22,8 +22,9 @@ try:
     import gi
 
     gi.require_version("Gst", "1.0")
+    gi.require_version("GstBase", "1.0")
     gi.require_version("GstRtspServer", "1.0")
-    from gi.repository import Gio, GLib, Gst, GstRtspServer
+    from gi.repository import Gio, GLib, Gst, GstBase, GstRtspServer
 except (ImportError, ValueError) as e:  # the service says so in /api/health and does not restart us
     sys.stderr.write(f"GstRtspServer unavailable: {e}\n")
     sys.exit(3)
@@ -46,11 +47,18 @@ def say(**event):
     sys.stdout.flush()
 
 
+def send_on_arrival(_pipeline, _bin, element):
+    if isinstance(element, GstBase.BaseSink):
+        element.set_property("sync", False)
+        element.set_property("processing-deadline", 0)
+
+
 class Mount:
     def __init__(self, server, path, encoding, tracks):
         self.server = server
         self.path = path
         self.medias = set()
+        self.held = set()
         self.sockets = []
         for _ in range(tracks):
             sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
@@ -86,14 +94,28 @@ class Mount:
             src = bin_.get_by_name(f"src{i}")
             src.set_property("socket", sock)
             src.set_property("close-socket", False)
+        # The packets arrive in real time already: the sinks the library adds per transport send each
+        # on arrival, instead of holding it against the clock (a 20 ms processing deadline, once a
+        # second client joins a running media).
+        media.get_element().get_parent().connect("deep-element-added", send_on_arrival)
         self.medias.add(media)
+        media.connect("prepared", self.hold)
         media.connect("unprepared", self.unprepared)
-        say(event="watching", path=self.path, on=True)
+        say(event="running", path=self.path, on=True)
+
+    def hold(self, media):
+        # The mount keeps its media prepared until it is removed. Else the library unprepares it when its
+        # last client leaves and may still hand it to a client joining meanwhile, which then gets 503
+        # ("can not reuse media"). Running on costs a depayload and payload, no decoding; a client
+        # joins a running pipeline at once.
+        if media not in self.held:
+            self.held.add(media)
+            GLib.idle_add(lambda: media.prepare(None) and False)
 
     def unprepared(self, media):
         self.medias.discard(media)
         if not self.medias:
-            say(event="watching", path=self.path, on=False)
+            say(event="running", path=self.path, on=False)
 
     def remove(self):
         self.server.get_mount_points().remove_factory(self.path)
@@ -118,8 +140,9 @@ class Mount:
             return GstRtspServer.RTSPFilterResult.REMOVE if hit else GstRtspServer.RTSPFilterResult.KEEP
 
         self.server.client_filter(on_this_mount)
-        for media in list(self.medias):
+        for media in list(self.held):
             media.unprepare()
+        self.held.clear()
         self.medias.clear()
         for sock in self.sockets:
             sock.close()
