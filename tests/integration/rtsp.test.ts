@@ -3,7 +3,9 @@
 // at once; a group is one session with a track per camera; clients coming and going cost the UDP
 // endpoint no packet; a stopped stream's mount goes; nothing of the helper outlives the plugin.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
 import { alive, freePort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
@@ -36,8 +38,8 @@ async function startService(): Promise<{ server: TestServer; rtspPort: number }>
   return { server, rtspPort }
 }
 
-/** The RTSP helper (server.py) this test process runs for the server on `rtspPort`. */
-function helperPids(rtspPort: number): number[] {
+/** The RTSP helper (server.py) that process `parent` (this one by default) runs for the server on `rtspPort`. */
+function helperPids(rtspPort: number, parent = process.pid): number[] {
   const pids: number[] = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
@@ -45,7 +47,7 @@ function helperPids(rtspPort: number): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')
-      if (ppid === process.pid && args.some((a) => a.endsWith('plugins/rtsp/server.py')) && args.includes(String(rtspPort))) pids.push(Number(entry))
+      if (ppid === parent && args.some((a) => a.endsWith('plugins/rtsp/server.py')) && args.includes(String(rtspPort))) pids.push(Number(entry))
     } catch {
       // gone meanwhile
     }
@@ -265,3 +267,25 @@ test('the helper is supervised: killed, it comes back with every mount; the plug
   await waitFor('no helper left', () => serving.every((pid) => !alive(pid)) && helperPids(own.rtspPort).length === 0, 10_000)
   expect((await ffprobe(`rtsp://127.0.0.1:${own.rtspPort}/${EHD}`, 'tcp')).error).toMatch(/refused/i)
 }, 60_000)
+
+test('kill -9 of the service takes its RTSP helper along (parent-death signal)', async () => {
+  const rtspPort = freeTcpPort()
+  const httpPort = freeTcpPort()
+  const dataDir = mkdtempSync(join(tmpdir(), 'periscope-rtsp-'))
+  const service = Bun.spawn(
+    [process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error'],
+    { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') },
+  )
+  try {
+    const health = () => fetch(`http://127.0.0.1:${httpPort}/api/health`).then((r) => r.json() as Promise<any>).catch(() => null)
+    await until('the service\'s RTSP server ready', health, (h) => h?.plugins?.rtsp?.state === 'ok', 30_000)
+    const helpers = helperPids(rtspPort, service.pid)
+    expect(helpers.length).toBe(1)
+    service.kill('SIGKILL')
+    await service.exited
+    await waitFor('the helper gone', () => helpers.every((pid) => !alive(pid)), 10_000)
+  } finally {
+    if (service.exitCode === null) service.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}, 45_000)
