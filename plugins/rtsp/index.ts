@@ -4,7 +4,7 @@
 // the running streams and, once a client came, feeds each mount from the stream's live tap (drivers/gstreamer/tap.ts)
 // over loopback UDP. The camera's pipeline is never touched: clients come and go at no cost to it.
 import { Elysia, t } from 'elysia'
-import { createSocket } from 'node:dgram'
+import { createSocket, type Socket } from 'node:dgram'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import type { Device } from '../../core/types'
@@ -54,8 +54,8 @@ export default definePlugin({
   setup({ config, registry, events, log, lifecycle }) {
     const port = config.rtspPort
     const mounts = new Map<string, Mount>()
-    const forward = createSocket('udp4')
-    forward.on('error', () => {}) // loopback to our own helper: a lost packet is a lost packet
+    // One socket sends every mount its packets (loopback, to our own helper: a lost packet is just lost).
+    let forward: Socket | null = null
     let timer: ReturnType<typeof setInterval> | null = null
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
@@ -67,7 +67,7 @@ export default definePlugin({
       const ports = mount.ports
       if (!ports || !mount.running) return
       mount.unsubscribe = mount.wanted.members.map((member, track) =>
-        mount.wanted.tap.subscribe(member, (packet) => forward.send(packet, ports[track]!, '127.0.0.1')),
+        mount.wanted.tap.subscribe(member, (packet) => forward?.send(packet, ports[track]!, '127.0.0.1')),
       )
     }
 
@@ -141,6 +141,8 @@ export default definePlugin({
     lifecycle({
       start() {
         if (!helper) return
+        forward = createSocket('udp4')
+        forward.on('error', () => {})
         helper.start()
         unsubscribeEvents = events.subscribe((event) => {
           if (event.type === 'stream_error' || event.type.startsWith('device_')) schedule()
@@ -155,7 +157,8 @@ export default definePlugin({
         for (const mount of mounts.values()) unfeed(mount)
         mounts.clear()
         await helper?.stop()
-        forward.close()
+        forward?.close()
+        forward = null
       },
       health() {
         if (!helper) return { state: 'ok', detail: 'off (--rtsp-port 0)', enabled: false }
