@@ -199,12 +199,14 @@ for (const transport of ['udp', 'tcp'] as const) {
 }
 
 console.log('\nCPU (% of one core) and RSS of the service + RTSP helper, by RTSP viewers (TCP) of the one stream')
-console.log('viewers   cpu %   per extra viewer   rss MB')
+console.log('viewers   cpu %   per extra viewer   rss MB   frames/s at each viewer (min)')
 const helper = helperOf(service.pid)
 let baseline = 0
 for (const n of [0, ...VIEWERS]) {
-  const clients = await Promise.all(Array.from({ length: n }, () => RtspClient.open(url, 'tcp', () => {})))
+  const frames = Array.from({ length: n }, () => 0)
+  const clients = await Promise.all(frames.map((_, i) => RtspClient.open(url, 'tcp', (_track, packet) => void (isMarker(packet) && frames[i]!++))))
   await Bun.sleep(2000) // joined and steady
+  const framesBefore = [...frames]
   const pids = [service.pid, helper]
   const t0 = pids.map(cpuTicks)
   const started = performance.now()
@@ -213,7 +215,9 @@ for (const n of [0, ...VIEWERS]) {
   const rss = pids.reduce((sum, p) => sum + rssKb(p), 0) / 1024
   if (n === 0) baseline = cpu
   const perViewer = n ? ((cpu - baseline) / n).toFixed(2) : '—'
-  console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)}`)
+  const seconds = (performance.now() - started) / 1000
+  const slowest = n ? Math.min(...frames.map((f, i) => (f - framesBefore[i]!) / seconds)).toFixed(1) : '—'
+  console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)} ${slowest.padStart(10)}`)
   for (const c of clients) c.close()
 }
 console.log('\n(the camera\'s gst child is the same in every row: viewers are served from the live tap, never re-encoded)')
