@@ -7,8 +7,8 @@
 //  2. CPU and RSS of the service + its RTSP helper with 0, 1, 4 and 8 RTSP viewers of one stream.
 // The service runs with simulated cameras (core/main.ts), streaming 1080p30 H.264 to loopback.
 // `bun run bench/rtsp.bench.ts [--seconds 20] [--viewers 1,4,8]`
-import { readFileSync } from 'node:fs'
-import { mkdtempSync } from 'node:fs'
+import { createSocket, type Socket } from 'node:dgram'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, waitHttp } from './lib'
@@ -26,6 +26,14 @@ const TICK = 100 // USER_HZ
 for (const tool of ['gst-launch-1.0', 'ps']) if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/gstreamer.sh`)
 
 type OnRtp = (track: number, packet: Buffer, at: number) => void
+
+/** A loopback UDP socket with a receive buffer for a 1080p key frame's burst (both sides alike). */
+async function receiver(onPacket: (packet: Buffer, at: number) => void, port = 0): Promise<Socket> {
+  const socket = createSocket({ type: 'udp4', recvBufferSize: 4 << 20 })
+  socket.on('message', (packet) => onPacket(packet, performance.now()))
+  await new Promise<void>((resolve) => socket.bind(port, '127.0.0.1', resolve))
+  return socket
+}
 
 /** A minimal RTSP client (DESCRIBE, SETUP each track, PLAY) that hands over raw RTP with arrival times. */
 class RtspClient {
@@ -57,10 +65,10 @@ class RtspClient {
       const target = control.startsWith('rtsp://') ? control : base.replace(/\/?$/, '/') + control
       let spec = `RTP/AVP/TCP;unicast;interleaved=${2 * i}-${2 * i + 1}`
       if (transport === 'udp') {
-        const rtp = await Bun.udpSocket({ hostname: '127.0.0.1', port: 0, socket: { data: (_s, b) => onRtp(i, Buffer.from(b), performance.now()) } })
-        const rtcp = await Bun.udpSocket({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+        const rtp = await receiver((packet, at) => onRtp(i, packet, at))
+        const rtcp = await receiver(() => {})
         client.udp.push(rtp, rtcp)
-        spec = `RTP/AVP;unicast;client_port=${rtp.port}-${rtcp.port}`
+        spec = `RTP/AVP;unicast;client_port=${rtp.address().port}-${rtcp.address().port}`
       }
       const setup = await client.request('SETUP', target, { Transport: spec })
       if (setup.status !== 200) throw new Error(`SETUP ${target}: ${setup.status}`)
@@ -150,11 +158,7 @@ const api = `http://127.0.0.1:${httpPort}`
 await waitHttp(`${api}/api/devices`)
 
 const udpArrivals = new Map<string, number>()
-const endpoint = await Bun.udpSocket({
-  hostname: '127.0.0.1',
-  port: udpPort,
-  socket: { data: (_s, b) => void (isMarker(Buffer.from(b)) && udpArrivals.set(payloadKey(Buffer.from(b)), performance.now())) },
-})
+const endpoint = await receiver((packet, at) => void (isMarker(packet) && udpArrivals.set(payloadKey(packet), at)), udpPort)
 const configured = await fetch(`${api}/api/devices/configure_stream`, {
   method: 'POST',
   headers: { 'content-type': 'application/json' },

@@ -17,6 +17,7 @@
 import json
 import os
 import sys
+import threading
 
 try:
     import gi
@@ -42,9 +43,13 @@ REPAY = {
 RECEIVE_BUFFER = 4 << 20  # a 1080p key frame is a burst of ~200 packets
 
 
+SAYING = threading.Lock()  # the library calls us from its client and media threads
+
+
 def say(**event):
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+    with SAYING:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
 
 
 def send_on_arrival(_pipeline, _bin, element):
@@ -80,7 +85,7 @@ class Mount:
         return [s.get_local_address().get_port() for s in self.sockets]
 
     def configure(self, _factory, media):
-        # A new media (the first client): drain what queued while nobody watched, then read our sockets.
+        # A new media (the first client): drop what queued while none ran (stale), then read our sockets.
         for sock in self.sockets:
             sock.set_blocking(False)
             try:
