@@ -2,8 +2,8 @@
 // ≤ 5 ms added at p99):
 //  1. Latency: per frame, when its last packet reaches an RTSP client (over UDP, and over TCP
 //     interleaved) minus when the same packet reached the stream's UDP endpoint, both in this process.
-//     Packets are paired by payload (the server payloads again with the same MTU, so a frame's last
-//     packet carries the same bytes).
+//     Frames are paired by the last bytes of their last packet (the end of the frame's last NAL unit,
+//     the same on both paths however each payloader cut or grouped the NAL units).
 //  2. CPU and RSS of the service + its RTSP helper with 0, 1, 4 and 8 RTSP viewers of one stream.
 // The service runs with simulated cameras (core/main.ts), streaming 1080p30 H.264 to loopback.
 // `bun run bench/rtsp.bench.ts [--seconds 20] [--viewers 1,4,8]`
@@ -123,9 +123,14 @@ class RtspClient {
   }
 }
 
-/** A frame's last packet (marker bit), keyed by its payload: the same bytes on both paths. */
+/** A frame's last packet (marker bit). */
 const isMarker = (p: Buffer) => p.length > 12 && (p[1]! & 0x80) !== 0
-const payloadKey = (p: Buffer) => p.subarray(12).toString('base64')
+
+/**
+ * A frame by the last bytes of its last packet: the end of its last NAL unit, the same on both paths
+ * however each payloader cut (FU-A) or grouped (STAP-A) the NAL units before it.
+ */
+const frameKey = (p: Buffer) => p.subarray(Math.max(12, p.length - 64)).toString('base64')
 
 function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
@@ -158,7 +163,7 @@ const api = `http://127.0.0.1:${httpPort}`
 await waitHttp(`${api}/api/devices`)
 
 const udpArrivals = new Map<string, number>()
-const endpoint = await receiver((packet, at) => void (isMarker(packet) && udpArrivals.set(payloadKey(packet), at)), udpPort)
+const endpoint = await receiver((packet, at) => void (isMarker(packet) && udpArrivals.set(frameKey(packet), at)), udpPort)
 const configured = await fetch(`${api}/api/devices/configure_stream`, {
   method: 'POST',
   headers: { 'content-type': 'application/json' },
@@ -189,8 +194,8 @@ for (const transport of ['udp', 'tcp'] as const) {
   const client = await RtspClient.open(url, transport, (_track, packet, at) => {
     if (!isMarker(packet)) return
     frames++
-    const sent = udpArrivals.get(payloadKey(packet))
-    if (sent !== undefined) added.push(at - sent)
+    const sent = udpArrivals.get(frameKey(packet))
+    if (sent !== undefined && at - sent < 1000) added.push(at - sent) // older: another frame that ended alike
   })
   await Bun.sleep(SECONDS * 1000)
   client.close()
