@@ -236,6 +236,21 @@ test('a nickname alias while the nickname is unique; a stopped stream loses its 
   }
 }, 60_000)
 
+test('restart_stream: the old sessions end, and the path serves the new stream', async () => {
+  await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 })
+  try {
+    const { rx } = await decodeWith(EHD, 'tcp')
+    expect((await call('POST', '/api/devices/restart_stream', { bus_info: EHD })).status).toBe(200)
+    await waitFor('the old client ended by the server', () => rx.exited, 15_000)
+    const again = await decodeWith(EHD, 'udp')
+    await waitFor('a decoded size', () => again.rx.width > 0)
+    expect([again.rx.width, again.rx.height]).toEqual([640, 480])
+    await again.rx.stop()
+  } finally {
+    await unstream(EHD)
+  }
+}, 60_000)
+
 test('the helper is supervised: killed, it comes back with every mount; the plugin stopped, no helper is left', async () => {
   const own = await startService()
   let serving: number[] = []
