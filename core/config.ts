@@ -24,9 +24,11 @@ export interface Config {
   whepMaxViewers: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
+  /** The RTSP server's TCP port; 0 = no RTSP server. */
+  rtspPort: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp']
 
 interface Option {
   flag: string
@@ -87,6 +89,7 @@ const OPTIONS: Option[] = [
   },
   { flag: 'whep-max-viewers', key: 'whepMaxViewers', help: 'WebRTC (WHEP) viewers per camera at once; more are refused with 503', parse: int('whep-max-viewers', 1, 64), def: () => 8 },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
+  { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
 ]
 
 const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`

@@ -12,3 +12,12 @@ if ! command -v gst-launch-1.0 >/dev/null 2>&1; then
     echo "periscope: gst-launch-1.0 not found and cannot install it here (need root and apt-get); streams will answer 503" >&2
   fi
 fi
+# The RTSP server's helper runs GStreamer's RTSP server library through Debian's python3-gi.
+if ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "periscope: installing GStreamer's RTSP server for rtsp://…:8554…" >&2
+    bash scripts/setup/rtsp.sh --runtime >&2 || echo "periscope: the RTSP server could not be installed; /api/health says rtsp is down" >&2
+  else
+    echo "periscope: GStreamer's RTSP server (python3-gi, gir1.2-gst-rtsp-server-1.0) not found and cannot install it here; /api/health says rtsp is down" >&2
+  fi
+fi

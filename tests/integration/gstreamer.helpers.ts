@@ -153,19 +153,33 @@ export class Receiver {
   height = 0
   private proc: Subprocess
 
+  /** `source`: what produces decoded video instead of udpsrc on `port` (an RTSP client, say). */
   constructor(
     private readonly port: number,
     encode: EncodeType,
+    source?: string[],
   ) {
     const depay =
       encode === 'MJPG'
         ? ['application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'jpegdec']
         : ['application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96', '!', 'rtph264depay', '!', 'avdec_h264']
-    this.proc = Bun.spawn(
-      ['gst-launch-1.0', '-v', 'udpsrc', `port=${port}`, 'address=127.0.0.1', '!', ...depay, '!', 'identity', 'name=rx', 'silent=false', '!', 'fakesink', 'sync=false'],
-      { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' },
-    )
+    const head = source ?? ['udpsrc', `port=${port}`, 'address=127.0.0.1', '!', ...depay]
+    this.proc = Bun.spawn(['gst-launch-1.0', '-v', ...head, '!', 'identity', 'name=rx', 'silent=false', '!', 'fakesink', 'sync=false'], {
+      stdout: 'pipe',
+      stderr: 'pipe',
+      stdin: 'ignore',
+    })
     void this.read()
+  }
+
+  /** gst-launch-1.0's rtspsrc over `protocol`, decoding whatever the server sends. */
+  static rtsp(url: string, protocol: 'tcp' | 'udp'): Receiver {
+    return new Receiver(0, 'H264', ['rtspsrc', `location=${url}`, `protocols=${protocol}`, 'latency=0', '!', 'decodebin'])
+  }
+
+  /** Whether the client process has ended (an RTSP client does when the server ends its session). */
+  get exited(): boolean {
+    return this.proc.exitCode !== null || this.proc.signalCode !== null
   }
 
   private read(): Promise<void> {
@@ -199,6 +213,9 @@ export class Receiver {
 export class RtpCounter {
   frames: { at: number; ts: number }[] = []
   packets = 0
+  /** Packets missing between consecutive sequence numbers (reordering counts too: there is none on loopback). */
+  missing = 0
+  private lastSeq = -1
   private socket!: { close(): void }
 
   static async open(port: number): Promise<RtpCounter> {
@@ -209,6 +226,9 @@ export class RtpCounter {
       socket: {
         data: (_s, buf) => {
           counter.packets++
+          const seq = buf.length >= 4 ? buf.readUInt16BE(2) : -1
+          if (counter.lastSeq >= 0 && seq >= 0) counter.missing += (seq - counter.lastSeq - 1 + 0x10000) & 0xffff
+          counter.lastSeq = seq
           if (buf.length >= 12 && buf[1]! & 0x80) counter.frames.push({ at: performance.now(), ts: buf.readUInt32BE(4) })
         },
       },

@@ -1,0 +1,146 @@
+// The supervisor of the RTSP helper (server.py: GStreamer's RTSP server run by Debian's python3-gi):
+// one child per service, spoken to in JSON lines, restarted with backoff 1, 2, 4 … 30 s when it dies,
+// killed with the service (setpriv's parent-death signal, and the gst children registry's exit guard).
+// When the helper's packages are missing it is not restarted: the plugin reports itself down.
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import type { Logger } from '../../core/log'
+import { children, guardChildren } from '../../drivers/gstreamer/children'
+import { pumpLines } from '../../drivers/gstreamer/child'
+
+/** Debian's python3 with its gi module (python3 on PATH may be another one, without gi). */
+export const SYSTEM_PYTHON = '/usr/bin/python3'
+const SERVER = join(import.meta.dir, 'server.py')
+/** server.py's exit code when GstRtspServer cannot be imported. */
+const MISSING = 3
+const MAX_BACKOFF_MS = 30_000
+const STABLE_MS = 60_000
+
+export type HelperEvent =
+  | { event: 'ready'; port: number }
+  | { event: 'added'; path: string; ports: number[] }
+  | { event: 'running'; path: string; on: boolean }
+  | { event: 'removed'; path: string }
+  | { event: 'error'; message: string }
+
+export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
+
+export class RtspHelper {
+  private child: Subprocess<'pipe', 'pipe', 'pipe'> | null = null
+  private wanted = false
+  private failures = 0
+  private readySince = 0
+  private timer: ReturnType<typeof setTimeout> | null = null
+  state: HelperState = 'stopped'
+  /** Why the helper is not ready (its last error), for health. */
+  error: string | null = null
+  restarts = 0
+
+  constructor(
+    private readonly port: number,
+    private readonly host: string,
+    private readonly log: Logger,
+    /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
+    private readonly onEvent: (event: HelperEvent) => void,
+  ) {
+    guardChildren()
+  }
+
+  get pid(): number | null {
+    return this.child?.pid ?? null
+  }
+
+  start(): void {
+    this.wanted = true
+    this.launch()
+  }
+
+  /** Sends one command; dropped while the helper is not ready (it gets every mount again on 'ready'). */
+  send(command: Record<string, unknown>): void {
+    if (this.state !== 'ready' || !this.child) return
+    try {
+      this.child.stdin.write(JSON.stringify(command) + '\n')
+      this.child.stdin.flush()
+    } catch {
+      // it is dying: its exit restarts it
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.wanted = false
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    const child = this.child
+    this.child = null
+    this.state = 'stopped'
+    if (!child) return
+    try {
+      child.stdin.end() // server.py leaves when its stdin closes
+    } catch {}
+    const exited = await Promise.race([child.exited.then(() => true), Bun.sleep(2000).then(() => false)])
+    if (!exited) {
+      child.kill('SIGKILL')
+      await child.exited
+    }
+    children.delete(child.pid)
+  }
+
+  private launch(): void {
+    this.timer = null
+    if (!this.wanted) return
+    const setpriv = Bun.which('setpriv')
+    const prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
+    let child: Subprocess<'pipe', 'pipe', 'pipe'>
+    try {
+      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+    } catch (err) {
+      this.state = 'missing'
+      this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`
+      return
+    }
+    this.child = child
+    children.add(child.pid)
+    this.state = 'starting'
+    let stderr = ''
+    void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => {
+      if (this.child !== child) return
+      let event: HelperEvent
+      try {
+        event = JSON.parse(line) as HelperEvent
+      } catch {
+        return
+      }
+      if (event.event === 'ready') {
+        this.state = 'ready'
+        this.error = null
+        this.readySince = Date.now()
+      } else if (event.event === 'error') {
+        this.error = event.message
+        this.log.warn('rtsp helper error', { message: event.message })
+      }
+      this.onEvent(event)
+    })
+    void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => void (stderr = (stderr + '\n' + line).slice(-2000)))
+    void child.exited.then((code) => {
+      children.delete(child.pid)
+      if (this.child !== child) return
+      this.child = null
+      if (!this.wanted) return
+      if (code === MISSING) {
+        this.state = 'missing'
+        this.error = `GStreamer's RTSP server is not installed for ${SYSTEM_PYTHON} (python3-gi, gir1.2-gst-rtsp-server-1.0): run scripts/setup/rtsp.sh`
+        this.log.error('rtsp helper cannot start', { reason: this.error })
+        return
+      }
+      if (this.readySince && Date.now() - this.readySince > STABLE_MS) this.failures = 0
+      this.failures++
+      this.restarts++
+      const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1))
+      const why = this.error ?? (stderr.trim().split('\n').at(-1) || `exited with ${child.signalCode ?? `code ${code}`}`)
+      this.error = `${why}; restarting in ${delay / 1000} s`
+      this.state = 'backoff'
+      this.log.warn('rtsp helper exited', { code, reason: why, stderr })
+      this.timer = setTimeout(() => this.launch(), delay)
+    })
+  }
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+# The RTSP plugin's helper: GStreamer's own RTSP server (libgstrtspserver) serving the mounts the
+# service asks for. The service feeds each mount's tracks as RTP on loopback UDP sockets this helper
+# owns; each mount's media is shared by all its clients and only depayloads and payloads again (new
+# sequence numbers and timestamps on one clock, SPS/PPS in the SDP): no re-encoding.
+#
+# stdin, one JSON object a line:
+#   {"op": "add", "path": "/usb-x", "encoding": "H264"|"JPEG", "tracks": N}
+#   {"op": "remove", "path": "/usb-x"}
+# stdout, one JSON object a line:
+#   {"event": "ready", "port": P}                        listening
+#   {"event": "added", "path": ..., "ports": [...]}      feed track i to 127.0.0.1:ports[i]
+#   {"event": "running", "path": ..., "on": true|false} its media runs (feed it) / no longer does
+#   {"event": "removed", "path": ...}
+#   {"event": "error", "message": ...}
+# stdin closing ends the helper.
+import json
+import os
+import sys
+import threading
+
+try:
+    import gi
+
+    gi.require_version("Gst", "1.0")
+    gi.require_version("GstBase", "1.0")
+    gi.require_version("GstRtspServer", "1.0")
+    from gi.repository import Gio, GLib, Gst, GstBase, GstRtspServer
+except (ImportError, ValueError) as e:  # the service says so in /api/health and does not restart us
+    sys.stderr.write(f"GstRtspServer unavailable: {e}\n")
+    sys.exit(3)
+
+CAPS = {
+    "H264": "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96",
+    "JPEG": "application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26",
+}
+# Depayload and payload again: the clients get a clean timeline whatever the camera's child does (a
+# restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR.
+REPAY = {
+    "H264": "rtph264depay ! h264parse config-interval=-1 ! rtph264pay name=pay{i} pt=96 config-interval=-1 aggregate-mode=zero-latency",
+    "JPEG": "rtpjpegdepay ! rtpjpegpay name=pay{i} pt=26",
+}
+RECEIVE_BUFFER = 4 << 20  # a 1080p key frame is a burst of ~200 packets
+
+
+SAYING = threading.Lock()  # the library calls us from its client and media threads
+
+
+def say(**event):
+    with SAYING:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+
+def send_on_arrival(_pipeline, _bin, element):
+    if isinstance(element, GstBase.BaseSink):
+        element.set_property("sync", False)
+        element.set_property("processing-deadline", 0)
+
+
+class Mount:
+    def __init__(self, server, path, encoding, tracks):
+        self.server = server
+        self.path = path
+        self.medias = set()
+        self.held = set()
+        self.sockets = []
+        for _ in range(tracks):
+            sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
+            sock.bind(Gio.InetSocketAddress.new_from_string("127.0.0.1", 0), False)
+            sock.set_option(1, 8, RECEIVE_BUFFER)  # SOL_SOCKET, SO_RCVBUF
+            self.sockets.append(sock)
+        branches = " ".join(
+            f'udpsrc name=src{i} caps="{CAPS[encoding]}" ! {REPAY[encoding].format(i=i)}' for i in range(tracks)
+        )
+        self.factory = GstRtspServer.RTSPMediaFactory()
+        self.factory.set_launch(f"( {branches} )")
+        self.factory.set_shared(True)  # one pipeline per mount, however many clients
+        self.factory.set_suspend_mode(GstRtspServer.RTSPSuspendMode.NONE)
+        self.factory.connect("media-configure", self.configure)
+        server.get_mount_points().add_factory(path, self.factory)
+
+    @property
+    def ports(self):
+        return [s.get_local_address().get_port() for s in self.sockets]
+
+    def configure(self, _factory, media):
+        # A new media (the first client): drop what queued while none ran (stale), then read our sockets.
+        for sock in self.sockets:
+            sock.set_blocking(False)
+            try:
+                while os.read(sock.get_fd(), 65536):  # one datagram a read
+                    pass
+            except BlockingIOError:
+                pass
+            sock.set_blocking(True)
+        bin_ = media.get_element()
+        for i, sock in enumerate(self.sockets):
+            src = bin_.get_by_name(f"src{i}")
+            src.set_property("socket", sock)
+            src.set_property("close-socket", False)
+        # The packets arrive in real time already: the sinks the library adds per transport send each
+        # on arrival, instead of holding it against the clock (a 20 ms processing deadline, once a
+        # second client joins a running media).
+        media.get_element().get_parent().connect("deep-element-added", send_on_arrival)
+        self.medias.add(media)
+        media.connect("prepared", self.hold)
+        media.connect("unprepared", self.unprepared)
+        say(event="running", path=self.path, on=True)
+
+    def hold(self, media):
+        # The mount keeps its media prepared until it is removed. Else the library unprepares it when its
+        # last client leaves and may still hand it to a client joining meanwhile, which then gets 503
+        # ("can not reuse media"). Running on costs a depayload and payload, no decoding; a client
+        # joins a running pipeline at once.
+        if media not in self.held:
+            self.held.add(media)
+            GLib.idle_add(lambda: media.prepare(None) and False)
+
+    def unprepared(self, media):
+        self.medias.discard(media)
+        if not self.medias:
+            say(event="running", path=self.path, on=False)
+
+    def remove(self):
+        self.server.get_mount_points().remove_factory(self.path)
+        # The stream ended: its clients get BYE (EOS) and are disconnected, so none waits on a dead mount.
+        for media in list(self.medias):
+            media.get_element().send_event(Gst.Event.new_eos())
+        medias = set(self.medias)
+
+        def on_this_mount(_server, client, _data=None):
+            hit = []
+
+            def sessions(_client, session, _data=None):
+                def session_medias(_session, sessmedia, _data=None):
+                    if sessmedia.get_media() in medias:
+                        hit.append(True)
+                    return GstRtspServer.RTSPFilterResult.KEEP
+
+                session.filter(session_medias)
+                return GstRtspServer.RTSPFilterResult.KEEP
+
+            client.session_filter(sessions)
+            return GstRtspServer.RTSPFilterResult.REMOVE if hit else GstRtspServer.RTSPFilterResult.KEEP
+
+        self.server.client_filter(on_this_mount)
+        for media in list(self.held):
+            media.unprepare()
+        self.held.clear()
+        self.medias.clear()
+        for sock in self.sockets:
+            sock.close()
+
+
+def main():
+    port = int(sys.argv[1])
+    address = sys.argv[2] if len(sys.argv) > 2 else "0.0.0.0"
+    Gst.init(None)
+    server = GstRtspServer.RTSPServer()
+    server.set_address(address)
+    server.set_service(str(port))
+    # Each client in a thread of its own: a DESCRIBE waits for its media's first key frame, and must not
+    # hold up the other clients meanwhile (with the default, one thread serves them all).
+    server.get_thread_pool().set_max_threads(-1)
+    loop = GLib.MainLoop()
+    if server.attach(None) == 0:
+        say(event="error", message=f"cannot listen on {address}:{port} (is the port taken?)")
+        sys.exit(2)
+    mounts = {}
+
+    def command(line):
+        try:
+            cmd = json.loads(line)
+            path = cmd["path"]
+            if cmd["op"] == "add":
+                if path in mounts:
+                    mounts.pop(path).remove()
+                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]))
+                say(event="added", path=path, ports=mount.ports)
+            elif cmd["op"] == "remove":
+                mount = mounts.pop(path, None)
+                if mount:
+                    mount.remove()
+                say(event="removed", path=path)
+        except Exception as e:  # a bad line must not take the other mounts down
+            say(event="error", message=f"{type(e).__name__}: {e}")
+
+    stdin = Gio.UnixInputStream.new(0, False)
+    lines = Gio.DataInputStream.new(stdin)
+
+    def on_line(stream, result):
+        line, _ = stream.read_line_finish_utf8(result)
+        if line is None:  # the service closed our stdin: it stops or died
+            loop.quit()
+            return
+        if line.strip():
+            command(line)
+        stream.read_line_async(GLib.PRIORITY_DEFAULT, None, on_line)
+
+    lines.read_line_async(GLib.PRIORITY_DEFAULT, None, on_line)
+    say(event="ready", port=port)
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()

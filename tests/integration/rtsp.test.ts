@@ -1,0 +1,309 @@
+// The RTSP server (plugins/rtsp) in a whole service with simulated cameras: independent clients
+// (ffprobe from ffmpeg, GStreamer's rtspsrc) over UDP and TCP decode the configured video; many clients
+// at once; a group is one session with a track per camera; clients coming and going cost the UDP
+// endpoint no packet; a stopped stream's mount goes; nothing of the helper outlives the plugin.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadPlugin } from '../../core/loader'
+import { startTestServer, until, type TestServer } from '../helpers'
+import { alive, freePort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
+
+const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264
+const LEADER = 'usb-0000:00:14.0-2' // stellarHD leader
+const FOLLOWER = 'usb-0000:00:14.0-3' // stellarHD follower
+const WEBCAM = 'usb-0000:00:14.0-4' // MJPG only
+
+function requireClients(): void {
+  requireGStreamer()
+  if (!Bun.which('ffprobe')) throw new Error('ffprobe is missing: run scripts/setup/rtsp.sh (Debian ffmpeg)')
+  const gi = Bun.spawnSync(['/usr/bin/python3', '-c', "import gi; gi.require_version('GstRtspServer', '1.0')"])
+  if (gi.exitCode !== 0) throw new Error('GstRtspServer is not importable by /usr/bin/python3: run scripts/setup/rtsp.sh')
+}
+
+/** A TCP port nobody listens on now (suites run concurrently: never a fixed 8554). */
+function freeTcpPort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+async function startService(): Promise<{ server: TestServer; rtspPort: number }> {
+  const rtspPort = freeTcpPort()
+  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'rtsp'].map(loadPlugin))
+  const server = await startTestServer({ plugins, config: { simulate: 'default', rtspPort } })
+  await until('the RTSP server ready', () => server.call('GET', '/api/health'), (r) => r.body?.plugins?.rtsp?.state === 'ok', 20_000)
+  return { server, rtspPort }
+}
+
+/** The RTSP helper (server.py) that process `parent` (this one by default) runs for the server on `rtspPort`. */
+function helperPids(rtspPort: number, parent = process.pid): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')
+      if (ppid === parent && args.some((a) => a.endsWith('plugins/rtsp/server.py')) && args.includes(String(rtspPort))) pids.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+interface Probed { codec_name: string; codec_type: string; width: number; height: number }
+
+/** ffprobe's view of an RTSP URL: its video streams, or the error it printed. */
+async function ffprobe(url: string, transport: 'tcp' | 'udp'): Promise<{ streams: Probed[]; error: string }> {
+  const proc = Bun.spawn(['ffprobe', '-v', 'error', '-rtsp_transport', transport, '-show_entries', 'stream=codec_name,codec_type,width,height', '-of', 'json', url], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    stdin: 'ignore',
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  clearTimeout(timer)
+  let streams: Probed[] = []
+  try {
+    streams = (JSON.parse(out).streams ?? []).filter((s: Probed) => s.codec_type === 'video')
+  } catch {}
+  return { streams, error: err.trim() }
+}
+
+let shared: { server: TestServer; rtspPort: number }
+const receivers: Receiver[] = []
+const counters: RtpCounter[] = []
+const call = (method: string, path: string, body?: unknown) => shared.server.call(method, path, body)
+const url = (path: string) => `rtsp://127.0.0.1:${shared.rtspPort}/${path}`
+
+beforeAll(async () => {
+  requireClients()
+  shared = await startService()
+}, 40_000)
+
+afterAll(async () => {
+  for (const r of receivers) await r.stop()
+  for (const c of counters) c.close()
+  await shared?.server.stop()
+})
+
+/** Streams `bus_info` over UDP to a fresh RTP counter, and waits for its RTSP mount. */
+async function stream(bus_info: string, encode: 'H264' | 'MJPG', size: { width: number; height: number; fps: number }): Promise<RtpCounter> {
+  const port = freePort()
+  const endpoint = await RtpCounter.open(port)
+  counters.push(endpoint)
+  const r = await call('POST', '/api/devices/configure_stream', {
+    bus_info,
+    stream_type: 'UDP',
+    stream_format: { width: size.width, height: size.height, interval: { numerator: 1, denominator: size.fps } },
+    encode_type: encode,
+    enabled: true,
+    endpoints: [{ host: '127.0.0.1', port }],
+  })
+  expect(r.status).toBe(200)
+  await until(`the mount of ${bus_info}`, () => call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.bus_info === bus_info && m.path === `/${bus_info}`), 15_000)
+  await waitFor('packets at the UDP endpoint', () => endpoint.packets > 10, 15_000)
+  return endpoint
+}
+
+async function unstream(bus_info: string): Promise<void> {
+  expect((await call('POST', '/api/devices/unconfigure_stream', { bus_info })).status).toBe(200)
+}
+
+/** Starts an rtspsrc client; resolves with it once it decoded a frame, and how long that took. */
+async function decodeWith(path: string, protocol: 'tcp' | 'udp'): Promise<{ rx: Receiver; firstMs: number }> {
+  const t0 = Date.now()
+  const rx = Receiver.rtsp(url(path), protocol)
+  receivers.push(rx)
+  const first = await waitFor(`a frame decoded over RTSP/${protocol}`, () => rx.firstFrameAfter(t0), 15_000)
+  return { rx, firstMs: first - t0 }
+}
+
+test('H.264 over UDP and TCP: ffprobe sees the configured codec and size; rtspsrc decodes frames of that size at its rate, the first within 2 s', async () => {
+  const size = { width: 640, height: 480, fps: 30 }
+  await stream(EHD, 'H264', size)
+  try {
+    // The device says where to watch it (on the host the API was asked by: 127.0.0.1 here).
+    const dev = (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === EHD)
+    expect(dev.watch.rtsp).toBe(url(EHD))
+    for (const transport of ['udp', 'tcp'] as const) {
+      const probed = await ffprobe(url(EHD), transport)
+      expect(probed.error).toBe('')
+      expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+
+      const { rx, firstMs } = await decodeWith(EHD, transport)
+      // Key frames come every second, so a client decodes within a second plus its own start-up.
+      expect(firstMs).toBeLessThan(2000)
+      await waitFor('a decoded size', () => rx.width > 0)
+      expect([rx.width, rx.height]).toEqual([640, 480])
+      // The rate: frames decoded over two seconds of steady state (generous bounds: a loaded machine).
+      const from = Date.now()
+      await waitFor('two more seconds of frames', () => Date.now() - from >= 2000 && rx.frames.at(-1)! >= from + 2000, 10_000)
+      const perSecond = rx.framesBetween(from, from + 2000) / 2
+      expect(perSecond).toBeGreaterThan(size.fps * 0.7)
+      expect(perSecond).toBeLessThan(size.fps * 1.3)
+      await rx.stop()
+    }
+  } finally {
+    await unstream(EHD)
+  }
+}, 90_000)
+
+test('MJPG: the camera JPEGs are served as JPEG over RTSP (never re-encoded), at the configured size', async () => {
+  await stream(WEBCAM, 'MJPG', { width: 640, height: 480, fps: 30 })
+  try {
+    const probed = await ffprobe(url(WEBCAM), 'tcp')
+    expect(probed.error).toBe('')
+    expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['mjpeg', 640, 480]])
+    const { rx } = await decodeWith(WEBCAM, 'udp')
+    await waitFor('a decoded size', () => rx.width > 0)
+    expect([rx.width, rx.height]).toEqual([640, 480])
+  } finally {
+    await unstream(WEBCAM)
+  }
+}, 60_000)
+
+test('three clients at once, and clients joining and leaving cost the UDP endpoint no packet', async () => {
+  const endpoint = await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 })
+  try {
+    const missingBefore = endpoint.missing
+    // Three independent clients at once: rtspsrc over UDP and TCP, and ffprobe, all decoding.
+    const [udp, tcp, probed] = await Promise.all([decodeWith(EHD, 'udp'), decodeWith(EHD, 'tcp'), ffprobe(url(EHD), 'udp')])
+    expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+    const frames = [udp.rx.frames.length, tcp.rx.frames.length]
+    await waitFor('both rtspsrc clients still decoding', () => udp.rx.frames.length > frames[0]! + 15 && tcp.rx.frames.length > frames[1]! + 15, 15_000)
+    // More come and go while the two watch.
+    for (let i = 0; i < 3; i++) {
+      const { rx } = await decodeWith(EHD, i % 2 ? 'tcp' : 'udp')
+      await rx.stop()
+    }
+    await udp.rx.stop()
+    await tcp.rx.stop()
+    // The last client leaving and the next joining at once: served, not 503 (server.py keeps its media).
+    for (let i = 0; i < 3; i++) {
+      const { rx } = await decodeWith(EHD, 'tcp')
+      await rx.stop()
+    }
+    const packets = endpoint.packets
+    await waitFor('the endpoint still receiving', () => endpoint.packets > packets + 30, 10_000)
+    expect(endpoint.missing - missingBefore).toBe(0)
+  } finally {
+    await unstream(EHD)
+  }
+}, 90_000)
+
+test('a leader/follower group: one session with a video track per camera at the leader; the follower alone at its own path', async () => {
+  expect((await call('POST', '/api/devices/add_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })).status).toBe(200)
+  try {
+    await stream(LEADER, 'H264', { width: 640, height: 480, fps: 30 })
+    await until('the follower mount', () => call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.path === `/${FOLLOWER}`), 15_000)
+    const mounts = (await call('GET', '/api/rtsp')).body.mounts
+    expect(mounts.find((m: any) => m.path === `/${LEADER}`)).toMatchObject({ tracks: 2, encoding: 'H264' })
+    const group = await ffprobe(url(LEADER), 'tcp')
+    expect(group.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480], ['h264', 640, 480]])
+    const follower = await ffprobe(url(FOLLOWER), 'udp')
+    expect(follower.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+  } finally {
+    await unstream(LEADER)
+    await call('POST', '/api/devices/remove_follower', { leader_bus_info: LEADER, follower_bus_info: FOLLOWER })
+  }
+}, 60_000)
+
+test('a nickname alias while the nickname is unique; a stopped stream loses its mount (its clients are ended, DESCRIBE says 404)', async () => {
+  const nickname = 'Front Cam'
+  expect((await call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname })).status).toBe(200)
+  try {
+    await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 })
+    await until('the alias', () => call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.path === '/Front%20Cam'), 15_000)
+    const alias = await ffprobe(url('Front%20Cam'), 'tcp')
+    expect(alias.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+    // A second camera with the same nickname: the name no longer says which, so the alias goes.
+    expect((await call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname })).status).toBe(200)
+    await until('the alias gone', () => call('GET', '/api/rtsp'), (r) => !r.body.mounts.some((m: any) => m.path === '/Front%20Cam'), 15_000)
+    expect((await ffprobe(url('Front%20Cam'), 'tcp')).error).toContain('404')
+
+    const { rx } = await decodeWith(EHD, 'tcp')
+    await unstream(EHD)
+    await until('the mount gone', () => call('GET', '/api/rtsp'), (r) => !r.body.mounts.some((m: any) => m.bus_info === EHD), 15_000)
+    await waitFor('the client ended by the server', () => rx.exited, 15_000)
+    const gone = await ffprobe(url(EHD), 'tcp')
+    expect(gone.streams).toEqual([])
+    expect(gone.error).toContain('404')
+  } finally {
+    await call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: '' })
+    await call('POST', '/api/devices/set_nickname', { bus_info: WEBCAM, nickname: '' })
+  }
+}, 60_000)
+
+test('restart_stream: the old sessions end, and the path serves the new stream', async () => {
+  await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 })
+  try {
+    const { rx } = await decodeWith(EHD, 'tcp')
+    expect((await call('POST', '/api/devices/restart_stream', { bus_info: EHD })).status).toBe(200)
+    await waitFor('the old client ended by the server', () => rx.exited, 15_000)
+    const again = await decodeWith(EHD, 'udp')
+    await waitFor('a decoded size', () => again.rx.width > 0)
+    expect([again.rx.width, again.rx.height]).toEqual([640, 480])
+    await again.rx.stop()
+  } finally {
+    await unstream(EHD)
+  }
+}, 60_000)
+
+test('the helper is supervised: killed, it comes back with every mount; the plugin stopped, no helper is left', async () => {
+  const own = await startService()
+  let serving: number[] = []
+  try {
+    const port = freePort()
+    const endpoint = await RtpCounter.open(port)
+    counters.push(endpoint)
+    const r = await own.server.call('POST', '/api/devices/configure_stream', {
+      bus_info: EHD,
+      stream_type: 'UDP',
+      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 30 } },
+      encode_type: 'H264',
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port }],
+    })
+    expect(r.status).toBe(200)
+    await until('the mount', () => own.server.call('GET', '/api/rtsp'), (r) => r.body.mounts.length > 0, 15_000)
+    const [helper, ...more] = helperPids(own.rtspPort)
+    expect(more).toEqual([])
+    process.kill(helper!, 'SIGKILL')
+    await until('the helper back', () => own.server.call('GET', '/api/health'), (r) => r.body.plugins.rtsp.state === 'ok' && r.body.plugins.rtsp.restarts === 1, 15_000)
+    const probed = await ffprobe(`rtsp://127.0.0.1:${own.rtspPort}/${EHD}`, 'tcp')
+    expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+    serving = helperPids(own.rtspPort)
+    expect(serving.length).toBe(1)
+  } finally {
+    await own.server.stop()
+  }
+  await waitFor('no helper left', () => serving.every((pid) => !alive(pid)) && helperPids(own.rtspPort).length === 0, 10_000)
+  expect((await ffprobe(`rtsp://127.0.0.1:${own.rtspPort}/${EHD}`, 'tcp')).error).toMatch(/refused/i)
+}, 60_000)
+
+test('kill -9 of the service takes its RTSP helper along (parent-death signal)', async () => {
+  const rtspPort = freeTcpPort()
+  const httpPort = freeTcpPort()
+  const dataDir = mkdtempSync(join(tmpdir(), 'periscope-rtsp-'))
+  const service = Bun.spawn(
+    [process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error'],
+    { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') },
+  )
+  try {
+    const health = () => fetch(`http://127.0.0.1:${httpPort}/api/health`).then((r) => r.json() as Promise<any>).catch(() => null)
+    await until('the service\'s RTSP server ready', health, (h) => h?.plugins?.rtsp?.state === 'ok', 30_000)
+    const helpers = helperPids(rtspPort, service.pid)
+    expect(helpers.length).toBe(1)
+    service.kill('SIGKILL')
+    await service.exited
+    await waitFor('the helper gone', () => helpers.every((pid) => !alive(pid)), 10_000)
+  } finally {
+    if (service.exitCode === null) service.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}, 45_000)
