@@ -165,7 +165,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   await waitFor('14,30 after preferences_updated', () => board.lines.includes('14,30'), 10_000)
   await waitFor('running', () => streamer.status(group.bus_info).state === 'running')
   expect(seen).toContainEqual({ bus_info: group.bus_info, state: 'running', error: null, restarts: 0 })
-  expect(instance.health?.()).toEqual({ state: 'ok', streams: { running: 1 } })
+  expect(instance.health?.()).toEqual({ state: 'ok', streams: { running: 1 }, recordings: 0 })
   await instance.stop?.()
   expect(streamer.status(group.bus_info).state).toBe('stopped')
   await waitFor('0,0 on shutdown', () => board.lines.at(-1) === '0,0', 10_000)
