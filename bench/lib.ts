@@ -46,3 +46,33 @@ export function rssOf(pid: number): { current: number; peak: number } {
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
   return { current: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 }
 }
+
+/** `--name value` from the command line, or `def`. */
+export function argOf(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`)
+  return i > 0 ? process.argv[i + 1]! : def
+}
+export const numberArg = (name: string, def: number): number => Number(argOf(name, String(def)))
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+export const TICK = 100
+
+/** CPU time a process has used (utime + stime, in ticks); 0 once it is gone. */
+export function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(f[11]) + Number(f[12])
+  } catch {
+    return 0
+  }
+}
+
+/** A process's resident memory now (kB); 0 once it is gone. */
+export function rssKb(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}

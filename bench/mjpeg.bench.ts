@@ -4,18 +4,14 @@
 //  2. CPU per MJPEG viewer (service + its children, curl excluded) for 0, 1, 4 and 8 viewers.
 // `bun run bench/mjpeg.bench.ts [--shots 8] [--seconds 8]`
 import { createSocket } from 'node:dgram'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { freePort, waitHttp } from './lib'
+import { cpuTicks, freePort, numberArg, waitHttp } from './lib'
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i > 0 ? Number(process.argv[i + 1]) : def
-}
-const SHOTS = arg('shots', 8)
-const SECONDS = arg('seconds', 8)
+const SHOTS = numberArg('shots', 8)
+const SECONDS = numberArg('seconds', 8)
 const ROOT = join(import.meta.dir, '..')
 const WEBCAM = 'usb-0000:00:14.0-4' // MJPG
 const EHD = 'usb-0000:00:14.0-1' // H.264
@@ -25,15 +21,6 @@ if (!Bun.which('gst-launch-1.0')) {
   process.exit(1)
 }
 
-const cpuTicks = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(f[11]) + Number(f[12])
-  } catch {
-    return 0 // gone meanwhile
-  }
-}
 const childrenOf = (pid: number) =>
   Bun.spawnSync(['ps', '-o', 'pid=,args=', '--ppid', String(pid)]).stdout.toString().split('\n').map((l) => l.trim().split(/\s+/)).filter((f) => f[1]?.includes('gst-launch')).map((f) => ({ pid: Number(f[0]), args: f.join(' ') }))
 

@@ -7,38 +7,28 @@
 // `bun run bench/record.bench.ts [--seconds 20] [--cycles 10]`
 // The simulated camera encodes with x264, so its child is far heavier than a real camera's (hardware
 // H.264: parse + payload + send); compare the recorder with the service's process, not with x264.
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLogger } from '../core/log'
 import { simulatedSource } from '../drivers/gstreamer/simulated'
 import { GstStreamer } from '../drivers/gstreamer/streamer'
+import { TICK, cpuTicks, numberArg, rssKb } from './lib'
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i > 0 ? Number(process.argv[i + 1]) : def
-}
-const SECONDS = arg('seconds', 20)
-const CYCLES = arg('cycles', 10)
-const TICK = 100 // USER_HZ
+const SECONDS = numberArg('seconds', 20)
+const CYCLES = numberArg('cycles', 10)
 
 if (!Bun.which('gst-launch-1.0')) {
   console.error('gst-launch-1.0 is missing: run scripts/setup/gstreamer.sh')
   process.exit(1)
 }
 
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return Number(f[11]) + Number(f[12])
-}
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
 
 /** % of one core per pid over `seconds`, and each pid's RSS at the end (MB). */
 async function measure(pids: number[], seconds: number): Promise<{ cpu: number[]; rss: number[] }> {
   const t0 = pids.map(cpuTicks)
   await Bun.sleep(seconds * 1000)
-  return { cpu: pids.map((p, i) => ((cpuTicks(p) - t0[i]!) / TICK / seconds) * 100), rss: pids.map(rssMb) }
+  return { cpu: pids.map((p, i) => ((cpuTicks(p) - t0[i]!) / TICK / seconds) * 100), rss: pids.map((p) => rssKb(p) / 1024) }
 }
 
 const fmt = (n: number, d = 1) => n.toFixed(d)

@@ -8,20 +8,15 @@
 // The service runs with simulated cameras (core/main.ts), streaming 1080p30 H.264 to loopback.
 // `bun run bench/rtsp.bench.ts [--seconds 20] [--viewers 1,4,8]`
 import { createSocket, type Socket } from 'node:dgram'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, waitHttp } from './lib'
+import { TICK, argOf, cpuTicks, freePort, rssKb, waitHttp } from './lib'
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i > 0 ? process.argv[i + 1]! : def
-}
-const SECONDS = Number(arg('seconds', '20'))
-const VIEWERS = arg('viewers', '1,4,8').split(',').map(Number)
+const SECONDS = Number(argOf('seconds', '20'))
+const VIEWERS = argOf('viewers', '1,4,8').split(',').map(Number)
 const ROOT = join(import.meta.dir, '..')
 const BUS = 'usb-0000:00:14.0-1' // the default preset's exploreHD
-const TICK = 100 // USER_HZ
 
 for (const tool of ['gst-launch-1.0', 'ps']) if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/gstreamer.sh`)
 
@@ -136,12 +131,6 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 }
 
-function cpuTicks(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ')
-  return Number(rest[11]) + Number(rest[12])
-}
-const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
 function helperOf(pid: number): number {
   const out = Bun.spawnSync(['ps', '-o', 'pid=,args=', '--ppid', String(pid)]).stdout.toString()
   const line = out.split('\n').find((l) => l.includes('plugins/rtsp/server.py'))

@@ -13,17 +13,12 @@ import { createLogger } from '../core/log'
 import { monitorTokens } from '../drivers/gstreamer/pipeline'
 import { simulatedSource } from '../drivers/gstreamer/simulated'
 import { GstStreamer } from '../drivers/gstreamer/streamer'
-import { freePort, waitHttp } from './lib'
+import { TICK, cpuTicks, freePort, numberArg, rssKb, waitHttp } from './lib'
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i > 0 ? Number(process.argv[i + 1]) : def
-}
-const SECONDS = arg('seconds', 60)
-const RESTARTS = arg('restarts', 15)
-const STREAMS = arg('streams', 8)
+const SECONDS = numberArg('seconds', 60)
+const RESTARTS = numberArg('restarts', 15)
+const STREAMS = numberArg('streams', 8)
 const ROOT = join(import.meta.dir, '..')
-const TICK = 100 // USER_HZ
 
 if (!Bun.which('gst-launch-1.0')) {
   console.error('gst-launch-1.0 is missing: run scripts/setup/gstreamer.sh')
@@ -31,14 +26,6 @@ if (!Bun.which('gst-launch-1.0')) {
 }
 
 // ---- /proc sampling ----
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return Number(f[11]) + Number(f[12]) // utime + stime
-}
-function rssKb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
-}
 /** gst-launch-1.0 children of `pid`. */
 function childrenOf(pid: number): number[] {
   const out = Bun.spawnSync(['ps', '-o', 'pid=,comm=', '--ppid', String(pid)]).stdout.toString()

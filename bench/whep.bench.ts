@@ -13,16 +13,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startsKeyFrame } from '../plugins/whep/h264'
 import { launchBrowser, openPage, openSession, watch } from '../tests/integration/browser'
-import { freePort, waitHttp } from './lib'
+import { freePort, numberArg, waitHttp } from './lib'
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i > 0 ? Number(process.argv[i + 1]) : def
-}
-const TRIALS = arg('trials', 10)
-const WIDTH = arg('width', 1920)
-const HEIGHT = arg('height', 1080)
-const FPS = arg('fps', 30)
+const TRIALS = numberArg('trials', 10)
+const WIDTH = numberArg('width', 1920)
+const HEIGHT = numberArg('height', 1080)
+const FPS = numberArg('fps', 30)
 const ROOT = join(import.meta.dir, '..')
 const EHD = 'usb-0000:00:14.0-1' // the default preset's exploreHD: it has an H.264 node
 
