@@ -24,7 +24,8 @@ fi
 rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"
 python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQUIREMENTS"
+# One retry, not five with backoff: a machine whose only index is a local mirror waits minutes otherwise.
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --retries "${PIP_RETRIES:-1}" -r "$REQUIREMENTS"
 if [ "$(installed)" != "$(wanted)" ]; then
   echo "fastapi setup: the venv does not hold exactly the pinned versions:" >&2
   diff <(wanted) <(installed) >&2 || true
