@@ -20,8 +20,8 @@ export interface Config {
   bodyLimit: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
-  /** WebRTC (WHEP) viewers allowed per camera at once. */
-  whepMaxViewers: number
+  /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
+  maxViewers: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
@@ -87,7 +87,7 @@ const OPTIONS: Option[] = [
     parse: int('network-rollback', 1, 3600),
     def: () => 30,
   },
-  { flag: 'whep-max-viewers', key: 'whepMaxViewers', help: 'WebRTC (WHEP) viewers per camera at once; more are refused with 503', parse: int('whep-max-viewers', 1, 64), def: () => 8 },
+  { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
 ]

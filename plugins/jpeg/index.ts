@@ -15,8 +15,6 @@ import { GstFailure, GstRunner, scaleTokens, stillTokens } from './gst'
 import { jpegSize } from './jpeg'
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
-/** MJPEG clients per camera; one more is refused with 503. */
-export const MAX_VIEWERS = 8
 /** JPEG quality where we encode (H.264 cameras, scaled snapshots, stills from raw or H.264 sources). */
 const QUALITY = 85
 /** The most frames per second an H.264 camera's MJPEG carries (its stream's rate when lower). */
@@ -42,7 +40,9 @@ interface Shot {
 
 export default definePlugin({
   name: 'jpeg',
-  setup({ registry, log, lifecycle }) {
+  setup({ registry, config, log, lifecycle }) {
+    /** MJPEG clients per camera (--max-viewers); one more is refused with 503. */
+    const maxViewers = config.maxViewers
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     const runner = gstLaunch ? new GstRunner(gstLaunch) : null
     const feeds = new Map<string, JpegFeed>()
@@ -142,7 +142,7 @@ export default definePlugin({
       },
       health: () =>
         runner
-          ? { state: 'ok', feeds: feeds.size, viewers: [...mjpegClients.values()].reduce((a, b) => a + b, 0), transcoders: [...feeds.values()].filter((f) => f.transcoding).length }
+          ? { state: 'ok', feeds: feeds.size, viewers: [...mjpegClients.values()].reduce((a, b) => a + b, 0), max_viewers_per_camera: maxViewers, transcoders: [...feeds.values()].filter((f) => f.transcoding).length }
           : { state: 'down', detail: INSTALL },
     })
 
@@ -164,7 +164,7 @@ export default definePlugin({
           const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
           if (isHead(request)) return new Response(null, { headers })
           const clients = mjpegClients.get(bus_info) ?? 0
-          if (clients >= MAX_VIEWERS) throw unavailable(`'${bus_info}' already has ${MAX_VIEWERS} MJPEG viewers, the most it serves; close one (or watch over RTSP/WebRTC)`)
+          if (clients >= maxViewers) throw unavailable(`'${bus_info}' already has ${maxViewers} MJPEG viewers, the most allowed (--max-viewers); close one (or watch over RTSP/WebRTC)`)
           mjpegClients.set(bus_info, clients + 1)
           const left = () => {
             const n = (mjpegClients.get(bus_info) ?? 1) - 1
@@ -179,7 +179,7 @@ export default definePlugin({
             summary: 'MJPEG stream of a running camera (multipart/x-mixed-replace: an <img src> shows it)',
             description:
               'Each part is one whole JPEG with its Content-Length. An MJPG camera sends its own JPEGs, never re-encoded; an H.264 camera is decoded and encoded once for all its viewers while any watch. ' +
-              `A client that reads too slowly misses frames rather than falling behind. At most ${MAX_VIEWERS} viewers per camera (503 beyond). 409 when the stream does not run.`,
+              `A client that reads too slowly misses frames rather than falling behind. At most ${maxViewers} viewers per camera (--max-viewers; 503 beyond). 409 when the stream does not run.`,
             ok: { content: { 'multipart/x-mixed-replace': { schema: { type: 'string', format: 'binary' } } }, description: 'An endless stream of JPEG parts' },
             errors: [404, 409, 503],
             pathParams,

@@ -21,6 +21,7 @@ export type HelperEvent =
   | { event: 'added'; path: string; ports: number[] }
   | { event: 'running'; path: string; on: boolean }
   | { event: 'removed'; path: string }
+  | { event: 'viewers'; camera: string; count: number }
   | { event: 'error'; message: string }
 
 export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
@@ -39,6 +40,8 @@ export class RtspHelper {
   constructor(
     private readonly port: number,
     private readonly host: string,
+    /** Clients per camera; the helper refuses one more with 503. */
+    private readonly maxViewers: number,
     private readonly log: Logger,
     /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
     private readonly onEvent: (event: HelperEvent) => void,
@@ -92,7 +95,7 @@ export class RtspHelper {
     const prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
     let child: Subprocess<'pipe', 'pipe', 'pipe'>
     try {
-      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
     } catch (err) {
       this.state = 'missing'
       this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`

@@ -3,6 +3,7 @@
 // the protocol in a supervised helper (server.py, helper.ts); this plugin keeps its mounts in step with
 // the running streams and, once a client came, feeds each mount from the stream's live tap (drivers/gstreamer/tap.ts)
 // over loopback UDP. The camera's pipeline is never touched: clients come and go at no cost to it.
+// At most --max-viewers clients per camera (its path and its alias together): the helper says 503 beyond.
 import { Elysia, t } from 'elysia'
 import { createSocket, type Socket } from 'node:dgram'
 import { docs } from '../../core/openapi'
@@ -29,10 +30,12 @@ const MountModel = t.Object({
   bus_info: t.String({ description: 'The camera this mount serves (for a nickname alias, the camera with that nickname)' }),
   tracks: t.Integer({ description: 'Video tracks: one per camera of a group at its leader, else 1' }),
   encoding: t.Union([t.Literal('H264'), t.Literal('JPEG')]),
+  viewers: t.Integer({ description: 'RTSP clients watching this camera now (at its bus_info path and its alias together)' }),
 })
 const RtspStatusModel = t.Object({
   enabled: t.Boolean({ description: 'false when --rtsp-port is 0' }),
   port: t.Integer(),
+  max_viewers: t.Integer({ description: 'RTSP clients per camera at once (--max-viewers); one more is refused with 503 Service Unavailable' }),
   state: t.String({ description: 'the RTSP server: ready, starting, backoff (restarting after a failure), missing (its packages are not installed) or stopped' }),
   error: t.Union([t.String(), t.Null()]),
   mounts: t.Array(MountModel, { description: 'What the server serves now' }),
@@ -54,13 +57,15 @@ export default definePlugin({
   setup({ config, registry, events, log, lifecycle }) {
     const port = config.rtspPort
     const mounts = new Map<string, Mount>()
+    /** RTSP clients per camera (bus_info), as the helper counts them. */
+    const viewers = new Map<string, number>()
     // One socket sends every mount its packets (loopback, to our own helper: a lost packet is just lost).
     let forward: Socket | null = null
     let timer: ReturnType<typeof setInterval> | null = null
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
 
-    const helper = port === 0 ? null : new RtspHelper(port, config.host, log, onHelper)
+    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper)
 
     function feed(mount: Mount): void {
       unfeed(mount)
@@ -76,8 +81,8 @@ export default definePlugin({
     }
 
     function add(mount: Mount): void {
-      const { path, tap, members } = mount.wanted
-      helper?.send({ op: 'add', path, encoding: tap.encoding, tracks: members.length })
+      const { path, tap, members, bus_info } = mount.wanted
+      helper?.send({ op: 'add', path, encoding: tap.encoding, tracks: members.length, camera: bus_info })
     }
 
     function devices(): Device[] {
@@ -120,8 +125,14 @@ export default definePlugin({
     }
 
     function onHelper(event: HelperEvent): void {
+      if (event.event === 'viewers') {
+        if (event.count > 0) viewers.set(event.camera, event.count)
+        else viewers.delete(event.camera)
+        return
+      }
       if (event.event === 'ready') {
-        // A (re)started helper has no mount: give it all of them again.
+        // A (re)started helper has no mount and no client: give it all the mounts again.
+        viewers.clear()
         for (const mount of mounts.values()) {
           unfeed(mount)
           mount.ports = null
@@ -156,13 +167,14 @@ export default definePlugin({
         timer = null
         for (const mount of mounts.values()) unfeed(mount)
         mounts.clear()
+        viewers.clear()
         await helper?.stop()
         forward?.close()
         forward = null
       },
       health() {
         if (!helper) return { state: 'ok', detail: 'off (--rtsp-port 0)', enabled: false }
-        const base = { enabled: true, port, mounts: [...mounts.values()].filter((mount) => mount.ports).length, restarts: helper.restarts }
+        const base = { enabled: true, port, max_viewers_per_camera: config.maxViewers, mounts: [...mounts.values()].filter((mount) => mount.ports).length, restarts: helper.restarts }
         if (helper.state === 'ready') return { state: 'ok', ...base }
         if (helper.state === 'missing') return { state: 'down', detail: helper.error ?? 'the RTSP server is not installed', ...base }
         return { state: 'degraded', detail: helper.error ?? `the RTSP server is ${helper.state}`, ...base }
@@ -183,6 +195,7 @@ export default definePlugin({
         return {
           enabled: helper !== null,
           port,
+          max_viewers: config.maxViewers,
           state: helper?.state ?? 'stopped',
           error: helper?.error ?? null,
           // Only what the server serves now (added by the helper), so a listed URL answers.
@@ -192,6 +205,7 @@ export default definePlugin({
             bus_info: wanted.bus_info,
             tracks: wanted.members.length,
             encoding: wanted.tap.encoding,
+            viewers: viewers.get(wanted.bus_info) ?? 0,
           })),
         }
       },

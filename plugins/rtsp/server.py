@@ -5,14 +5,16 @@
 # sequence numbers and timestamps on one clock, SPS/PPS in the SDP): no re-encoding.
 #
 # stdin, one JSON object a line:
-#   {"op": "add", "path": "/usb-x", "encoding": "H264"|"JPEG", "tracks": N}
+#   {"op": "add", "path": "/usb-x", "encoding": "H264"|"JPEG", "tracks": N, "camera": "usb-x"}
 #   {"op": "remove", "path": "/usb-x"}
 # stdout, one JSON object a line:
 #   {"event": "ready", "port": P}                        listening
 #   {"event": "added", "path": ..., "ports": [...]}      feed track i to 127.0.0.1:ports[i]
 #   {"event": "running", "path": ..., "on": true|false} its media runs (feed it) / no longer does
 #   {"event": "removed", "path": ...}
+#   {"event": "viewers", "camera": ..., "count": N}      clients watching that camera now
 #   {"event": "error", "message": ...}
+# argv: port, address, and the most clients per camera (--max-viewers): one more gets 503.
 # stdin closing ends the helper.
 import json
 import os
@@ -24,8 +26,9 @@ try:
 
     gi.require_version("Gst", "1.0")
     gi.require_version("GstBase", "1.0")
+    gi.require_version("GstRtsp", "1.0")
     gi.require_version("GstRtspServer", "1.0")
-    from gi.repository import Gio, GLib, Gst, GstBase, GstRtspServer
+    from gi.repository import Gio, GLib, Gst, GstBase, GstRtsp, GstRtspServer
 except (ImportError, ValueError) as e:  # the service says so in /api/health and does not restart us
     sys.stderr.write(f"GstRtspServer unavailable: {e}\n")
     sys.exit(3)
@@ -58,10 +61,52 @@ def send_on_arrival(_pipeline, _bin, element):
         element.set_property("processing-deadline", 0)
 
 
+class Viewers:
+    """Who watches each camera, held to the cap: a client counts from its first SETUP on one of the
+    camera's paths (its bus_info, or its nickname alias: they count together) until it tears down or its
+    connection ends (the library then ends its sessions). Counted here, under a lock, because clients
+    run in threads of their own and two SETUPs may race for the last place."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.watching = {}  # camera -> set of GstRTSPClient
+
+    def full(self, camera, client):
+        with self.lock:
+            clients = self.watching.get(camera, set())
+            return client not in clients and len(clients) >= self.limit
+
+    def admit(self, camera, client):
+        with self.lock:
+            clients = self.watching.setdefault(camera, set())
+            if client in clients:
+                return True
+            if len(clients) >= self.limit:
+                return False
+            clients.add(client)
+            count = len(clients)
+        say(event="viewers", camera=camera, count=count)
+        return True
+
+    def release(self, client, camera=None):
+        changed = []
+        with self.lock:
+            for cam, clients in list(self.watching.items()):
+                if (camera is None or cam == camera) and client in clients:
+                    clients.discard(client)
+                    changed.append((cam, len(clients)))
+                    if not clients:
+                        del self.watching[cam]
+        for cam, count in changed:
+            say(event="viewers", camera=cam, count=count)
+
+
 class Mount:
-    def __init__(self, server, path, encoding, tracks):
+    def __init__(self, server, path, encoding, tracks, camera):
         self.server = server
         self.path = path
+        self.camera = camera
         self.medias = set()
         self.held = set()
         self.sockets = []
@@ -153,9 +198,40 @@ class Mount:
             sock.close()
 
 
+def refuse_beyond_cap(server, mounts, viewers):
+    """A client asking for a camera that already has viewers.limit clients gets 503 Service Unavailable
+    at DESCRIBE or SETUP; the others play on, and a place freed is taken by the next who asks."""
+
+    def camera_of(ctx):
+        factory, _matched = server.get_mount_points().match(ctx.uri.abspath)
+        return next((m.camera for m in list(mounts.values()) if m.factory == factory), None) if factory else None
+
+    def describe(client, ctx):
+        camera = camera_of(ctx)
+        return GstRtsp.RTSPStatusCode.SERVICE_UNAVAILABLE if camera and viewers.full(camera, client) else GstRtsp.RTSPStatusCode.OK
+
+    def setup(client, ctx):
+        camera = camera_of(ctx)
+        return GstRtsp.RTSPStatusCode.OK if not camera or viewers.admit(camera, client) else GstRtsp.RTSPStatusCode.SERVICE_UNAVAILABLE
+
+    def teardown(client, ctx):
+        camera = camera_of(ctx)
+        if camera:
+            viewers.release(client, camera)
+
+    def connected(_server, client):
+        client.connect("pre-describe-request", describe)
+        client.connect("pre-setup-request", setup)
+        client.connect("teardown-request", teardown)
+        client.connect("closed", lambda c: viewers.release(c))
+
+    server.connect("client-connected", connected)
+
+
 def main():
     port = int(sys.argv[1])
     address = sys.argv[2] if len(sys.argv) > 2 else "0.0.0.0"
+    viewers = Viewers(int(sys.argv[3]) if len(sys.argv) > 3 else 8)
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address(address)
@@ -168,6 +244,7 @@ def main():
         say(event="error", message=f"cannot listen on {address}:{port} (is the port taken?)")
         sys.exit(2)
     mounts = {}
+    refuse_beyond_cap(server, mounts, viewers)
 
     def command(line):
         try:
@@ -176,7 +253,7 @@ def main():
             if cmd["op"] == "add":
                 if path in mounts:
                     mounts.pop(path).remove()
-                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]))
+                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]), cmd.get("camera", path))
                 say(event="added", path=path, ports=mount.ports)
             elif cmd["op"] == "remove":
                 mount = mounts.pop(path, None)

@@ -4,7 +4,7 @@
 // never re-encoded; an MJPG stream is refused (409) with a pointer to the MJPEG route. Host candidates
 // only, no trickle (PATCH is 405): the pilot is on the vehicle's LAN. Sessions that go unheard for
 // --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
-// closed; --whep-max-viewers per camera.
+// closed; at most --max-viewers per camera.
 import { Elysia } from 'elysia'
 import { randomUUID } from 'node:crypto'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
@@ -62,7 +62,7 @@ export default definePlugin({
         reaper = null
         await Promise.all([...sessions.values()].map((s) => s.close('stopped')))
       },
-      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.whepMaxViewers, ended }),
+      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.maxViewers, ended }),
     })
 
     // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
@@ -91,7 +91,7 @@ export default definePlugin({
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
           const watching = [...sessions.values()].filter((s) => s.bus_info === bus_info).length
-          if (watching >= config.whepMaxViewers) throw unavailable(`'${bus_info}' already has ${watching} WebRTC viewers, the most allowed (--whep-max-viewers); close one (DELETE its session) or try later`)
+          if (watching >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${watching} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = randomUUID()
           const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })
@@ -123,7 +123,7 @@ export default definePlugin({
             tag: 'cameras',
             summary: 'Watch a camera in a browser over WebRTC (WHEP): an SDP offer in, 201 with the SDP answer and the session Location out',
             description:
-              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). A session unheard for --whep-idle-timeout seconds is closed; at most --whep-max-viewers per camera (503).",
+              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).",
             requestContent: SDP_CONTENT,
             okStatus: 201,
             ok: {

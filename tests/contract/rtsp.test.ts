@@ -18,7 +18,7 @@ test('off (--rtsp-port 0): health says so, the status route lists nothing, and i
   const s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'rtsp'], config: { rtspPort: 0 } })
   try {
     expect((await s.call('GET', '/api/health')).body.plugins.rtsp).toMatchObject({ state: 'ok', enabled: false })
-    expect((await s.call('GET', '/api/rtsp')).body).toEqual({ enabled: false, port: 0, state: 'stopped', error: null, mounts: [] })
+    expect((await s.call('GET', '/api/rtsp')).body).toEqual({ enabled: false, port: 0, max_viewers: 8, state: 'stopped', error: null, mounts: [] })
     const doc = (await s.call('GET', '/openapi.json')).body
     expect(Object.keys(doc.paths['/api/rtsp'])).toEqual(['get'])
     expect(doc.paths['/api/rtsp'].get.responses['200'].content['application/json'].schema.properties.mounts).toBeDefined()

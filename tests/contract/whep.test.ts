@@ -66,12 +66,12 @@ test('the OpenAPI document has both operations: an application/sdp body, 201 wit
 
 test('defaults: 8 viewers per camera, a vanished viewer reaped after 30 s; both are flags', () => {
   const config = loadConfig([])
-  expect(config.whepMaxViewers).toBe(8)
+  expect(config.maxViewers).toBe(8)
   expect(config.whepIdleTimeoutSeconds).toBe(30)
   expect(config.plugins).toContain('whep')
-  const set = loadConfig(['--whep-max-viewers', '2', '--whep-idle-timeout=5'])
-  expect([set.whepMaxViewers, set.whepIdleTimeoutSeconds]).toEqual([2, 5])
-  expect(() => loadConfig(['--whep-max-viewers', '0'])).toThrow(/whep-max-viewers/)
+  const set = loadConfig(['--max-viewers', '2', '--whep-idle-timeout=5'])
+  expect([set.maxViewers, set.whepIdleTimeoutSeconds]).toEqual([2, 5])
+  expect(() => loadConfig(['--max-viewers', '0'])).toThrow(/max-viewers/)
 })
 
 /** An RTP packet (version 2, pt 96) with `payload`, optionally with a CSRC and a header extension. */

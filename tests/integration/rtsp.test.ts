@@ -1,11 +1,14 @@
 // The RTSP server (plugins/rtsp) in a whole service with simulated cameras: independent clients
 // (ffprobe from ffmpeg, GStreamer's rtspsrc) over UDP and TCP decode the configured video; many clients
 // at once; a group is one session with a track per camera; clients coming and going cost the UDP
-// endpoint no packet; a stopped stream's mount goes; nothing of the helper outlives the plugin.
+// endpoint no packet; a stopped stream's mount goes; past --max-viewers a client gets 503 Service
+// Unavailable; nothing of the helper outlives the plugin.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
+import type { Config } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
 import { alive, freePort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
@@ -30,10 +33,12 @@ function freeTcpPort(): number {
   return port
 }
 
-async function startService(): Promise<{ server: TestServer; rtspPort: number }> {
+type Service = { server: TestServer; rtspPort: number }
+
+async function startService(config: Partial<Config> = {}): Promise<Service> {
   const rtspPort = freeTcpPort()
   const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'rtsp'].map(loadPlugin))
-  const server = await startTestServer({ plugins, config: { simulate: 'default', rtspPort } })
+  const server = await startTestServer({ plugins, config: { simulate: 'default', rtspPort, ...config } })
   await until('the RTSP server ready', () => server.call('GET', '/api/health'), (r) => r.body?.plugins?.rtsp?.state === 'ok', 20_000)
   return { server, rtspPort }
 }
@@ -74,11 +79,65 @@ async function ffprobe(url: string, transport: 'tcp' | 'udp'): Promise<{ streams
   return { streams, error: err.trim() }
 }
 
-let shared: { server: TestServer; rtspPort: number }
+/**
+ * A raw RTSP connection to the server on loopback: one request at a time, each answer's status line
+ * exactly as the server sent it (no client library in between to reword a refusal).
+ */
+class RtspConnection {
+  private buffer = ''
+  private wake: (() => void) | null = null
+  private cseq = 0
+
+  private constructor(private readonly socket: Socket) {
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => {
+      this.buffer += chunk
+      this.wake?.()
+    })
+    socket.on('close', () => this.wake?.())
+  }
+
+  static open(port: number): Promise<RtspConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(new RtspConnection(socket)))
+      socket.once('error', reject)
+    })
+  }
+
+  async request(method: string, url: string, headers: Record<string, string> = {}): Promise<{ status: string; headers: Record<string, string>; body: string }> {
+    const head = [`${method} ${url} RTSP/1.0`, `CSeq: ${++this.cseq}`, 'User-Agent: periscope-test', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)]
+    this.socket.write(head.join('\r\n') + '\r\n\r\n')
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const end = this.buffer.indexOf('\r\n\r\n')
+      if (end >= 0) {
+        const [status, ...lines] = this.buffer.slice(0, end).split('\r\n')
+        const answer = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+        const length = Number(answer['content-length'] ?? 0)
+        if (this.buffer.length >= end + 4 + length) {
+          const body = this.buffer.slice(end + 4, end + 4 + length)
+          this.buffer = this.buffer.slice(end + 4 + length)
+          return { status: status!, headers: answer, body }
+        }
+      }
+      if (Date.now() > deadline || this.socket.destroyed) throw new Error(`no answer to ${method} ${url} (got ${JSON.stringify(this.buffer.slice(0, 200))})`)
+      await new Promise<void>((resolve) => {
+        this.wake = resolve
+        setTimeout(resolve, 250)
+      })
+    }
+  }
+
+  close(): void {
+    this.socket.destroy()
+  }
+}
+
+let shared: Service
 const receivers: Receiver[] = []
 const counters: RtpCounter[] = []
 const call = (method: string, path: string, body?: unknown) => shared.server.call(method, path, body)
-const url = (path: string) => `rtsp://127.0.0.1:${shared.rtspPort}/${path}`
+const url = (path: string, service: Service = shared) => `rtsp://127.0.0.1:${service.rtspPort}/${path}`
 
 beforeAll(async () => {
   requireClients()
@@ -92,7 +151,8 @@ afterAll(async () => {
 })
 
 /** Streams `bus_info` over UDP to a fresh RTP counter, and waits for its RTSP mount. */
-async function stream(bus_info: string, encode: 'H264' | 'MJPG', size: { width: number; height: number; fps: number }): Promise<RtpCounter> {
+async function stream(bus_info: string, encode: 'H264' | 'MJPG', size: { width: number; height: number; fps: number }, service: Service = shared): Promise<RtpCounter> {
+  const call = (method: string, path: string, body?: unknown) => service.server.call(method, path, body)
   const port = freePort()
   const endpoint = await RtpCounter.open(port)
   counters.push(endpoint)
@@ -115,9 +175,9 @@ async function unstream(bus_info: string): Promise<void> {
 }
 
 /** Starts an rtspsrc client; resolves with it once it decoded a frame, and how long that took. */
-async function decodeWith(path: string, protocol: 'tcp' | 'udp'): Promise<{ rx: Receiver; firstMs: number }> {
+async function decodeWith(path: string, protocol: 'tcp' | 'udp', service: Service = shared): Promise<{ rx: Receiver; firstMs: number }> {
   const t0 = Date.now()
-  const rx = Receiver.rtsp(url(path), protocol)
+  const rx = Receiver.rtsp(url(path, service), protocol)
   receivers.push(rx)
   const first = await waitFor(`a frame decoded over RTSP/${protocol}`, () => rx.firstFrameAfter(t0), 15_000)
   return { rx, firstMs: first - t0 }
@@ -253,6 +313,68 @@ test('restart_stream: the old sessions end, and the path serves the new stream',
     await unstream(EHD)
   }
 }, 60_000)
+
+test('--max-viewers: a client beyond the cap on a camera gets 503 at DESCRIBE or SETUP (its nickname alias counts with it); the others play on; a freed place is taken again; the UDP endpoint loses nothing', async () => {
+  const capped = await startService({ maxViewers: 2 })
+  const viewers = async () => (await capped.server.call('GET', '/api/rtsp')).body.mounts.find((m: any) => m.path === `/${EHD}`)?.viewers
+  const raw: RtspConnection[] = []
+  const DESCRIBE = { Accept: 'application/sdp' }
+  try {
+    expect((await capped.server.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Capped' })).status).toBe(200)
+    const endpoint = await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 }, capped)
+    await until('the alias', () => capped.server.call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.path === '/Capped'), 15_000)
+    expect((await capped.server.call('GET', '/api/rtsp')).body.max_viewers).toBe(2)
+    const missingBefore = endpoint.missing
+
+    const first = await decodeWith(EHD, 'udp', capped)
+    await until('one viewer counted', viewers, (n) => n === 1, 15_000)
+    // A raw client gets as far as DESCRIBE while a place is free …
+    const late = await RtspConnection.open(capped.rtspPort)
+    raw.push(late)
+    const described = await late.request('DESCRIBE', url(EHD, capped), DESCRIBE)
+    expect(described.status).toBe('RTSP/1.0 200 OK')
+    // … a second client takes that place, through the alias: the same camera, counted together …
+    const second = await decodeWith('Capped', 'tcp', capped)
+    await until('two viewers counted', viewers, (n) => n === 2, 15_000)
+    // … so the raw client's SETUP is refused: the race for the last place is settled at SETUP.
+    const control = /a=control:(\S+)/.exec(described.body.split('m=video')[1] ?? '')?.[1]
+    expect(control).toBeString()
+    const track = control!.startsWith('rtsp://') ? control! : described.headers['content-base']! + control
+    const setup = await late.request('SETUP', track, { Transport: 'RTP/AVP/TCP;unicast;interleaved=0-1' })
+    expect(setup.status).toBe('RTSP/1.0 503 Service Unavailable')
+
+    // A third client at either path is refused at DESCRIBE, on the wire and as ffprobe reports it.
+    for (const path of [EHD, 'Capped']) {
+      const third = await RtspConnection.open(capped.rtspPort)
+      raw.push(third)
+      expect((await third.request('DESCRIBE', url(path, capped), DESCRIBE)).status).toBe('RTSP/1.0 503 Service Unavailable')
+    }
+    expect((await ffprobe(url(EHD, capped), 'tcp')).error).toContain('503')
+    // The two keep playing.
+    const frames = [first.rx.frames.length, second.rx.frames.length]
+    await waitFor('both clients still decoding', () => first.rx.frames.length > frames[0]! + 15 && second.rx.frames.length > frames[1]! + 15, 15_000)
+    expect([first.rx.exited, second.rx.exited]).toEqual([false, false])
+
+    // One leaves (killed: its connection drops): its place is free again, and a new client plays.
+    await first.rx.stop()
+    await until('the place freed', viewers, (n) => n === 1, 15_000)
+    const next = await decodeWith(EHD, 'udp', capped)
+    await waitFor('a decoded size', () => next.rx.width > 0)
+    expect([next.rx.width, next.rx.height]).toEqual([640, 480])
+    await until('two viewers again', viewers, (n) => n === 2, 15_000)
+    expect(second.rx.exited).toBe(false)
+    await next.rx.stop()
+    await second.rx.stop()
+    await until('no viewer left', viewers, (n) => n === 0, 15_000)
+
+    const packets = endpoint.packets
+    await waitFor('the endpoint still receiving', () => endpoint.packets > packets + 30, 10_000)
+    expect(endpoint.missing - missingBefore).toBe(0)
+  } finally {
+    for (const connection of raw) connection.close()
+    await capped.server.stop()
+  }
+}, 90_000)
 
 test('the helper is supervised: killed, it comes back with every mount; the plugin stopped, no helper is left', async () => {
   const own = await startService()

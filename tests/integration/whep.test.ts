@@ -155,7 +155,7 @@ test('the ninth viewer of one camera is refused with 503; the eight others decod
     expect(opened.map((o) => o.status)).toEqual(Array(8).fill(201))
     const ninth = await openSession(page, whepPath(cam.bus_info), 'v8')
     expect(ninth.status).toBe(503)
-    expect(ninth.detail).toContain('--whep-max-viewers')
+    expect(ninth.detail).toContain('--max-viewers')
     for (let i = 0; i < 8; i++) await watch(page, `v${i}`, (v) => v.framesDecoded > 0, 30_000)
     for (const o of opened) expect((await fetch(service.url + o.location!, { method: 'DELETE' })).status).toBe(200)
     expect(await sessionCount()).toBe(0)
