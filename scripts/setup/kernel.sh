@@ -2,7 +2,8 @@
 # Kernel tier prerequisites: QEMU (TCG), busybox for the initramfs, v4l-utils (the second opinion inside
 # the VM), C compilers and the kernel's UAPI headers for x86-64 and aarch64 (the struct-layout test), a Debian kernel
 # unpacked (not installed) under tests/kernel/.cache/ with its vivid module, and GStreamer (the VM sees the
-# host's root, so the stream test inside it runs the host's gst-launch-1.0).
+# host's root, so the stream test inside it runs the host's gst-launch-1.0), and the RTSP helper's packages
+# and ffprobe (scripts/setup/rtsp.sh: the RTSP test inside the VM runs the host's /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE=tests/kernel/.cache
@@ -25,4 +26,5 @@ ls "$CACHE"/root/boot/vmlinuz-* >/dev/null || { echo "kernel.sh: no vmlinuz afte
 ver=$(basename "$(ls -d "$CACHE"/root/lib/modules/*/ | head -1)")
 [ -f "$CACHE/root/lib/modules/$ver/modules.dep" ] || depmod -b "$CACHE/root" "$ver" || { echo "kernel.sh: depmod failed" >&2; exit 1; }
 bash scripts/setup/gstreamer.sh || { echo "kernel.sh: scripts/setup/gstreamer.sh failed (the VM stream test needs GStreamer)" >&2; exit 1; }
+bash scripts/setup/rtsp.sh || { echo "kernel.sh: scripts/setup/rtsp.sh failed (the VM RTSP test needs the RTSP helper's packages and ffprobe)" >&2; exit 1; }
 echo "kernel.sh: ready ($(basename "$(ls "$CACHE"/root/boot/vmlinuz-* | head -1)"))"

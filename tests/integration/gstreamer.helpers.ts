@@ -21,6 +21,33 @@ let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2
 /** A pair of free-looking UDP ports per call (random base; loopback only). */
 export const freePort = () => (nextPort += 4)
 
+/** A TCP port nobody listens on now (suites run concurrently: never a fixed one like 8554). */
+export function freeTcpPort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+export interface Probed { codec_name: string; codec_type: string; width: number; height: number }
+
+/** ffprobe's (Debian ffmpeg's) view of an RTSP URL: its video streams, or the error it printed. */
+export async function ffprobe(url: string, transport: 'tcp' | 'udp', timeoutMs = 20_000): Promise<{ streams: Probed[]; error: string }> {
+  const proc = Bun.spawn(['ffprobe', '-v', 'error', '-rtsp_transport', transport, '-show_entries', 'stream=codec_name,codec_type,width,height', '-of', 'json', url], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    stdin: 'ignore',
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  clearTimeout(timer)
+  let streams: Probed[] = []
+  try {
+    streams = (JSON.parse(out).streams ?? []).filter((s: Probed) => s.codec_type === 'video')
+  } catch {}
+  return { streams, error: err.trim() }
+}
+
 export interface JobSpec {
   encode_type: EncodeType
   stream_type: StreamType

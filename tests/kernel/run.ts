@@ -25,8 +25,12 @@ if (host.status !== 0) failures.push(`host tests failed (exit ${host.status ?? h
 console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
 try {
   // One bun process per file, in this order: the hot-plug, set-read and service tests unbind vivid, so they run after
-  // the others (stream needs vivid bound, as booted).
-  const files = ['enumerate', 'controls', 'stream', 'hotplug', 'set-read', 'service'].map((f) => `tests/kernel/vm/${f}.test.ts`)
+  // the others (stream and rtsp need vivid bound, as booted). PERISCOPE_VM_TESTS=stream,rtsp runs only those.
+  const all = ['enumerate', 'controls', 'stream', 'rtsp', 'hotplug', 'set-read', 'service']
+  const only = process.env.PERISCOPE_VM_TESTS?.split(',').filter(Boolean)
+  const unknown = only?.filter((f) => !all.includes(f)) ?? []
+  if (unknown.length) throw new Error(`PERISCOPE_VM_TESTS: no VM test file ${unknown.join(', ')} (there are ${all.join(', ')})`)
+  const files = all.filter((f) => !only || only.includes(f)).map((f) => `tests/kernel/vm/${f}.test.ts`)
   const script = `rc=0\n${files.map((f) => `./node_modules/.bin/bun test --timeout 60000 ${f} || rc=1`).join('\n')}\nexit $rc`
   const run = await runInVm(script, { timeoutMs: VM_TIMEOUT_MS })
   const out = await Bun.file(join(run.resultsDir, 'out.log')).text().catch(() => '')

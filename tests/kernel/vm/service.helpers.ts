@@ -14,6 +14,8 @@ export class VmService {
   constructor(
     private readonly port: number,
     private readonly plugins: string,
+    /** More command-line flags (e.g. `--rtsp-port N`). */
+    private readonly extraArgs: string[] = [],
   ) {
     this.base = `http://127.0.0.1:${port}`
   }
@@ -27,7 +29,7 @@ export class VmService {
   }
 
   async start(): Promise<void> {
-    const args = ['run', 'core/main.ts', '--port', String(this.port), '--host', '127.0.0.1', '--data-dir', this.dataDir, '--simulate', 'off', '--plugins', this.plugins]
+    const args = ['run', 'core/main.ts', '--port', String(this.port), '--host', '127.0.0.1', '--data-dir', this.dataDir, '--simulate', 'off', '--plugins', this.plugins, ...this.extraArgs]
     this.proc = spawn(join(REPO, 'node_modules/.bin/bun'), args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     this.proc.stdout!.on('data', (d) => (this.log += d))
     this.proc.stderr!.on('data', (d) => (this.log += d))
