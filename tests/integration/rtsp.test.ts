@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Config } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
-import { alive, freePort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
+import { alive, ffprobe, freePort, freeTcpPort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264
 const LEADER = 'usb-0000:00:14.0-2' // stellarHD leader
@@ -23,14 +23,6 @@ function requireClients(): void {
   if (!Bun.which('ffprobe')) throw new Error('ffprobe is missing: run scripts/setup/rtsp.sh (Debian ffmpeg)')
   const gi = Bun.spawnSync(['/usr/bin/python3', '-c', "import gi; gi.require_version('GstRtspServer', '1.0')"])
   if (gi.exitCode !== 0) throw new Error('GstRtspServer is not importable by /usr/bin/python3: run scripts/setup/rtsp.sh')
-}
-
-/** A TCP port nobody listens on now (suites run concurrently: never a fixed 8554). */
-function freeTcpPort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
 }
 
 type Service = { server: TestServer; rtspPort: number }
@@ -58,25 +50,6 @@ function helperPids(rtspPort: number, parent = process.pid): number[] {
     }
   }
   return pids
-}
-
-interface Probed { codec_name: string; codec_type: string; width: number; height: number }
-
-/** ffprobe's view of an RTSP URL: its video streams, or the error it printed. */
-async function ffprobe(url: string, transport: 'tcp' | 'udp'): Promise<{ streams: Probed[]; error: string }> {
-  const proc = Bun.spawn(['ffprobe', '-v', 'error', '-rtsp_transport', transport, '-show_entries', 'stream=codec_name,codec_type,width,height', '-of', 'json', url], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    stdin: 'ignore',
-  })
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  clearTimeout(timer)
-  let streams: Probed[] = []
-  try {
-    streams = (JSON.parse(out).streams ?? []).filter((s: Probed) => s.codec_type === 'video')
-  } catch {}
-  return { streams, error: err.trim() }
 }
 
 /**
