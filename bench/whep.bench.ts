@@ -4,21 +4,32 @@
 //     (target ≤ 500 ms), beside the time a plain RTP receiver joining at the same instant waits for its
 //     first key frame at the stream's UDP endpoint (a viewer can start no sooner: H.264 is passed
 //     through, so nobody asks the camera for a key frame);
-//  2. what the browser adds per frame once it plays (getStats: mean jitter-buffer delay and decode time).
-// `bun run bench/whep.bench.ts [--trials 10] [--width 1920 --height 1080 --fps 30]`
+//  2. what the browser adds per frame once it plays (getStats: mean jitter-buffer delay and decode time);
+//  3. the latency a WHEP viewer pays over a plain RTP/UDP receiver (issue 12's target: ≤ 5 ms at p99):
+//     per frame, when its last packet reaches a werift WHEP client in this process minus when the same
+//     packet reached the stream's UDP endpoint (also in this process). Frames are paired by the end of
+//     the last packet's payload (the service rewrites the RTP header, never the payload);
+//  4. CPU and RSS of the service process alone per extra viewer (target ≤ 2 % of a core each), with 0
+//     and then each of --viewers werift WHEP clients in this process (Chromium decoding 1080p eight times
+//     would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send).
+// `bun run bench/whep.bench.ts [--trials 10] [--seconds 20] [--viewers 1,4,8] [--width 1920 --height 1080 --fps 30]`
 // The simulated camera encodes with x264 (key-int-max = fps: a key frame every second).
 import { createSocket } from 'node:dgram'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startsKeyFrame } from '../plugins/whep/h264'
+import { RTCPeerConnection, type RtpPacket } from 'werift'
+import { payloadOffset, startsKeyFrame } from '../plugins/whep/h264'
+import { H264_CODEC } from '../plugins/whep/session'
 import { launchBrowser, openPage, openSession, watch } from '../tests/integration/browser'
-import { freePort, numberArg, waitHttp } from './lib'
+import { TICK, argOf, cpuTicks, freePort, numberArg, rssKb, waitHttp } from './lib'
 
 const TRIALS = numberArg('trials', 10)
 const WIDTH = numberArg('width', 1920)
 const HEIGHT = numberArg('height', 1080)
 const FPS = numberArg('fps', 30)
+const SECONDS = numberArg('seconds', 20)
+const VIEWERS = argOf('viewers', '1,4,8').split(',').map(Number)
 const ROOT = join(import.meta.dir, '..')
 const EHD = 'usb-0000:00:14.0-1' // the default preset's exploreHD: it has an H.264 node
 
@@ -26,19 +37,89 @@ const port = await freePort()
 const udpPort = await freePort()
 const url = `http://127.0.0.1:${port}`
 const service = Bun.spawn(
-  [process.execPath, join(ROOT, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--log-level', 'error'],
+  [process.execPath, join(ROOT, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--rtsp-port', '0', '--log-level', 'error'],
   { cwd: ROOT, stdout: 'ignore', stderr: 'inherit' },
 )
 const call = (method: string, path: string, body?: unknown) =>
   fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
 
-// The plain receiver: the stream's own UDP endpoint, on loopback. It notes when each key frame arrives.
+/** A frame by the end of its last packet's payload: the service rewrites RTP headers, never payloads. */
+const frameKey = (payload: Uint8Array) => Buffer.from(payload.subarray(Math.max(0, payload.length - 64))).toString('base64')
+
+// The plain receiver: the stream's own UDP endpoint, on loopback. It notes when each key frame arrives,
+// and when each frame's last packet (marker bit) arrives, by frame.
 const keyFrames: number[] = []
-const udp = createSocket('udp4')
-udp.on('message', (packet) => startsKeyFrame(packet) && keyFrames.push(performance.now()))
+let onUdpFrame: ((key: string, at: number) => void) | null = null
+const udp = createSocket({ type: 'udp4', recvBufferSize: 4 << 20 })
+udp.on('message', (packet) => {
+  const at = performance.now()
+  if (startsKeyFrame(packet)) keyFrames.push(at)
+  const offset = payloadOffset(packet)
+  if (offset > 0 && (packet[1]! & 0x80) !== 0) onUdpFrame?.(frameKey(packet.subarray(offset)), at)
+})
 await new Promise<void>((resolve) => udp.bind(udpPort, '127.0.0.1', resolve))
 
-const browser = await launchBrowser()
+/** A WHEP viewer in this process: werift offers recvonly H.264, POSTs it, and hands over each RTP packet. */
+class WhepViewer {
+  frames = 0
+  private constructor(private readonly pc: RTCPeerConnection, readonly location: string) {}
+
+  static async open(onRtp: (packet: RtpPacket, at: number) => void): Promise<WhepViewer> {
+    // Loopback only: its one candidate is 127.0.0.1, and the service (on 127.0.0.1) offers only its own.
+    const pc = new RTCPeerConnection({
+      codecs: { video: [H264_CODEC()], audio: [] },
+      iceUseIpv4: false,
+      iceUseIpv6: false,
+      iceAdditionalHostAddresses: ['127.0.0.1'],
+      iceInterfaceAddresses: { udp4: '127.0.0.1' },
+      iceFilterCandidatePair: (pair) => pair.remoteCandidate.host.startsWith('127.'),
+    })
+    let viewer!: WhepViewer
+    pc.onTrack.subscribe((track) =>
+      track.onReceiveRtp.subscribe((packet) => {
+        const at = performance.now()
+        if (packet.header.marker) viewer.frames++
+        onRtp(packet, at)
+      }),
+    )
+    pc.addTransceiver('video', { direction: 'recvonly' })
+    await pc.setLocalDescription(await pc.createOffer())
+    if (pc.iceGatheringState !== 'complete') {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 5_000)
+        pc.iceGatheringStateChange.subscribe((state) => state === 'complete' && (clearTimeout(timer), resolve()))
+      })
+    }
+    const res = await fetch(`${url}/api/streams/${encodeURIComponent(EHD)}/whep`, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
+    const text = await res.text()
+    if (res.status !== 201) throw new Error(`WHEP POST: ${res.status} ${text}`)
+    viewer = new WhepViewer(pc, res.headers.get('location')!)
+    await pc.setRemoteDescription({ type: 'answer', sdp: text })
+    return viewer
+  }
+
+  async playing(timeoutMs = 30_000): Promise<void> {
+    const started = performance.now()
+    while (this.frames < 2) {
+      if (performance.now() - started > timeoutMs) throw new Error(`a werift viewer got no frame within ${timeoutMs} ms`)
+      await Bun.sleep(50)
+    }
+  }
+
+  async close(): Promise<void> {
+    await fetch(url + this.location, { method: 'DELETE' })
+    await this.pc.close()
+  }
+}
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+const ms = (x: number) => `${Math.round(x)} ms`
+/** The service's child processes (the camera's gst-launch-1.0): the same in every row, no encoder per viewer. */
+const children = () => Bun.spawnSync(['ps', '-o', 'pid=', '--ppid', String(service.pid)]).stdout.toString().trim().split('\n').filter(Boolean).length
+
+const browser = TRIALS > 0 ? await launchBrowser() : null
 try {
   await waitHttp(`${url}/api/health`)
   const r = await call('POST', '/api/devices/configure_stream', {
@@ -56,40 +137,100 @@ try {
     await Bun.sleep(50)
   }
 
-  const page = await openPage(browser, url)
-  const firstFrame: number[] = []
-  const plainJoin: number[] = []
-  let jitter = 0
-  let decode = 0
-  const whep = `/api/streams/${encodeURIComponent(EHD)}/whep`
-  for (let i = 0; i < TRIALS; i++) {
-    // Join at a random point of the key-frame interval, as a viewer does.
-    await Bun.sleep(Math.random() * 1000)
-    const postedAt = performance.now()
-    const opened = await openSession(page, whep, `t${i}`)
-    if (opened.status !== 201) throw new Error(`WHEP POST: ${opened.status} ${opened.detail}`)
-    const v = await watch(page, `t${i}`, (v) => v.framesDecoded > 0, 20_000)
-    firstFrame.push(v.firstFrameMs!)
-    const nextKey = keyFrames.find((t) => t >= postedAt)
-    if (nextKey !== undefined) plainJoin.push(nextKey - postedAt)
-    const settled = await watch(page, `t${i}`, (w) => w.framesDecoded >= FPS * 2, 20_000)
-    jitter += settled.jitterBufferMs
-    decode += settled.decodeMs
-    await fetch(url + opened.location!, { method: 'DELETE' })
-  }
-  await page.close()
+  if (browser) {
+    const page = await openPage(browser, url)
+    const firstFrame: number[] = []
+    const plainJoin: number[] = []
+    let jitter = 0
+    let decode = 0
+    const whep = `/api/streams/${encodeURIComponent(EHD)}/whep`
+    for (let i = 0; i < TRIALS; i++) {
+      // Join at a random point of the key-frame interval, as a viewer does.
+      await Bun.sleep(Math.random() * 1000)
+      const postedAt = performance.now()
+      const opened = await openSession(page, whep, `t${i}`)
+      if (opened.status !== 201) throw new Error(`WHEP POST: ${opened.status} ${opened.detail}`)
+      const v = await watch(page, `t${i}`, (v) => v.framesDecoded > 0, 20_000)
+      firstFrame.push(v.firstFrameMs!)
+      const nextKey = keyFrames.find((t) => t >= postedAt)
+      if (nextKey !== undefined) plainJoin.push(nextKey - postedAt)
+      const settled = await watch(page, `t${i}`, (w) => w.framesDecoded >= FPS * 2, 20_000)
+      jitter += settled.jitterBufferMs
+      decode += settled.decodeMs
+      await fetch(url + opened.location!, { method: 'DELETE' })
+    }
+    await page.close()
 
-  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
-  const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-  const ms = (x: number) => `${Math.round(x)} ms`
-  console.log(`WHEP, ${WIDTH}x${HEIGHT}@${FPS} H.264 (simulated, x264 key frame every ${1} s), ${TRIALS} joins, Chromium on loopback`)
-  console.log(`  time to first decoded frame: p50 ${ms(pct(firstFrame, 50))}, p90 ${ms(pct(firstFrame, 90))}, max ${ms(Math.max(...firstFrame))}, mean ${ms(mean(firstFrame))} (target ≤ 500 ms)`)
-  console.log(`  plain RTP receiver joining at the same instant, wait for its first key frame: mean ${ms(mean(plainJoin))}, max ${ms(Math.max(...plainJoin))}`)
-  console.log(`  ratio WHEP / plain join (mean): ${(mean(firstFrame) / mean(plainJoin)).toFixed(2)}; WHEP's own share (mean difference): ${ms(mean(firstFrame) - mean(plainJoin))}`)
-  console.log(`  in the browser, per frame once playing: jitter buffer ${(jitter / TRIALS).toFixed(1)} ms, decode ${(decode / TRIALS).toFixed(1)} ms`)
+    console.log(`WHEP, ${WIDTH}x${HEIGHT}@${FPS} H.264 (simulated, x264 key frame every ${1} s), ${TRIALS} joins, Chromium on loopback`)
+    console.log(`  time to first decoded frame: p50 ${ms(pct(firstFrame, 50))}, p90 ${ms(pct(firstFrame, 90))}, max ${ms(Math.max(...firstFrame))}, mean ${ms(mean(firstFrame))} (target ≤ 500 ms)`)
+    console.log(`  plain RTP receiver joining at the same instant, wait for its first key frame: mean ${ms(mean(plainJoin))}, max ${ms(Math.max(...plainJoin))}`)
+    console.log(`  ratio WHEP / plain join (mean): ${(mean(firstFrame) / mean(plainJoin)).toFixed(2)}; WHEP's own share (mean difference): ${ms(mean(firstFrame) - mean(plainJoin))}`)
+    console.log(`  in the browser, per frame once playing: jitter buffer ${(jitter / TRIALS).toFixed(1)} ms, decode ${(decode / TRIALS).toFixed(1)} ms`)
+  }
+
+  // 3. Latency: one werift viewer against the UDP endpoint, frame by frame.
+  console.log(`\nlatency added per frame (werift WHEP client arrival − UDP endpoint arrival of the same last packet), ${SECONDS} s`)
+  console.log('viewers  frames  matched   p50 ms   p99 ms   max ms   p99 / 5 ms target')
+  const latencyRow = async (n: number) => {
+    // Either side may come first (the tap and the endpoint are two sends of the camera's child): pair
+    // each frame when its second arrival comes; what stays unpaired a second was another frame.
+    const udpAt = new Map<string, number>()
+    const whepAt = new Map<string, number>()
+    const added: number[] = []
+    const pair = (mine: Map<string, number>, other: Map<string, number>, sign: number) => (key: string, at: number) => {
+      const then = other.get(key)
+      if (then === undefined || Math.abs(at - then) > 1000) return void mine.set(key, at)
+      other.delete(key)
+      added.push(sign * (at - then))
+    }
+    onUdpFrame = pair(udpAt, whepAt, -1)
+    const onWhepFrame = pair(whepAt, udpAt, 1)
+    const onRtp = (packet: RtpPacket, at: number) => void (packet.header.marker && onWhepFrame(frameKey(packet.payload), at))
+    const viewers: WhepViewer[] = []
+    for (let i = 0; i < n; i++) viewers.push(await WhepViewer.open(i === 0 ? onRtp : () => {}))
+    await Promise.all(viewers.map((v) => v.playing()))
+    await Bun.sleep(2000) // steady: the join's key-frame burst is over
+    added.length = 0
+    const framesBefore = viewers[0]!.frames
+    await Bun.sleep(SECONDS * 1000)
+    const frames = viewers[0]!.frames - framesBefore
+    const matched = sorted(added)
+    onUdpFrame = null
+    await Promise.all(viewers.map((v) => v.close()))
+    if (!matched.length) throw new Error(`no frame of the WHEP viewer matched one of the UDP endpoint (${frames} frames)`)
+    const p99 = pct(matched, 99)
+    console.log(`${String(n).padStart(7)} ${String(frames).padStart(7)} ${String(matched.length).padStart(8)} ${pct(matched, 50).toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${matched.at(-1)!.toFixed(2).padStart(8)}   ${(p99 / 5).toFixed(2)}`)
+  }
+  for (const n of VIEWERS) await latencyRow(n)
+  console.log('(with n viewers, the first one is timed; the others load the service — and this process, which decrypts every viewer\'s SRTP)')
+
+  // 4. CPU and RSS of the service process by number of viewers.
+  console.log(`\nCPU (% of one core) and RSS of the service process, by werift WHEP viewers of the one stream, ${SECONDS} s per row`)
+  console.log('viewers   cpu %   per extra viewer   rss MB   children   frames/s at each viewer (min)')
+  let baseline = 0
+  let baselineRss = 0
+  for (const n of [0, ...VIEWERS]) {
+    const viewers: WhepViewer[] = []
+    for (let i = 0; i < n; i++) viewers.push(await WhepViewer.open(() => {}))
+    await Promise.all(viewers.map((v) => v.playing()))
+    await Bun.sleep(2000) // joined and steady
+    const framesBefore = viewers.map((v) => v.frames)
+    const t0 = cpuTicks(service.pid)
+    const started = performance.now()
+    await Bun.sleep(SECONDS * 1000)
+    const seconds = (performance.now() - started) / 1000
+    const cpu = (100 * (cpuTicks(service.pid) - t0)) / TICK / seconds
+    const rss = rssKb(service.pid) / 1024
+    if (n === 0) [baseline, baselineRss] = [cpu, rss]
+    const perViewer = n ? `${((cpu - baseline) / n).toFixed(2)} %, ${((rss - baselineRss) / n).toFixed(1)} MB` : '—'
+    const slowest = n ? Math.min(...viewers.map((v, i) => (v.frames - framesBefore[i]!) / seconds)).toFixed(1) : '—'
+    console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)} ${String(children()).padStart(10)} ${slowest.padStart(10)}`)
+    await Promise.all(viewers.map((v) => v.close()))
+    await Bun.sleep(1000) // sessions gone before the next row
+  }
+  console.log("(the camera's gst child is the same in every row: viewers are sent the live tap's H.264, never re-encoded)")
 } finally {
-  await browser.close()
+  await browser?.close()
   udp.close()
   service.kill('SIGTERM')
   await service.exited
