@@ -253,14 +253,19 @@ export class DeviceManager implements DeviceDirectory {
    * GET /api/devices, sorted by device_type then bus_info; kept as encoded JSON until anything changes,
    * per origin the API is reached on (the `watch` links name it; a few at most: LAN address, hostname).
    */
-  listJson(origin: URL): Uint8Array {
-    let json = this.cachedList.get(origin.origin)
+  listJson(requestUrl: string): Uint8Array {
+    // The origin is the URL up to its path (the front hands every request a well-formed absolute URL);
+    // parsed only to build a new answer, not on every poll.
+    const pathAt = requestUrl.indexOf('/', requestUrl.indexOf('//') + 2)
+    const key = pathAt < 0 ? requestUrl : requestUrl.slice(0, pathAt)
+    let json = this.cachedList.get(key)
     if (!json) {
+      const origin = new URL(requestUrl)
       const entries = [...this.present.values()].sort((a, b) => a.device_type - b.device_type || (a.raw.bus_info < b.raw.bus_info ? -1 : a.raw.bus_info > b.raw.bus_info ? 1 : 0))
       json = new TextEncoder().encode(JSON.stringify(entries.map((e) => this.toModel(e, origin))))
       // Host headers are the client's to choose: keep only the newest few.
       if (this.cachedList.size >= 8) this.cachedList.delete(this.cachedList.keys().next().value!)
-      this.cachedList.set(origin.origin, json)
+      this.cachedList.set(key, json)
     }
     return json
   }

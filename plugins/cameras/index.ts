@@ -26,7 +26,7 @@ export default definePlugin({
     const tag = 'cameras'
     ctx.lifecycle({ start: () => devices.start(), stop: () => devices.stop() })
     return new Elysia({ name: 'periscope:cameras' })
-      .get('/api/devices', ({ request }) => new Response(devices.listJson(new URL(request.url)), { headers: { 'content-type': 'application/json' } }), {
+      .get('/api/devices', ({ request }) => new Response(devices.listJson(request.url), { headers: { 'content-type': 'application/json' } }), {
         ...docs({ tag, summary: 'Every device with its cameras, controls, stream and group', ok: t.Array(DeviceModel) }),
       })
       .post(
