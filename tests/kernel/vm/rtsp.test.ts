@@ -6,10 +6,10 @@
 // small size, the low rate and the generous waits; nothing within them is a failure.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { ffprobe, freePort, freeTcpPort, Receiver, RtpCounter } from '../../integration/gstreamer.helpers'
 import { SYSTEM_PYTHON } from '../../../plugins/rtsp/helper'
-import { VmService } from './service.helpers'
+import { running, VmService } from './service.helpers'
 
 const BUS = 'platform:vivid-000'
 const NODE = '/dev/video0'
@@ -35,14 +35,6 @@ function children(pid: number): { pid: number; args: string }[] {
     .map((m) => ({ pid: Number(m[1]), args: m[2]! }))
 }
 
-/** Alive and not a zombie (an orphan waits for the VM's init to reap it). */
-function running(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
-  } catch {
-    return false
-  }
-}
 
 beforeAll(async () => {
   if (!existsSync('/sys/bus/platform/drivers/vivid/vivid.0')) throw new Error('vivid is not loaded: this test runs inside the kernel-tier VM')

@@ -1,9 +1,18 @@
 // The real service (core/main.ts) started inside the kernel-tier VM, for the tests that talk HTTP to it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 
 const REPO = join(import.meta.dir, '../../..')
+
+/** Alive and not a zombie (an orphan waits for the VM's init to reap it). */
+export function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return false
+  }
+}
 
 export class VmService {
   readonly base: string

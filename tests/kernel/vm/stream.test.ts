@@ -4,9 +4,9 @@
 // size, the low rate and the generous waits; no frame within them is a failure.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { Receiver } from '../../integration/gstreamer.helpers'
-import { VmService } from './service.helpers'
+import { running, VmService } from './service.helpers'
 import { v4l2ctl } from './v4l2ctl'
 
 const RTP_PORT = 15600
@@ -32,14 +32,6 @@ const gstChildren = (pid: number) =>
     .filter((l) => l.includes('gst-launch'))
     .map((l) => Number(l.trim().split(/\s+/)[0]))
 
-/** Alive and not a zombie (an orphan waits for the VM's init to reap it). */
-function running(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
-  } catch {
-    return false
-  }
-}
 
 beforeAll(async () => {
   if (!existsSync('/sys/bus/platform/drivers/vivid/vivid.0')) throw new Error('vivid is not loaded: this test runs inside the kernel-tier VM')
