@@ -5,8 +5,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
@@ -19,32 +20,19 @@ afterAll(async () => {
   for (const dir of mounts) Bun.spawnSync(['umount', dir])
 })
 
-/** RTP sequence numbers seen by the endpoint, to prove no packet was lost while recording. */
-async function sequenceCounter(port: number) {
-  const seqs: number[] = []
-  const frames: { at: number; ts: number }[] = []
-  const socket = await Bun.udpSocket({
-    hostname: '127.0.0.1',
-    port,
-    socket: {
-      data: (_s, buf) => {
-        seqs.push(buf.readUInt16BE(2))
-        if (buf[1]! & 0x80) frames.push({ at: Date.now(), ts: buf.readUInt32BE(4) })
-      },
-    },
-  })
-  const gaps = () => seqs.slice(1).filter((seq, i) => seq !== ((seqs[i]! + 1) & 0xffff)).length
-  return { seqs, frames, gaps, close: () => socket.close() }
+/** Starts the job and waits until its child runs. */
+async function running(job: StreamJob): Promise<void> {
+  await streamer.start(job)
+  await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
 }
 
 test('an H.264 UDP stream records its own frames for the time it recorded, and the endpoint misses no packet', async () => {
   const port = freePort()
-  const endpoint = await sequenceCounter(port)
+  const endpoint = await RtpCounter.open(port)
   const fps = 30
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP', ports: [port], fps })
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     expect(streamer.recording(job.bus_info)).toEqual({ active: false, file: null, started: null, bytes: 0, error: null })
 
     const before = await streamer.startRecording(job.bus_info)
@@ -72,9 +60,9 @@ test('an H.264 UDP stream records its own frames for the time it recorded, and t
     await waitFor('the recorder child gone', () => !alive(pid), 5000)
 
     // The stream goes on: more packets after the stop, and not one missing over the whole time.
-    const after = endpoint.seqs.length
-    await waitFor('packets after the stop', () => endpoint.seqs.length > after + 30, 10_000)
-    expect(endpoint.gaps()).toBe(0)
+    const after = endpoint.packets
+    await waitFor('packets after the stop', () => endpoint.packets > after + 30, 10_000)
+    expect(endpoint.missing).toBe(0)
     expect(streamer.status(job.bus_info).state).toBe('running')
 
     // The file: the stream's codec and size, and the recorded span less at most the wait for a key frame
@@ -122,8 +110,7 @@ test('a group of two MJPG cameras records one file with two video tracks', async
 test('a RECORDING stream can be recorded while it records: a second file of its frames, the first one untouched', async () => {
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'RECORDING' })
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     const own = streamer.activeRecordings()[0]!
     const started = await streamer.startRecording(job.bus_info)
     const path = join(job.recordings_dir, started!.file!)
@@ -143,8 +130,7 @@ test('a RECORDING stream can be recorded while it records: a second file of its 
 test('kill -9 of the recorder leaves a playable file; the recording says it ended by itself; the stream runs on', async () => {
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     const started = await streamer.startRecording(job.bus_info)
     const path = join(job.recordings_dir, started!.file!)
     // More than a second in: the file has been flushed past its first clusters.
@@ -171,8 +157,7 @@ test('kill -9 of the recorder leaves a playable file; the recording says it ende
 test("the camera's child restarting (a new RTP timeline) does not break the file; stopping the stream ends the recording, file kept", async () => {
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     const started = await streamer.startRecording(job.bus_info)
     const path = join(job.recordings_dir, started!.file!)
     await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
@@ -204,8 +189,7 @@ test('a full disk ends the recording (error says so, file kept); the stream runs
   mounts.push(dir)
   const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', width: 640, height: 480, dir })
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     const started = await streamer.startRecording(job.bus_info)
     const ended = await waitFor('the recording ended by the full disk', () => {
       const r = streamer.recording(job.bus_info)
@@ -230,7 +214,7 @@ async function serviceWithStream(fps?: number) {
   services.push(service)
   const dev = await h264Device(service)
   const port = freePort()
-  const endpoint = await sequenceCounter(port)
+  const endpoint = await RtpCounter.open(port)
   const call = service.call
   const device = async () => (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === dev.bus_info)
   const configure = (enabled: boolean) =>
@@ -290,9 +274,9 @@ test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progre
     expect([d.width, d.height]).toEqual([dev.width, dev.height])
     expect(d.durationS).toBeGreaterThan(1)
     // The stream never noticed: packets go on, none missing; only the stream's own child is left.
-    const after = endpoint.seqs.length
-    await waitFor('packets after the stop', () => endpoint.seqs.length > after + 10, 10_000)
-    expect(endpoint.gaps()).toBe(0)
+    const after = endpoint.packets
+    await waitFor('packets after the stop', () => endpoint.packets > after + 10, 10_000)
+    expect(endpoint.missing).toBe(0)
     expect(gstChildrenOf(service.proc.pid).length).toBe(1)
     expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(409)
   } finally {
@@ -398,8 +382,7 @@ test('nothing leaks: five start/stop cycles leave the process with the file desc
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP' })
   const fds = () => readdirSync('/proc/self/fd').length
   try {
-    await streamer.start(job)
-    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await running(job)
     const before = fds()
     for (let i = 0; i < 5; i++) {
       await streamer.startRecording(job.bus_info)
