@@ -8,18 +8,20 @@ import { tempDir } from './gstreamer.helpers'
 export interface Service {
   proc: Subprocess
   dataDir: string
+  /** http://127.0.0.1:<port> */
+  url: string
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
   /** SIGKILL if still running (afterAll). */
   kill(): Promise<void>
 }
 
-/** core/main.ts in a child process with simulated cameras, on a free port, answering. */
-export async function startService(): Promise<Service> {
+/** core/main.ts in a child process with simulated cameras, on a free port, answering; `args` adds flags (`--token x`). */
+export async function startService(args: string[] = []): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
   const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = probe.port
   probe.stop(true)
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...args], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
@@ -38,7 +40,7 @@ export async function startService(): Promise<Service> {
   }
   await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
   if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
-  return { proc, dataDir, call, kill }
+  return { proc, dataDir, url, call, kill }
 }
 
 /** A simulated device with an H.264 node, and a size (at most 1280 wide) and interval (15 fps when offered) it offers. */
