@@ -2,7 +2,7 @@
 // BOOLEAN, a select for MENU and INTEGER_MENU, a button for BUTTON. A control that cannot be set now is
 // greyed with the reason, derived from the device's own data (the auto control that governs it).
 // The value shown is always the one the service reported: after a set, the value the camera took.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { post } from './api'
 import { devices, reloadDevices, replaceDevice } from './devices'
 import type { Control, Device } from './types'
@@ -59,23 +59,26 @@ function ControlRow({ d, c }: { d: Device; c: Control }) {
   const [run, state] = useAction()
   // The number box's text while it is edited; the service's value otherwise.
   const [draft, setDraft] = useState<string | null>(null)
-  useEffect(() => setDraft(null), [c.value])
-  // Bumped when a set fails: the inputs are drawn anew from the service's value, never left where the
-  // pointer put them.
-  const [epoch, setEpoch] = useState(0)
+  // The edit not yet sent (a ref: a range's change event follows its input event before a re-render).
+  // Only an edit is ever sent: a blur with nothing typed sends nothing, so a refused value is not sent again.
+  const pending = useRef<string | null>(null)
+  const edit = (text: string) => {
+    pending.current = text
+    setDraft(text)
+  }
+  useEffect(() => {
+    pending.current = null
+    setDraft(null)
+  }, [c.value])
   const locked = whyLocked(c, d.controls)
   const disabled = Boolean(locked) || state.busy
   const id = `ctl-${d.bus_info}-${c.control_id}`
   const reason = `${id}-why`
   const set = (value: number) =>
     run(async () => {
-      try {
-        const took = await setControl(d, c, value)
-        if (c.flags.control_type !== 'BUTTON' && Number(took) !== value) notify('ok', `${c.name}: the camera took ${took} (asked ${value})`)
-      } catch (e) {
-        setEpoch((n) => n + 1)
-        throw e
-      }
+      // A refusal re-renders the row from the service's value (Preact sets value/checked from props).
+      const took = await setControl(d, c, value)
+      if (c.flags.control_type !== 'BUTTON' && Number(took) !== value) notify('ok', `${c.name}: the camera took ${took} (asked ${value})`)
     })
   const f = c.flags
   let input
@@ -106,8 +109,11 @@ function ControlRow({ d, c }: { d: Device; c: Control }) {
     case 'INTEGER64':
     case 'BITMASK': {
       const slider = f.control_type === 'INTEGER' && f.max_value > f.min_value
-      const commit = (text: string) => {
+      const commit = () => {
+        const text = pending.current
+        pending.current = null
         setDraft(null)
+        if (text === null) return
         const n = Number(text)
         if (text.trim() !== '' && Number.isFinite(n) && n !== c.value) void set(n)
       }
@@ -122,8 +128,8 @@ function ControlRow({ d, c }: { d: Device; c: Control }) {
               step={f.step || 1}
               value={draft ?? String(c.value)}
               disabled={disabled}
-              onInput={(e) => setDraft(e.currentTarget.value)}
-              onChange={(e) => commit(e.currentTarget.value)}
+              onInput={(e) => edit(e.currentTarget.value)}
+              onChange={commit}
             />
           )}
           <input
@@ -136,11 +142,14 @@ function ControlRow({ d, c }: { d: Device; c: Control }) {
             value={draft ?? String(c.value)}
             disabled={disabled}
             aria-describedby={locked ? reason : undefined}
-            onInput={(e) => setDraft(e.currentTarget.value)}
-            onBlur={(e) => commit(e.currentTarget.value)}
+            onInput={(e) => edit(e.currentTarget.value)}
+            onBlur={commit}
             onKeyDown={(e) => {
-              if (e.key === 'Enter') commit(e.currentTarget.value)
-              if (e.key === 'Escape') setDraft(null)
+              if (e.key === 'Enter') commit()
+              if (e.key === 'Escape') {
+                pending.current = null
+                setDraft(null)
+              }
             }}
           />
         </span>
@@ -151,7 +160,7 @@ function ControlRow({ d, c }: { d: Device; c: Control }) {
       input = <output id={id}>{String(c.value)}</output>
   }
   return (
-    <div key={epoch} class={`control${locked ? ' locked' : ''}`} data-control={c.control_id} data-type={f.control_type} data-value={String(c.value)}>
+    <div class={`control${locked ? ' locked' : ''}`} data-control={c.control_id} data-type={f.control_type} data-value={String(c.value)}>
       {f.control_type !== 'BUTTON' && <label for={id}>{c.name}</label>}
       {input}
       {locked && (
