@@ -28,14 +28,14 @@ async function openSection(bus: string, section: 'controls' | 'stream' | 'group'
   await c.page.$eval(`${card(bus)} details[data-section="${section}"]`, (d: any) => void (d.open = true))
 }
 
-/** Selects the text of an input, types `text` and presses `key`, as a pilot at a keyboard would. */
-async function typeInto(selector: string, text: string, key: 'Enter' | 'Tab' = 'Enter'): Promise<void> {
+/** Selects the text of an input, types `text` and presses `key` (none: the edit stays uncommitted), as a pilot at a keyboard would. */
+async function typeInto(selector: string, text: string, key: 'Enter' | 'Tab' | null = 'Enter'): Promise<void> {
   await c.page.focus(selector)
   await c.page.keyboard.down('Control')
   await c.page.keyboard.press('A')
   await c.page.keyboard.up('Control')
   await c.page.keyboard.type(text)
-  await c.page.keyboard.press(key)
+  if (key) await c.page.keyboard.press(key)
 }
 
 /**
@@ -250,8 +250,7 @@ test('the nickname is saved when the edit is committed (Enter), not at each keys
   c.page.on('request', count)
   try {
     const input = `${card(EHD)} input[data-nickname]`
-    await c.page.click(input, { clickCount: 3 })
-    await c.page.keyboard.type('Port camera')
+    await typeInto(input, 'Port camera', null)
     expect((await device(EHD)).nickname).toBe('')
     expect(posts).toBe(0)
     await c.page.keyboard.press('Enter')
