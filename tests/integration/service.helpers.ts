@@ -15,12 +15,18 @@ export interface Service {
   kill(): Promise<void>
 }
 
-/** core/main.ts in a child process with simulated cameras, on a free port, answering; `args` adds flags (`--token x`). */
-export async function startService(args: string[] = []): Promise<Service> {
+/**
+ * core/main.ts in a child process with simulated cameras, on a free port (or `port`: a service that
+ * comes back where it was), answering; `args` adds flags (`--token x`).
+ */
+export async function startService(args: string[] = [], options: { port?: number } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
+  let port = options.port
+  if (port === undefined) {
+    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    port = probe.port
+    probe.stop(true)
+  }
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...args], {
     stdout: 'ignore',
     stderr: 'inherit',
@@ -38,7 +44,12 @@ export async function startService(args: string[] = []): Promise<Service> {
       await proc.exited
     }
   }
-  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  try {
+    await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  } catch (e) {
+    await kill() // never left running behind a failed start
+    throw e
+  }
   if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
   return { proc, dataDir, url, call, kill }
 }

@@ -50,17 +50,22 @@ export const tokenPrompt = new Value<{ refused: boolean; answer(token: string | 
 
 export const savedToken = (): string | null => sessionStorage.getItem(TOKEN_KEY)
 
+let asking: Promise<string | null> | null = null
+
+/** One prompt at a time: requests refused together wait for the same answer. */
 function askForToken(refused: boolean): Promise<string | null> {
-  return new Promise((resolve) => {
+  asking ??= new Promise<string | null>((resolve) => {
     tokenPrompt.set({
       refused,
       answer(token) {
+        asking = null
         tokenPrompt.set(null)
         if (token) sessionStorage.setItem(TOKEN_KEY, token)
         resolve(token)
       },
     })
   })
+  return asking
 }
 
 export interface RawAnswer {
@@ -70,11 +75,12 @@ export interface RawAnswer {
 }
 
 /**
- * One request, the token added when the session has one; a 401 prompts for it and tries once more.
- * Rejects with an ApiError for any status outside 2xx, and for no answer at all.
+ * One request, the token added when the session has one; a 401 prompts for it (again, saying so, when
+ * the one typed was wrong) and sends the request again, until the pilot cancels. Rejects with an
+ * ApiError for any status outside 2xx, and for no answer at all.
  */
 export async function request(method: string, url: string, body?: { type: string; text: string }): Promise<RawAnswer> {
-  for (let attempt = 0; ; attempt++) {
+  for (;;) {
     const headers: Record<string, string> = {}
     if (body) headers['content-type'] = body.type
     const token = savedToken()
@@ -89,9 +95,9 @@ export async function request(method: string, url: string, body?: { type: string
     reachable.set(true)
     const text = await res.text()
     if (res.ok) return { status: res.status, headers: res.headers, text }
-    if (res.status === 401 && attempt === 0) {
-      if (token) sessionStorage.removeItem(TOKEN_KEY)
-      if (await askForToken(Boolean(token))) continue
+    if (res.status === 401) {
+      if (token && savedToken() === token) sessionStorage.removeItem(TOKEN_KEY)
+      if (savedToken() || (await askForToken(Boolean(token)))) continue
     }
     throw refusal(res, text)
   }
