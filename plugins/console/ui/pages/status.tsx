@@ -12,14 +12,24 @@ function uptime(seconds: number): string {
   return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min ${seconds % 60} s` : `${seconds} s`
 }
 
+interface Disk {
+  total: number
+  used: number
+  free: number
+}
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
+
 export function StatusPage() {
   const health = useResource<Health>('/api/health', ['stream_error', 'device_added', 'device_removed', 'network_changed', 'preferences_updated'])
+  const disk = useResource<Disk>('/api/recordings/disk', ['recording'])
   const h = health.data
+  const reasons = h ? [...(h.settings.state !== 'ok' ? [`settings: ${h.settings.detail ?? h.settings.state}`] : []), ...Object.entries(h.plugins).filter(([, p]) => p.state !== 'ok').map(([name, p]) => `${name}: ${p.detail ?? p.state}`)] : []
   return (
     <section aria-labelledby="status-title">
       <h1 id="status-title">Status</h1>
       <ErrorLine error={health.error} />
-      <button type="button" onClick={() => void health.reload()}>
+      <button type="button" onClick={() => (void health.reload(), void disk.reload())}>
         Refresh
       </button>
       {h && (
@@ -37,7 +47,19 @@ export function StatusPage() {
             <dd>
               <span class={`tag ${h.settings.state}`}>{h.settings.state}</span> {h.settings.detail}
             </dd>
+            <dt>Recordings disk</dt>
+            <dd data-disk>{disk.data ? `${gib(disk.data.free)} free of ${gib(disk.data.total)} (${Math.round((100 * disk.data.used) / Math.max(1, disk.data.total))} % used)` : (disk.error ?? '…')}</dd>
           </dl>
+          {reasons.length > 0 && (
+            <>
+              <h2>Why degraded</h2>
+              <ul class="list" data-degraded>
+                {reasons.map((r) => (
+                  <li key={r}>{r}</li>
+                ))}
+              </ul>
+            </>
+          )}
           <h2>Plugins</h2>
           <table class="table" data-plugins>
             <thead>
