@@ -169,7 +169,7 @@ test('configure and enable a stream in the page: the API runs it as set, the MJP
   }
 }, 60_000)
 
-test('an H.264 stream enabled from its card plays over WebRTC: the browser decodes frames (getStats)', async () => {
+test('an H.264 stream enabled from its card plays over WebRTC (frames decoded, by getStats); its WHEP link copies; a recording starts and stops from the card', async () => {
   try {
     await press(`${card(EHD)} [data-action=enable]`)
     await until('the exploreHD streaming', () => device(EHD), (d) => d.stream.enabled && d.stream_status.state === 'running', 20_000)
@@ -180,12 +180,56 @@ test('an H.264 stream enabled from its card plays over WebRTC: the browser decod
     const watch = (await device(EHD)).watch
     expect(links).toContain(watch.whep)
     if (watch.rtsp) expect(links).toContain(watch.rtsp)
+    // Copy puts the service's link on the clipboard (loopback is a secure context: the Clipboard API).
+    await c.browser.defaultBrowserContext().overridePermissions(c.origin, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write'])
+    await press(`${card(EHD)} [data-watch-links] .copy-url:last-child button`)
+    expect(await c.page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(watch.whep)
+
+    // Record while it streams, from the card; the API and the card agree; stop it.
+    await press(`${card(EHD)} [data-action=start-recording]`)
+    const recording = await until('a recording under way', () => device(EHD), (d) => d.recording.active, 15_000)
+    await c.page.waitForSelector(`${card(EHD)} [data-recording-state="active"]`)
+    expect(await c.page.$eval(`${card(EHD)} [data-recording-state]`, (e: any) => e.textContent)).toContain(recording.recording.file)
+    await press(`${card(EHD)} [data-action=stop-recording]`)
+    await until('the recording ended', () => device(EHD), (d) => !d.recording.active, 15_000)
+    await c.page.waitForSelector(`${card(EHD)} [data-recording-state="ended"]`)
   } finally {
     await c.service.call('POST', '/api/devices/unconfigure_stream', { bus_info: EHD }).catch(() => {})
     const d = await device(EHD)
     await c.service.call('POST', '/api/devices/configure_stream', { bus_info: EHD, stream_type: 'UDP', encode_type: d.stream.encode_type, stream_format: { width: d.stream.width, height: d.stream.height, interval: d.stream.interval }, enabled: false, endpoints: [{ host: '127.0.0.1', port: 5600 }] })
   }
 }, 60_000)
+
+test('an endpoint added in the form gets the next free port and the caller\'s host; applied, the API has it; removed again', async () => {
+  const before = (await device(LEADER)).stream
+  try {
+    await openSection(LEADER, 'stream')
+    const form = `${card(LEADER)} [data-stream-form]`
+    await press(`${form} [data-action=add-endpoint]`)
+    await c.page.waitForSelector(`${form} [data-endpoint="1"]`)
+    const all = (await c.service.call('GET', '/api/devices')).body as any[]
+    const used = new Set(all.flatMap((d) => d.stream.endpoints.flatMap((e: any) => Array.from({ length: d.followers.length + 1 }, (_, n) => e.port + n))))
+    const prefs = (await c.service.call('GET', '/api/preferences')).body
+    let port = prefs.default_stream.port
+    while (used.has(port)) port++
+    const host = (await c.service.call('GET', '/api/preferences/get_recommended_host')).body.host
+    expect(await c.page.$eval(`${form} input[name=host-1]`, (i: any) => i.value)).toBe(host)
+    expect(await c.page.$eval(`${form} input[name=port-1]`, (i: any) => i.value)).toBe(String(port))
+    await press(`${form} [data-action=save-stream]`)
+    await until('the second endpoint saved', () => device(LEADER), (d) => d.stream.endpoints.length === 2)
+    expect((await device(LEADER)).stream.endpoints).toEqual([...before.endpoints, { host, port }])
+    await c.page.waitForSelector(`${form} [data-endpoint="1"]`)
+
+    await press(`${form} [data-endpoint="1"] button`)
+    await press(`${form} [data-action=save-stream]`)
+    await until('back to one endpoint', () => device(LEADER), (d) => d.stream.endpoints.length === 1)
+    expect((await device(LEADER)).stream).toEqual(before)
+  } finally {
+    const now = (await device(LEADER)).stream
+    if (now.endpoints.length !== before.endpoints.length)
+      await c.service.call('POST', '/api/devices/configure_stream', { bus_info: LEADER, stream_type: before.stream_type, encode_type: before.encode_type, stream_format: { width: before.width, height: before.height, interval: before.interval }, enabled: before.enabled, endpoints: before.endpoints })
+  }
+}, 30_000)
 
 test('followers: one added and removed in the page (the API agrees); a refused one shows the service\'s reason', async () => {
   try {

@@ -243,8 +243,9 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
         // A port that is not a number goes as typed: the service's 422 names it.
         endpoints: form.endpoints.map((e) => ({ host: e.host.trim(), port: e.port.trim() !== '' && Number.isInteger(Number(e.port)) ? Number(e.port) : e.port })),
       })
-      setDirty(false)
+      // The form shows the saved stream once the list has it (never the old one in between).
       await reloadDevices()
+      setDirty(false)
     }, `${displayName(d)}: stream settings saved`)
   const fields = state.fields
   return (

@@ -34,8 +34,8 @@ export function PreferencesPage() {
     run(async () => {
       if (!form) return
       await post('/api/preferences/save_preferences', { default_stream: { host: form.host.trim(), port: numeric(form.port) }, suggest_host: form.suggest_host, frequency_offset: numeric(form.frequency_offset) })
-      setDirty(false)
       await saved.reload()
+      setDirty(false)
     }, 'Preferences saved')
   return (
     <section aria-labelledby="prefs-title">
