@@ -82,3 +82,15 @@ test('without the console plugin, `/` is the API\'s 404 JSON', async () => {
     await bare.stop()
   }
 })
+
+test('hostile asset names are answered, never a 500, always JSON with a detail', async () => {
+  // ('..' alone is not sent: fetch resolves '/console/..' to '/', the page.)
+  const noise = ['%', '%00', '%25', '%2F', '%C0%AF', '%zz', '..%2F..%2Fpackage.json', 'a'.repeat(3000), '%F0%9F%98%80', 'app.js%00.css']
+  for (const name of noise) {
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(`${s.url}/console/${name}`, { method })
+      expect([name, [404, 422].includes(res.status)]).toEqual([name, true])
+      if (method === 'GET') expect(typeof ((await res.json()) as { detail: unknown }).detail).not.toBe('undefined')
+    }
+  }
+})

@@ -11,7 +11,24 @@ export interface Resource<T> {
   reload(): Promise<void>
 }
 
-export function useResource<T>(path: string, refreshOn: EventName[] = []): Resource<T> {
+/** An event, or an event and which of its occurrences matter (the others do not reload). */
+export type Trigger = EventName | [EventName, (data: any) => boolean]
+
+/**
+ * A filter for events that repeat while nothing the page lists changes (a recording's event every
+ * second while it grows): true only when `field` changed for that `bus_info` since its last event.
+ */
+export function whenChanged(field: string): (data: any) => boolean {
+  const last = new Map<string, unknown>()
+  return (data) => {
+    const key = String(data?.bus_info)
+    const changed = !last.has(key) || last.get(key) !== data?.[field]
+    last.set(key, data?.[field])
+    return changed
+  }
+}
+
+export function useResource<T>(path: string, refreshOn: Trigger[] = []): Resource<T> {
   const [state, setState] = useState<{ data: T | null; error: string | null }>({ data: null, error: null })
   const live = useRef(true)
   const reload = useCallback(async () => {
@@ -30,12 +47,13 @@ export function useResource<T>(path: string, refreshOn: EventName[] = []): Resou
       clearTimeout(timer)
       timer = setTimeout(() => void reload(), 100)
     }
-    const offs = [on('connected', soon), ...refreshOn.map((name) => on(name, soon))]
+    const offs = [on('connected', soon), ...refreshOn.map((t) => (typeof t === 'string' ? on(t, soon) : on(t[0], (data) => t[1](data) && soon())))]
     return () => {
       live.current = false
       clearTimeout(timer)
       for (const off of offs) off()
     }
-  }, [reload, refreshOn.join()])
+    // The triggers of the first render are kept (pages write them inline; a filter keeps its memory).
+  }, [reload])
   return { ...state, reload }
 }

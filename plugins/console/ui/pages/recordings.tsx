@@ -1,5 +1,5 @@
 // Recordings: the files in the recordings folder, newest first, and the disk they fill.
-import { useResource } from '../resource'
+import { useResource, whenChanged } from '../resource'
 import type { Recording } from '../types'
 import { ErrorLine } from '../widgets'
 
@@ -13,8 +13,9 @@ interface Disk {
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
 
 export function RecordingsPage() {
-  const list = useResource<Listed[]>('/api/recordings', ['recording'])
-  const disk = useResource<Disk>('/api/recordings/disk', ['recording'])
+  // Reloaded when a recording starts or ends, not at each second it grows.
+  const list = useResource<Listed[]>('/api/recordings', [['recording', whenChanged('active')]])
+  const disk = useResource<Disk>('/api/recordings/disk', [['recording', whenChanged('active')]])
   const rows = [...(list.data ?? [])].sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0))
   return (
     <section aria-labelledby="recordings-title">

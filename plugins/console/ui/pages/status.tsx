@@ -1,7 +1,7 @@
 // Status: GET /api/health — the service's version and uptime, whether settings can be saved, each
 // plugin's state with its reason, and which plugin provides which backend.
 import { Fragment } from 'preact'
-import { useResource } from '../resource'
+import { useResource, whenChanged } from '../resource'
 import type { Health } from '../types'
 import { ErrorLine } from '../widgets'
 
@@ -22,7 +22,7 @@ const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
 
 export function StatusPage() {
   const health = useResource<Health>('/api/health', ['stream_error', 'device_added', 'device_removed', 'network_changed', 'preferences_updated'])
-  const disk = useResource<Disk>('/api/recordings/disk', ['recording'])
+  const disk = useResource<Disk>('/api/recordings/disk', [['recording', whenChanged('active')]])
   const h = health.data
   const reasons = h ? [...(h.settings.state !== 'ok' ? [`settings: ${h.settings.detail ?? h.settings.state}`] : []), ...Object.entries(h.plugins).filter(([, p]) => p.state !== 'ok').map(([name, p]) => `${name}: ${p.detail ?? p.state}`)] : []
   return (
