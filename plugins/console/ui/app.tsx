@@ -130,7 +130,15 @@ function App() {
   const Page = page.component
   return (
     <>
-      <a class="skip" href="#main">
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          // The hash names the page: moving focus must not change it.
+          e.preventDefault()
+          document.getElementById('main')?.focus()
+        }}
+      >
         Skip to content
       </a>
       <header class="top">

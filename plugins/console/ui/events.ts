@@ -42,9 +42,6 @@ function dispatch(name: EventName | 'connected', data: unknown): void {
 let source: EventSource | null = null
 let retryMs = 1000
 let retryTimer: ReturnType<typeof setTimeout> | undefined
-/** Whether the stream is open now. */
-export let connected = false
-
 export function connectEvents(): void {
   if (source) return
   open()
@@ -54,13 +51,11 @@ function open(): void {
   const es = new EventSource('/api/events')
   source = es
   es.onopen = () => {
-    connected = true
     retryMs = 1000
     reachable.set(true)
     dispatch('connected', null)
   }
   es.onerror = () => {
-    connected = false
     reachable.set(false)
     if (es.readyState !== EventSource.CLOSED) return // the browser retries by itself
     es.close()

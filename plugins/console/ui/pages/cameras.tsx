@@ -368,6 +368,8 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
   // Every camera that can follow: the service says no, with its reason, to one that may not (led already, externally managed).
   const candidates = all.filter((o) => o.bus_info !== d.bus_info && FOLLOWS.has(o.device_type) && !d.followers.includes(o.bus_info))
   const note = (o: Device) => (o.leader ? ` (follows ${name(o.leader)})` : o.is_externally_managed ? ' (externally managed)' : '')
+  // The pick, while it is still offered; else the first offered.
+  const chosen = candidates.find((o) => o.bus_info === pick)?.bus_info ?? candidates[0]?.bus_info ?? ''
   return (
     <div class="group" data-group>
       {d.followers.length ? (
@@ -389,7 +391,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
           class="row"
           onSubmit={(e) => {
             e.preventDefault()
-            const follower = pick || candidates[0]!.bus_info
+            const follower = chosen
             void run(async () => {
               await post('/api/devices/add_follower', { leader_bus_info: d.bus_info, follower_bus_info: follower })
               await reloadDevices()
@@ -398,7 +400,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
         >
           <Field label="Add a follower">
             {(fid, note2) => (
-              <select id={fid} aria-describedby={note2} value={pick || candidates[0]!.bus_info} onChange={(e) => setPick(e.currentTarget.value)} data-follower-pick>
+              <select id={fid} aria-describedby={note2} value={chosen} onChange={(e) => setPick(e.currentTarget.value)} data-follower-pick>
                 {candidates.map((o) => (
                   <option key={o.bus_info} value={o.bus_info}>
                     {displayName(o)} · {o.bus_info}
