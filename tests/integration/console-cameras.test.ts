@@ -25,7 +25,9 @@ const device = async (bus: string) => ((await c.service.call('GET', '/api/device
 const valueOf = async (bus: string, id: number) => (await device(bus)).controls.find((x: any) => x.control_id === id).value
 
 async function openSection(bus: string, section: 'controls' | 'stream' | 'group'): Promise<void> {
-  await c.page.$eval(`${card(bus)} details[data-section="${section}"]`, (d: any) => void (d.open = true))
+  const selector = `${card(bus)} details[data-section="${section}"]`
+  await c.page.waitForSelector(selector) // after a reload, the cards come with the device list
+  await c.page.$eval(selector, (d: any) => void (d.open = true))
 }
 
 /** Selects the text of an input, types `text` and presses `key` (none: the edit stays uncommitted), as a pilot at a keyboard would. */
@@ -301,6 +303,7 @@ test('the nickname is saved when the edit is committed (Enter), not at each keys
     await until('the nickname saved', () => device(EHD), (d) => d.nickname === 'Port camera')
     expect(posts).toBe(1)
     await c.open('cameras')
+    await c.page.waitForSelector(`${card(EHD)} input[data-nickname]`)
     expect(await c.page.$eval(`${card(EHD)} input[data-nickname]`, (i: any) => i.value)).toBe('Port camera')
   } finally {
     c.page.off('request', count)
