@@ -48,7 +48,7 @@ export function StatusPage() {
               <span class={`tag ${h.settings.state}`}>{h.settings.state}</span> {h.settings.detail}
             </dd>
             <dt>Recordings disk</dt>
-            <dd data-disk>{disk.data ? `${gib(disk.data.free)} free of ${gib(disk.data.total)} (${Math.round((100 * disk.data.used) / Math.max(1, disk.data.total))} % used)` : (disk.error ?? '…')}</dd>
+            <dd data-disk>{disk.data ? `${gib(disk.data.free)} free of ${gib(disk.data.total)} (${Math.round((100 * disk.data.used) / Math.max(1, disk.data.used + disk.data.free))} % used, as df counts it)` : (disk.error ?? '…')}</dd>
           </dl>
           {reasons.length > 0 && (
             <>
