@@ -19,6 +19,11 @@ export interface TestServer {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
 }
 
+/** The Bun a test starts as a child process: the one running the tests. Under the arm64 tier that one is
+ * an aarch64 binary run by qemu-user, which cannot exec a foreign binary itself (no binfmt), so the tier
+ * names its qemu wrapper in PERISCOPE_TEST_BUN (tests/arm64/bun) and the children run on arm64 too. */
+export const BUN = process.env.PERISCOPE_TEST_BUN || process.execPath
+
 export function tempDir(prefix = 'periscope-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }

@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import { until as waitFor, type TestServer } from '../helpers'
+import { BUN, until as waitFor, type TestServer } from '../helpers'
 import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
@@ -324,7 +324,7 @@ describe('configuration and plugins', () => {
   })
 
   test('--help lists every option with its variable', () => {
-    const out = Bun.spawnSync(['bun', 'run', 'core/main.ts', '--help'], { cwd: join(import.meta.dir, '..', '..'), env: { ...process.env, PATH: `${join(import.meta.dir, '..', '..', 'node_modules', '.bin')}:${process.env.PATH}` } })
+    const out = Bun.spawnSync([BUN, 'run', 'core/main.ts', '--help'], { cwd: join(import.meta.dir, '..', '..') })
     const text = out.stdout.toString()
     expect(out.exitCode).toBe(0)
     for (const v of ['PERISCOPE_HOST', 'PERISCOPE_PORT', 'PERISCOPE_DATA_DIR', 'PERISCOPE_RECORDINGS_DIR', 'PERISCOPE_SIMULATE', 'PERISCOPE_PLUGINS', 'PERISCOPE_LOG_LEVEL']) expect(text).toContain(v)
