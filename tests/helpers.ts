@@ -24,6 +24,14 @@ export interface TestServer {
  * names its qemu wrapper in PERISCOPE_TEST_BUN (tests/arm64/bun) and the children run on arm64 too. */
 export const BUN = process.env.PERISCOPE_TEST_BUN || process.execPath
 
+/** A TCP port free on loopback right now, for a child process that takes no port 0 (or must be told it). */
+export function freeTcpPort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
 export function tempDir(prefix = 'periscope-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }

@@ -7,7 +7,7 @@ import { loadPlugin } from '../../core/loader'
 import { definePlugin } from '../../core/plugin'
 import { SettingsStore } from '../../core/store'
 import { DeviceError, type CameraBackend } from '../../core/types'
-import { BUN, startTestServer, tempDir } from '../helpers'
+import { BUN, freeTcpPort, startTestServer, tempDir } from '../helpers'
 import { BRIGHTNESS, controlOf, device, EHD, FOLLOWER, LEADER, startContractServer } from './setup'
 
 const H264_720 = { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } }
@@ -148,7 +148,7 @@ describe('persistence', () => {
 
   test('kill -9 during a burst of writes: the store opens and holds the last committed state', async () => {
     const dataDir = tempDir()
-    const port = 20000 + Math.floor(Math.random() * 20000)
+    const port = freeTcpPort()
     const child = Bun.spawn([BUN, 'run', 'core/main.ts', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'single', '--plugins', 'cameras,dwe', '--log-level', 'error'], {
       cwd: join(import.meta.dir, '..', '..'),
       stdout: 'ignore',

@@ -22,12 +22,7 @@ let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2
 export const freePort = () => (nextPort += 4)
 
 /** A TCP port nobody listens on now (suites run concurrently: never a fixed one like 8554). */
-export function freeTcpPort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
+export { freeTcpPort } from '../helpers'
 
 export interface Probed { codec_name: string; codec_type: string; width: number; height: number }
 

@@ -2,7 +2,7 @@
 // tests that drive streams over HTTP (stream-service, record-while-streaming).
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { until } from '../helpers'
+import { freeTcpPort, until } from '../helpers'
 import { tempDir } from './gstreamer.helpers'
 
 export interface Service {
@@ -16,9 +16,7 @@ export interface Service {
 /** core/main.ts in a child process with simulated cameras, on a free port, answering. */
 export async function startService(): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
+  const port = freeTcpPort()
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
     stdout: 'ignore',
     stderr: 'inherit',
