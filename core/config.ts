@@ -29,7 +29,7 @@ export interface Config {
   rtspPort: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics']
 
 interface Option {
   flag: string
