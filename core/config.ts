@@ -2,6 +2,7 @@
 // parser, the environment names and --help, so they cannot drift apart.
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { LOG_LEVELS } from './log'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 
@@ -28,7 +29,7 @@ export interface Config {
   rtspPort: number
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics']
 
 interface Option {
   flag: string
@@ -44,7 +45,6 @@ const int = (name: string, min: number, max: number) => (raw: string) => {
   return n
 }
 const list = (raw: string) => raw.split(',').map((s) => s.trim()).filter(Boolean)
-const LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
 
 /** Simulated cameras are on by default only when the machine has no video node. */
 function defaultSimulate(): string | null {
@@ -71,7 +71,7 @@ const OPTIONS: Option[] = [
     key: 'logLevel',
     help: 'debug, info, warn or error',
     parse: (r) => {
-      if (!LEVELS.includes(r as LogLevel)) throw new Error(`log-level must be one of ${LEVELS.join(', ')}, got '${r}'`)
+      if (!LOG_LEVELS.includes(r as LogLevel)) throw new Error(`log-level must be one of ${LOG_LEVELS.join(', ')}, got '${r}'`)
       return r
     },
     def: () => 'info',

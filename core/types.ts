@@ -211,6 +211,8 @@ export interface Streamer {
 
 /** The ways to watch a camera (a device's `watch`): each filled by the plugin that serves it. */
 export type WatchKind = keyof Static<typeof WatchModel>
+/** The ways to watch a camera that count viewers (a snapshot is not a viewer): `registry.addViewerCount`. */
+export type ViewerKind = 'rtsp' | 'whep' | 'mjpeg'
 /** A viewer plugin's link to a camera, on the origin the API request came to; null when not available now. */
 export type WatchLink = (bus_info: string, origin: URL) => string | null
 /** The recording made while streaming, on every device of GET /api/devices. */
@@ -245,6 +247,12 @@ export interface LiveTap {
   readonly members: number
   /** Every RTP packet of member `member` from now on; returns the unsubscribe. */
   subscribe(member: number, onPacket: (packet: Uint8Array) => void): () => void
+  /**
+   * What member `member`'s pipeline has sent since the tap opened (the job started; child restarts
+   * included): RTP bytes of one copy (each UDP endpoint receives as many) and frames (packets that end
+   * one, with the RTP marker bit).
+   */
+  sent(member: number): { bytes: number; frames: number }
 }
 
 // ---- network (drivers/networkmanager) ----

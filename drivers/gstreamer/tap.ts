@@ -17,6 +17,8 @@ export class RtpTap implements LiveTap {
   readonly fps: number
   private readonly sockets: Socket[] = []
   private readonly watchers: Set<(packet: Buffer) => void>[]
+  /** Per member, what arrived since the tap opened (metrics). */
+  private readonly counts: { bytes: number; frames: number }[]
   /** Per member, the loopback port the child sends to. */
   ports: number[] = []
 
@@ -26,6 +28,7 @@ export class RtpTap implements LiveTap {
     this.height = job.stream.height
     this.fps = fps(job)
     this.watchers = job.members.map(() => new Set())
+    this.counts = job.members.map(() => ({ bytes: 0, frames: 0 }))
   }
 
   get members(): number {
@@ -40,7 +43,11 @@ export class RtpTap implements LiveTap {
         const socket = createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER })
         tap.sockets.push(socket)
         const watchers = tap.watchers[i]!
+        const counts = tap.counts[i]!
         socket.on('message', (packet) => {
+          counts.bytes += packet.length
+          // The RTP marker bit ends a frame: an H.264 access unit (RFC 6184), a JPEG (RFC 2435).
+          if (packet.length > 1 && packet[1]! & 0x80) counts.frames++
           for (const watch of watchers) watch(packet)
         })
         socket.on('error', () => {}) // a loopback socket of ours: nothing to recover
@@ -65,6 +72,12 @@ export class RtpTap implements LiveTap {
     if (!watchers) throw new RangeError(`member ${member} of ${this.members}`)
     watchers.add(onPacket)
     return () => void watchers.delete(onPacket)
+  }
+
+  sent(member: number): { bytes: number; frames: number } {
+    const counts = this.counts[member]
+    if (!counts) throw new RangeError(`member ${member} of ${this.members}`)
+    return { ...counts }
   }
 
   watching(): number {

@@ -150,6 +150,7 @@ export default definePlugin({
     const at = (origin: URL, bus_info: string, view: string) => `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/${view}`
     registry.addWatchLink('mjpeg', (bus_info, origin) => (runner && liveOf(bus_info) ? at(origin, bus_info, 'mjpeg') : null), 'jpeg')
     registry.addWatchLink('snapshot', (bus_info, origin) => (runner ? at(origin, bus_info, 'snapshot.jpg') : null), 'jpeg')
+    registry.addViewerCount('mjpeg', (bus_info) => mjpegClients.get(bus_info) ?? 0, 'jpeg')
 
     const tag = 'cameras'
     const pathParams = ['bus_info']

@@ -72,6 +72,9 @@ export default definePlugin({
       'whep',
     )
 
+    const watching = (bus_info: string) => [...sessions.values()].filter((s) => s.bus_info === bus_info).length
+    registry.addViewerCount('whep', watching, 'whep')
+
     return new Elysia({ name: 'periscope:whep' })
       .post(
         '/api/streams/:bus_info/whep',
@@ -90,8 +93,8 @@ export default definePlugin({
           if (live.tap.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
-          const watching = [...sessions.values()].filter((s) => s.bus_info === bus_info).length
-          if (watching >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${watching} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
+          const viewers = watching(bus_info)
+          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = randomUUID()
           const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })

@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import { BUN, until as waitFor, type TestServer } from '../helpers'
+import { BUN, listenEvents as listen, until as waitFor, type TestServer } from '../helpers'
 import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
@@ -16,37 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.stop()
 })
-
-/** Reads server-sent events into an array until aborted. */
-function listen(url: string) {
-  const events: { type: string; data: any; at: number }[] = []
-  const controller = new AbortController()
-  const ready = (async () => {
-    const res = await fetch(url, { signal: controller.signal })
-    const reader = res.body!.getReader()
-    const decoder = new TextDecoder()
-    let buffer = ''
-    void (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read()
-          if (done) return
-          buffer += decoder.decode(value, { stream: true })
-          let cut: number
-          while ((cut = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, cut)
-            buffer = buffer.slice(cut + 2)
-            const type = /^event: (.*)$/m.exec(block)?.[1]
-            const data = /^data: (.*)$/m.exec(block)?.[1]
-            if (type && data) events.push({ type, data: JSON.parse(data), at: performance.now() })
-          }
-        }
-      } catch {}
-    })()
-    return res
-  })()
-  return { events, ready, close: () => controller.abort() }
-}
 
 describe('server-sent events', () => {
   test('device_removed and device_added arrive within 1 s of unplug and plug', async () => {

@@ -235,6 +235,7 @@ export class Receiver {
 export class RtpCounter {
   frames: { at: number; ts: number }[] = []
   packets = 0
+  bytes = 0
   /** Packets missing between consecutive sequence numbers (reordering counts too: there is none on loopback). */
   missing = 0
   private lastSeq = -1
@@ -248,6 +249,7 @@ export class RtpCounter {
       socket: {
         data: (_s, buf) => {
           counter.packets++
+          counter.bytes += buf.length
           const seq = buf.length >= 4 ? buf.readUInt16BE(2) : -1
           if (counter.lastSeq >= 0 && seq >= 0) counter.missing += (seq - counter.lastSeq - 1 + 0x10000) & 0xffff
           counter.lastSeq = seq
