@@ -292,7 +292,7 @@ export class GroundStation {
       gcs.connections++
       gcs.tcpPeer?.destroy()
       gcs.tcpPeer = peer
-      peer.on('data', (chunk) => gcs.onBytes(chunk))
+      peer.on('data', (chunk: Buffer) => gcs.onBytes(chunk))
       peer.on('error', () => {})
     })
     gcs.tcpServerSocket = server
