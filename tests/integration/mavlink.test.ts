@@ -24,8 +24,8 @@ afterAll(async () => {
   for (const service of services) await service.kill()
 })
 
-async function service(mavlink: string): Promise<Service> {
-  const s = await startService({ args: ['--mavlink', mavlink, '--rtsp-port', String(freeTcpPort())] })
+async function service(mavlink: string, rtspPort = freeTcpPort()): Promise<Service> {
+  const s = await startService({ args: ['--mavlink', mavlink, '--rtsp-port', String(rtspPort)] })
   services.push(s)
   return s
 }
@@ -44,16 +44,19 @@ async function silentUdpPort(): Promise<number> {
   return port
 }
 
-async function stream(s: Service, bus_info: string, encode_type: 'H264' | 'MJPG', width: number, height: number): Promise<void> {
+/** Configures and starts a UDP stream to a loopback port (nobody needs to listen); answers that port. */
+async function stream(s: Service, bus_info: string, encode_type: 'H264' | 'MJPG', width: number, height: number): Promise<number> {
+  const port = freePort()
   const r = await s.call('POST', '/api/devices/configure_stream', {
     bus_info,
     stream_type: 'UDP',
     stream_format: { width, height, interval: { numerator: 1, denominator: 15 } },
     encode_type,
     enabled: true,
-    endpoints: [{ host: '127.0.0.1', port: freePort() }],
+    endpoints: [{ host: '127.0.0.1', port }],
   })
   expect(r.status, JSON.stringify(r.body)).toBe(200)
+  return port
 }
 
 const mavlinkHealth = async (s: Service) => (await s.call('GET', '/api/health')).body.plugins.mavlink
@@ -208,10 +211,10 @@ test('tcpout: a closed port is retried with backoff while the API answers; the l
   expect(gcs.decoder.badChecksum).toBe(0)
 }, 120_000)
 
-test('udpin: the service answers the ground station that spoke to it', async () => {
+test('udpin: the service answers the ground station that spoke to it; with RTSP off the stream is its RTP/UDP destination', async () => {
   const port = await silentUdpPort()
-  const s = await service(`udpin:127.0.0.1:${port}`)
-  await stream(s, WEBCAM, 'MJPG', 640, 480)
+  const s = await service(`udpin:127.0.0.1:${port}`, 0)
+  const rtpPort = await stream(s, WEBCAM, 'MJPG', 640, 480)
   const compid = await componentOf(s, WEBCAM)
   expect((await mavlinkHealth(s)).link).toMatchObject({ state: 'listening', peers: [] })
 
@@ -224,4 +227,6 @@ test('udpin: the service answers the ground station that spoke to it', async () 
   expect(health.ground_station).toMatchObject({ system_id: 255, component_id: 190 })
   const info = await gcs.request(compid, 'CAMERA_INFORMATION')
   expect(bytesText(info.fields.model_name as number[])).toBe('HD Webcam C270')
+  const video = await gcs.request(compid, 'VIDEO_STREAM_INFORMATION')
+  expect(video.fields).toMatchObject({ type: MAV.STREAM_TYPE_RTPUDP, uri: `udp://127.0.0.1:${rtpPort}`, resolution_h: 640, resolution_v: 480 })
 }, 90_000)
