@@ -13,12 +13,13 @@ import { startContractServer } from './setup'
 const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'mavlink']
 
 test('--mavlink and its companions: parsed as mavlink-router writes endpoints, refused otherwise; off by default, the plugin loaded by default', () => {
+  const endpoint = (kind: string, host: string, port: number) => ({ kind, host, port })
   const defaults = loadConfig([])
   expect(defaults).toMatchObject({ mavlink: null, mavlinkComponentBase: 100, mavlinkSystemId: 1, mavlinkStreamAddress: null })
-  expect(loadConfig(['--mavlink', 'udpout:127.0.0.1:14550']).mavlink).toEqual({ kind: 'udpout', host: '127.0.0.1', port: 14550 })
-  expect(loadConfig(['--mavlink=udpin:0.0.0.0:14660']).mavlink).toEqual({ kind: 'udpin', host: '0.0.0.0', port: 14660 })
-  expect(loadConfig([], { PERISCOPE_MAVLINK: 'tcpout:localhost:5777' }).mavlink).toEqual({ kind: 'tcpout', host: 'localhost', port: 5777 })
-  expect(loadConfig(['--mavlink', 'udpout:[::1]:14550']).mavlink).toEqual({ kind: 'udpout', host: '::1', port: 14550 })
+  expect(loadConfig(['--mavlink', 'udpout:127.0.0.1:14550']).mavlink).toEqual(endpoint('udpout', '127.0.0.1', 14550))
+  expect(loadConfig(['--mavlink=udpin:0.0.0.0:14660']).mavlink).toEqual(endpoint('udpin', '0.0.0.0', 14660))
+  expect(loadConfig([], { PERISCOPE_MAVLINK: 'tcpout:localhost:5777' }).mavlink).toEqual(endpoint('tcpout', 'localhost', 5777))
+  expect(loadConfig(['--mavlink', 'udpout:[::1]:14550']).mavlink).toEqual(endpoint('udpout', '::1', 14550))
   expect(loadConfig(['--mavlink', 'off']).mavlink).toBeNull()
   for (const bad of ['serial:/dev/ttyACM0:115200', 'udpout:127.0.0.1', 'udpout:127.0.0.1:0', 'tcpout:host:70000', '127.0.0.1:14550', 'udpout::14550']) {
     expect(() => loadConfig(['--mavlink', bad])).toThrow('mavlink must be udpout:<host>:<port>')
