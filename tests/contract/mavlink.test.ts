@@ -5,7 +5,7 @@
 // station is known to be right independently of the service's library.
 import { expect, test } from 'bun:test'
 import { createSocket } from 'node:dgram'
-import { DEFAULT_PLUGINS, helpText, loadConfig } from '../../core/config'
+import { DEFAULT_PLUGINS, helpText, loadConfig, type MavlinkEndpoint } from '../../core/config'
 import { until, type TestServer } from '../helpers'
 import { crcExtra, encode, FrameDecoder, GroundStation, MESSAGES, type Message, x25 } from '../mavlink-gcs'
 import { startContractServer } from './setup'
@@ -13,7 +13,7 @@ import { startContractServer } from './setup'
 const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'mavlink']
 
 test('--mavlink and its companions: parsed as mavlink-router writes endpoints, refused otherwise; off by default, the plugin loaded by default', () => {
-  const endpoint = (kind: string, host: string, port: number) => ({ kind, host, port })
+  const endpoint = (kind: MavlinkEndpoint['kind'], host: string, port: number): MavlinkEndpoint => ({ kind, host, port })
   const defaults = loadConfig([])
   expect(defaults).toMatchObject({ mavlink: null, mavlinkComponentBase: 100, mavlinkSystemId: 1, mavlinkStreamAddress: null })
   expect(loadConfig(['--mavlink', 'udpout:127.0.0.1:14550']).mavlink).toEqual(endpoint('udpout', '127.0.0.1', 14550))
