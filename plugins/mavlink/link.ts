@@ -191,7 +191,7 @@ export class MavlinkLink {
     if (kind === 'udpout') {
       // Unconnected, so an ICMP "port unreachable" (nobody listening yet) is not an error; the peer's
       // answers come back to this socket's port.
-      socket.bind(0, () => (this.state = 'sending'))
+      socket.bind(0)
       this.state = 'sending'
       return
     }

@@ -415,7 +415,8 @@ export class MavlinkService {
       this.ack(component, command.command, Result.ACCEPTED, from)
       this.send(component, message)
     }
-    const streamOk = (id: number) => id === 0 || id === 1
+    // This camera has one stream and one storage, id 1; 0 asks for all of them.
+    const oursOrAll = (id: number) => id === 0 || id === 1
     switch (command.command) {
       case Cmd.REQUEST_MESSAGE:
         return this.requestMessage(component, device, command, from)
@@ -424,18 +425,18 @@ export class MavlinkService {
       case Cmd.REQUEST_CAMERA_SETTINGS:
         return answer(msg.cameraSettings())
       case Cmd.REQUEST_STORAGE_INFORMATION:
-        if (!streamOk(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
+        if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
         return answer(msg.storageInformation(this.disk()))
       case Cmd.REQUEST_CAMERA_CAPTURE_STATUS: {
         this.ack(component, command.command, Result.ACCEPTED, from)
         return this.sendCaptureStatus(component)
       }
       case Cmd.REQUEST_VIDEO_STREAM_INFORMATION:
-        if (!streamOk(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
+        if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
         this.ack(component, command.command, Result.ACCEPTED, from)
         return this.sendStreamInformation(component, device)
       case Cmd.REQUEST_VIDEO_STREAM_STATUS:
-        if (!streamOk(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
+        if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
         return answer(msg.videoStreamStatus(this.streamFacts(component, device)))
       case Cmd.VIDEO_START_CAPTURE:
       case Cmd.VIDEO_STOP_CAPTURE:
