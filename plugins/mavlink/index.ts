@@ -1,6 +1,6 @@
 // MAVLink camera protocol (QGroundControl finds the cameras and their streams): loaded by default like
 // every viewer plugin, and inert until `--mavlink <endpoint>` says where the link is. Only then is
-// node-mavlink loaded (its message tables cost ~23 MB of memory and ~90 ms), so a vehicle that does
+// node-mavlink loaded (its message tables cost ~8 MB of the service's RSS and ~90 ms), so a vehicle that does
 // not use MAVLink pays nothing, and /api/health always says whether the link is on and how it is.
 import { Elysia } from 'elysia'
 import { definePlugin } from '../../core/plugin'
