@@ -232,6 +232,12 @@ export interface DeviceDirectory {
    * stream format is NONE; throws a 409 when a follower cannot take its leader's format.
    */
   stillSource(bus_info: string): { member: StreamMember; stream: Stream } | undefined
+  /**
+   * POST /api/devices/start_recording and stop_recording, for plugins that offer them another way
+   * (MAVLink): the same checks and the same HttpErrors (404 unknown, 409 refused, 503 no recorder).
+   */
+  startRecording(bus_info: string): Promise<DeviceRecording>
+  stopRecording(bus_info: string): Promise<DeviceRecording>
 }
 
 /**

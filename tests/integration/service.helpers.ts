@@ -13,11 +13,11 @@ export interface Service {
   kill(): Promise<void>
 }
 
-/** core/main.ts in a child process with simulated cameras, on a free port, answering. */
-export async function startService(): Promise<Service> {
+/** core/main.ts in a child process with simulated cameras, on a free port, answering; `args` are more flags. */
+export async function startService(options: { args?: string[] } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
   const port = freeTcpPort()
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error'], {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args ?? [])], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
