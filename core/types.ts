@@ -245,6 +245,13 @@ export interface LiveTap {
   readonly members: number
   /** Every RTP packet of member `member` from now on; returns the unsubscribe. */
   subscribe(member: number, onPacket: (packet: Uint8Array) => void): () => void
+  /**
+   * H.264: member `member`'s packets from its latest key frame (SPS, PPS, IDR) to the newest one, in
+   * order and without a gap, so a new viewer or a snapshot can start at once instead of waiting for the
+   * next key frame. Empty for JPEG, before the first key frame, or when the group of pictures outgrew
+   * the cache's bound. The packets are shared: copy one before changing it.
+   */
+  lastGop(member: number): readonly Uint8Array[]
 }
 
 // ---- network (drivers/networkmanager) ----
