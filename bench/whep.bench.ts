@@ -201,9 +201,10 @@ try {
         const before = performance.now()
         const pageNow = await page.evaluate(() => performance.now())
         const postedAt = opened.postedAt + ((before + performance.now()) / 2 - pageNow)
+        const settled = await watch(page, `t${i}`, (w) => w.framesDecoded >= FPS * 2, 20_000)
+        // Looked up two seconds of frames later: the next key frame may come after WHEP's first frame.
         const nextKey = s.keyFrames.find((t) => t >= postedAt)
         if (nextKey !== undefined) result.plainJoin.push(nextKey - postedAt)
-        const settled = await watch(page, `t${i}`, (w) => w.framesDecoded >= FPS * 2, 20_000)
         result.jitter += settled.jitterBufferMs
         result.decode += settled.decodeMs
         await fetch(s.url + opened.location!, { method: 'DELETE' })
