@@ -259,6 +259,13 @@ export interface LiveTap {
    * one, with the RTP marker bit).
    */
   sent(member: number): { bytes: number; frames: number }
+  /**
+   * H.264: member `member`'s packets from its latest key frame (SPS, PPS, IDR) to the newest one, in
+   * order and without a gap, so a new viewer or a snapshot can start at once instead of waiting for the
+   * next key frame. Empty for JPEG, before the first key frame, or when the group of pictures outgrew
+   * the cache's bound. The packets are shared: copy one before changing it.
+   */
+  lastGop(member: number): readonly Uint8Array[]
 }
 
 // ---- network (drivers/networkmanager) ----

@@ -8,7 +8,7 @@ import { requestPath, routeMatcher } from '../front'
 import type { Logger } from '../log'
 import { DeviceError } from '../types'
 
-const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 export interface ErrorModelOptions {
   log: Logger

@@ -1,8 +1,9 @@
 // WebRTC for browsers through WHEP (the WebRTC-HTTP egress protocol): a browser POSTs an SDP offer to
 // /api/streams/{bus_info}/whep and gets 201 Created, the session's Location and the SDP answer; DELETE
-// on the Location ends it. The camera's H.264 goes out as the pipeline made it (from the live tap),
-// never re-encoded; an MJPG stream is refused (409) with a pointer to the MJPEG route. Host candidates
-// only, no trickle (PATCH is 405): the pilot is on the vehicle's LAN. Sessions that go unheard for
+// on the Location ends it; OPTIONS says what a POST takes (Accept-Post: application/sdp). The camera's
+// H.264 goes out as the pipeline made it (from the live tap), never re-encoded; an MJPG stream is
+// refused (409) with a pointer to the MJPEG route. Host candidates only, no trickle (PATCH on a session
+// is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
 // --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
 // closed; at most --max-viewers per camera.
 import { Elysia } from 'elysia'
@@ -76,6 +77,31 @@ export default definePlugin({
     registry.addViewerCount('whep', watching, 'whep')
 
     return new Elysia({ name: 'periscope:whep' })
+      .options(
+        '/api/streams/:bus_info/whep',
+        ({ params: { bus_info } }) => {
+          if (!registry.deviceDirectory().device(bus_info)) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          return new Response(null, { status: 204, headers: { 'accept-post': 'application/sdp', allow: 'POST, OPTIONS' } })
+        },
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: 'What a WHEP endpoint takes: 204 with Accept-Post: application/sdp',
+            description:
+              "As the WHEP draft says. A browser's CORS preflight (OPTIONS with Access-Control-Request-Method) is answered before this, by the CORS layer, with the allowed origin, methods and headers.",
+            okStatus: 204,
+            ok: {
+              description: 'The endpoint takes SDP offers',
+              headers: {
+                'Accept-Post': { description: 'The media type of an offer: application/sdp', schema: { type: 'string' } },
+                Allow: { description: 'The methods this endpoint takes', schema: { type: 'string' } },
+              },
+            },
+            errors: [404],
+            pathParams: ['bus_info'],
+          }),
+        },
+      )
       .post(
         '/api/streams/:bus_info/whep',
         async ({ params: { bus_info }, request }) => {
@@ -148,7 +174,13 @@ export default definePlugin({
           return new Response(null, { status: 200 })
         },
         {
-          ...docs({ tag: 'cameras', summary: 'End a WebRTC (WHEP) session', errors: [404], pathParams: ['bus_info', 'session_id'] }),
+          ...docs({
+            tag: 'cameras',
+            summary: 'End a WebRTC (WHEP) session',
+            description: 'PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.',
+            errors: [404],
+            pathParams: ['bus_info', 'session_id'],
+          }),
         },
       )
   },

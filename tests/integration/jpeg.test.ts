@@ -286,6 +286,26 @@ test('snapshots: a decodable JPEG of the stream\'s size and of ?height=; concurr
   expect(transcoders()).toEqual([])
 }, 90_000)
 
+test("an H.264 snapshot is decoded from the tap's last group of pictures: no transcoder, no feed, a JPEG of the stream's size", async () => {
+  const port = freePort()
+  try {
+    await stream(EHD, 'H264', port)
+    const { tap, member } = s.ctx.registry.get('streamer')!.live(EHD)!
+    await waitFor('a kept group of pictures', () => tap.lastGop(member).length > 0, 20_000)
+    const feedsBefore = (await s.call('GET', '/api/health')).body.plugins.jpeg.feeds
+    const r = await snapshot(EHD)
+    expect(r.status).toBe(200)
+    expect(await decode(new Uint8Array(await r.arrayBuffer()))).toEqual({ width: 640, height: 480 })
+    // Not the transcoder's path (a feed, a udpsrc child waiting for the next key frame): the tap's group, decoded once.
+    expect((await s.call('GET', '/api/health')).body.plugins.jpeg.feeds).toBe(feedsBefore)
+    expect(transcoders()).toEqual([])
+    const small = await snapshot(EHD, '?height=120')
+    expect(await decode(new Uint8Array(await small.arrayBuffer()))).toEqual({ width: 160, height: 120 })
+  } finally {
+    await stopStream(EHD)
+  }
+}, 60_000)
+
 test('a snapshot of a stopped camera is a one-shot capture of its configured size; MJPEG of it is 409 with what to do', async () => {
   await stopStream(WEBCAM).catch(() => {})
   const r = await snapshot(WEBCAM)
