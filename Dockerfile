@@ -18,7 +18,8 @@ WORKDIR /opt/periscope
 COPY package.json package-lock.json ./
 # The production dependencies from the lock (plain JavaScript, the same for every architecture);
 # dbus-next's optional native socket is left out, as on a machine without compilers: it falls back to node:net.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+# (npm warns that werift wants Node 22: Bun, not this Node, runs it; warnings are not shown.)
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 # Bun for the target: the npm package that holds its binary (what the `bun` package's install script
 # picks on such a machine; named here by TARGETARCH, so a cross-build picks right).
 RUN case "$TARGETARCH" in \
