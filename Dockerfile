@@ -40,8 +40,7 @@ COPY examples examples
 
 FROM ${BASE_IMAGE} AS runtime
 # GStreamer (streams, recordings, JPEG) and its RTSP server through python3-gi: the packages
-# `npm start` installs on a Debian machine, from the same scripts. (scripts/container/build.sh arm64
-# drops this RUN and starts from a base that holds them: it cannot run arm64 programs to install them.)
+# `npm start` installs on a Debian machine, from the same scripts.
 COPY scripts/setup/apt.sh scripts/setup/gstreamer.sh scripts/setup/rtsp.sh /tmp/setup/
 RUN apt-get update && bash /tmp/setup/gstreamer.sh && bash /tmp/setup/rtsp.sh --runtime \
  && apt-get clean && rm -rf /tmp/setup /var/lib/apt/lists/*

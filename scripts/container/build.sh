@@ -5,12 +5,12 @@
 #
 #   scripts/container/build.sh [amd64|arm64] [--fresh]
 #
-# amd64 on an amd64 machine: mmdebstrap makes a Debian 12 minbase, and the Dockerfile's RUN steps install
-# GStreamer into it (buildah's chroot isolation: no OCI runtime needed to build).
-# arm64 on an amd64 machine without binfmt_misc: the Dockerfile's RUN steps cannot execute arm64 programs,
-# so mmdebstrap (chrootless mode, no emulation) makes an arm64 root that already holds the runtime packages
-# (the lists of scripts/setup/gstreamer.sh and rtsp.sh), and the Dockerfile is built without the runtime
-# stage's RUN (a copy in .tmp/container/); the npm stage runs on amd64 and picks Bun's aarch64 build.
+# The base is a Debian 12 minbase; the Dockerfile's RUN steps install GStreamer into it (buildah's chroot
+# isolation: no OCI runtime is needed to build). arm64 on an amd64 machine: mmdebstrap makes the arm64
+# base without emulation (chrootless mode), the npm stage runs on amd64 and picks Bun's aarch64 build,
+# but the RUN steps of the arm64 stage execute arm64 programs (apt, dpkg): that needs qemu-user-static
+# registered with binfmt_misc, which the script checks first and does not do itself (it is the kernel's,
+# shared by everything on the machine).
 #
 # The base tarballs are kept under .tmp/container/ (delete them, or pass --fresh, to make them anew);
 # podman keeps its layer cache. Prints how long each part took and the image's size; the image is
@@ -52,21 +52,19 @@ SLIM=(--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/sha
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-# debian_image NAME ARCH [PACKAGE…]: a Debian minbase (with those packages) as a podman image, made by
-# mmdebstrap into .tmp/container/NAME.tar unless that tarball is already there.
+# debian_image NAME ARCH: a Debian minbase as a podman image, made by mmdebstrap into
+# .tmp/container/NAME.tar unless that tarball is already there.
 debian_image() {
   local name=$1 arch=$2
-  shift 2
-  local tar="$CACHE/$name.tar" image="localhost/periscope-base:$name" mode=root include=()
+  local tar="$CACHE/$name.tar" image="localhost/periscope-base:$name" mode=root
   [ "$FRESH" = 1 ] && rm -f "$tar"
   [ "$arch" = "$NATIVE" ] || mode=chrootless # runs no foreign program: needs no emulation
-  (($#)) && include=(--include="$(IFS=,; echo "$*")")
   if [ ! -s "$tar" ]; then
     local started
     started=$(now)
-    echo "container build: mmdebstrap $SUITE $arch ($mode${*:+, with $*}) into $tar" >&2
+    echo "container build: mmdebstrap $SUITE $arch ($mode) into $tar" >&2
     mmdebstrap --quiet --mode="$mode" --variant=minbase --arch="$arch" --format=tar \
-      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${SLIM[@]}" "${include[@]}" \
+      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${SLIM[@]}" \
       "$SUITE" "$tar.part" "$SOURCES" || die "mmdebstrap failed for $arch"
     mv "$tar.part" "$tar"
     echo "container build: base $name made in $(seconds "$started" "$(now)") s ($(du -m "$tar" | cut -f1) MB)" >&2
@@ -82,29 +80,13 @@ debian_image() {
   echo "$image"
 }
 
-packages() { (cd scripts/setup && PERISCOPE_LIST_PACKAGES=1 bash gstreamer.sh && PERISCOPE_LIST_PACKAGES=1 bash rtsp.sh --runtime) | sort -u; }
-
-# The Dockerfile without the RUN of its `runtime` stage (the instruction and its continuation lines).
-without_runtime_run() {
-  awk '/^FROM / { stage = / AS runtime$/ } stage && /^RUN / { skipping = 1 }
-       skipping { if (!/\\$/) skipping = 0; next } { print }' Dockerfile
-}
+if [ "$ARCH" != "$NATIVE" ] && [ ! -e "/proc/sys/fs/binfmt_misc/qemu-${ARCH/arm64/aarch64}" ]; then
+  die "building for $ARCH on $NATIVE runs $ARCH programs in the image (apt): register qemu-user-static with binfmt_misc first (Debian: apt-get install qemu-user-static binfmt-support), or build on an $ARCH machine"
+fi
 
 started=$(now)
-DOCKERFILE=Dockerfile
-BUILD_ARGS=()
-if [ "$ARCH" = "$NATIVE" ]; then
-  base=$(debian_image "$SUITE-$ARCH" "$ARCH")
-  BUILD_ARGS+=(--build-arg "BASE_IMAGE=$base")
-else
-  native_base=$(debian_image "$SUITE-$NATIVE" "$NATIVE")
-  mapfile -t runtime_packages < <(packages)
-  runtime=$(debian_image "$SUITE-$ARCH-runtime" "$ARCH" "${runtime_packages[@]}")
-  BUILD_ARGS+=(--build-arg "BUILD_BASE_IMAGE=$native_base" --build-arg "BASE_IMAGE=$runtime")
-  DOCKERFILE="$CACHE/Dockerfile.$ARCH"
-  without_runtime_run > "$DOCKERFILE"
-  ! grep -q 'apt-get' "$DOCKERFILE" || die "could not drop the runtime stage's RUN from the Dockerfile"
-fi
+BUILD_ARGS=(--build-arg "BASE_IMAGE=$(debian_image "$SUITE-$ARCH" "$ARCH")")
+[ "$ARCH" = "$NATIVE" ] || BUILD_ARGS+=(--build-arg "BUILD_BASE_IMAGE=$(debian_image "$SUITE-$NATIVE" "$NATIVE")")
 based=$(now)
 
 # The npm stage fetches from the npm registry over TLS: lend it the machine's CA bundle (a proxy that
@@ -117,7 +99,7 @@ fi
 
 echo "container build: podman build $IMAGE (linux/$ARCH)" >&2
 podman build --isolation chroot --platform "linux/$ARCH" --network host "${MOUNTS[@]}" "${BUILD_ARGS[@]}" \
-  --tag "$IMAGE" --file "$DOCKERFILE" . || die "podman build failed"
+  --tag "$IMAGE" --file Dockerfile . || die "podman build failed"
 built=$(now)
 
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")

@@ -2,12 +2,9 @@
 # apt_install_missing LABEL PKG… installs the packages that are not installed yet: without recommends,
 # waiting for the apt lock, running `apt-get update` only when the first attempt fails, and never
 # starting the packages' services on this machine (policy-rc.d: the tests start their own, in namespaces).
-# With PERISCOPE_LIST_PACKAGES=1 it prints the packages, one a line, and ends the calling script there
-# (scripts/container/build.sh makes a base that holds them without running that script in it).
 apt_install_missing() {
   local label=$1 p own_policy=0
   shift
-  if [ "${PERISCOPE_LIST_PACKAGES:-}" = 1 ]; then printf '%s\n' "$@"; exit 0; fi
   local missing=()
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
