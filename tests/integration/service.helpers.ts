@@ -40,7 +40,7 @@ export async function startService(options: { args?: string[] } = {}): Promise<S
 }
 
 /** A simulated device with an H.264 node, and a size (at most 1280 wide) and interval (15 fps when offered) it offers. */
-export async function h264Device(service: Service): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
+export async function h264Device(service: Pick<Service, 'call'>): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
   const { body } = await service.call('GET', '/api/devices')
   for (const d of body) {
     for (const cam of d.cameras ?? []) {
