@@ -13,10 +13,12 @@ import { apiDocs } from './http/docs'
 import { errorModel } from './http/error-model'
 import { eventStream } from './http/events'
 import { health } from './http/health'
-import { requestLog } from './http/request-log'
+import { logs } from './http/logs'
+import { requestLog, RequestWatchers } from './http/request-log'
 import { PluginSet } from './lifecycle'
-import { createLogger, type Logger } from './log'
+import { atLeast, createLogger, LogRing, type Logger } from './log'
 import { Registry, type AppContext, type PeriscopePlugin } from './plugin'
+import { LOG_RING_CAPACITY } from './schemas'
 import { SettingsStore } from './store'
 
 export interface PeriscopeApp {
@@ -31,23 +33,28 @@ export interface PeriscopeApp {
 }
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
+  const events = new EventBus()
+  const recentLogs = new LogRing(LOG_RING_CAPACITY)
+  const unsubscribeLog = keepLogs(log, recentLogs, events)
   const store = SettingsStore.open(config.dataDir)
   if (store.notice) log.error('settings database set aside', { detail: store.notice })
   if (store.problem) log.warn('settings cannot be saved', { detail: store.problem })
-  const ctx: AppContext = { config, registry: new Registry(), events: new EventBus(), store, log, activity: { lastRequestAt: 0 } }
+  const ctx: AppContext = { config, registry: new Registry(), events, store, log, activity: { lastRequestAt: 0 }, requests: new RequestWatchers() }
   const mounted = await PluginSet.mount(plugins, ctx)
 
   // Request hooks run in this order: timing first, preflights answered before the token is asked for.
+  const requests = requestLog(log, ctx.requests)
   const app: AnyElysia = new Elysia()
-    .use(requestLog(log))
-    .use(clientActivity(ctx.activity))
+    .use(requests.plugin)
+    .use(clientActivity(ctx.activity, mounted.backgroundPaths))
     .use(bodyLimit(config.bodyLimit))
-    .use(cors(config.corsOrigins))
-    .use(bearerToken(config.token))
+    .use(cors(config.corsOrigins, requests.early))
+    .use(bearerToken(config.token, requests.early))
     .use(errorModel({ log, routes: () => app.routes }))
     .use(apiDocs())
     .use(health({ store, registry: ctx.registry, plugins: () => mounted.health() }))
     .use(eventStream(ctx.events))
+    .use(logs(recentLogs))
   for (const routes of mounted.routes) app.use(routes)
 
   let server: Front | null = null
@@ -80,8 +87,28 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         await mounted.stop()
         server?.stop(true)
         store.close()
+        unsubscribeLog()
       })()
       return stopping
     },
   }
+}
+
+/**
+ * Every entry the app's logger writes goes into its ring (GET /api/logs); those at warn and above are
+ * also `log` events. Returns the unsubscribe (a logger may outlive the app).
+ */
+function keepLogs(log: Logger, ring: LogRing, events: EventBus): () => void {
+  let relaying = false
+  return log.subscribe((record) => {
+    const seq = ring.add(record)
+    // A listener of the event that logs a warning itself must not loop.
+    if (!atLeast(record.level, 'warn') || relaying) return
+    relaying = true
+    try {
+      events.emit('log', LogRing.entry(seq, record))
+    } finally {
+      relaying = false
+    }
+  })
 }

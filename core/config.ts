@@ -2,6 +2,7 @@
 // parser, the environment names and --help, so they cannot drift apart.
 import { existsSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { LOG_LEVELS } from './log'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 
@@ -26,9 +27,38 @@ export interface Config {
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
   rtspPort: number
+  /** Where the MAVLink camera components talk (plugins/mavlink); null = off. */
+  mavlink: MavlinkEndpoint | null
+  /** Component id of the first camera (QGroundControl looks for cameras at 100–105). */
+  mavlinkComponentBase: number
+  /** The vehicle's MAVLink system id, which its camera components share. */
+  mavlinkSystemId: number
+  /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
+  mavlinkStreamAddress: string | null
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'console']
+/**
+ * A MAVLink link as mavlink-router and mavlink-camera-manager write it: `udpout:host:port` sends to a
+ * ground station (or router) listening there, `udpin:addr:port` listens and answers whoever sent to it,
+ * `tcpout:host:port` connects to a TCP server (BlueOS's mavlink-router at 127.0.0.1:5777). An IPv6
+ * host is written in brackets: `udpout:[::1]:14550`.
+ */
+export interface MavlinkEndpoint {
+  kind: 'udpout' | 'udpin' | 'tcpout'
+  host: string
+  port: number
+}
+
+export function parseMavlinkEndpoint(raw: string): MavlinkEndpoint {
+  const m = /^(udpout|udpin|tcpout):(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(raw.trim())
+  const port = m ? Number(m[3]) : NaN
+  if (!m || port < 1 || port > 65535) {
+    throw new Error(`mavlink must be udpout:<host>:<port>, udpin:<address>:<port> or tcpout:<host>:<port> (port 1-65535), got '${raw}'`)
+  }
+  return { kind: m[1] as MavlinkEndpoint['kind'], host: m[2]!.replace(/^\[|\]$/g, ''), port }
+}
+
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
 
 interface Option {
   flag: string
@@ -44,7 +74,6 @@ const int = (name: string, min: number, max: number) => (raw: string) => {
   return n
 }
 const list = (raw: string) => raw.split(',').map((s) => s.trim()).filter(Boolean)
-const LEVELS: LogLevel[] = ['debug', 'info', 'warn', 'error']
 
 /** Simulated cameras are on by default only when the machine has no video node. */
 function defaultSimulate(): string | null {
@@ -71,7 +100,7 @@ const OPTIONS: Option[] = [
     key: 'logLevel',
     help: 'debug, info, warn or error',
     parse: (r) => {
-      if (!LEVELS.includes(r as LogLevel)) throw new Error(`log-level must be one of ${LEVELS.join(', ')}, got '${r}'`)
+      if (!LOG_LEVELS.includes(r as LogLevel)) throw new Error(`log-level must be one of ${LOG_LEVELS.join(', ')}, got '${r}'`)
       return r
     },
     def: () => 'info',
@@ -90,6 +119,22 @@ const OPTIONS: Option[] = [
   { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
+  {
+    flag: 'mavlink',
+    key: 'mavlink',
+    help: "MAVLink camera protocol for QGroundControl: udpout:<host>:<port>, udpin:<address>:<port> or tcpout:<host>:<port> (off when unset or 'off')",
+    parse: (r) => (r === '' || r === 'off' ? null : parseMavlinkEndpoint(r)),
+    def: () => null,
+  },
+  { flag: 'mavlink-component-base', key: 'mavlinkComponentBase', help: 'MAVLink component id of the first camera; the next cameras take the next free ids (QGroundControl looks at 100-105)', parse: int('mavlink-component-base', 1, 255), def: () => 100 },
+  { flag: 'mavlink-system-id', key: 'mavlinkSystemId', help: "the vehicle's MAVLink system id, shared by its camera components", parse: int('mavlink-system-id', 1, 255), def: () => 1 },
+  {
+    flag: 'mavlink-stream-address',
+    key: 'mavlinkStreamAddress',
+    help: "the vehicle's address in the stream URIs sent over MAVLink (default: --host when it is one address, else the one facing the MAVLink peer, else the first LAN address)",
+    parse: (r) => r || null,
+    def: () => null,
+  },
 ]
 
 const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`

@@ -9,6 +9,8 @@ export type EventType =
   | 'preferences_updated'
   | 'network_changed'
   | 'zip_progress'
+  /** A log entry at warn or above (core/log.ts): why a stream failed, a device refused, … */
+  | 'log'
 
 export interface PeriscopeEvent { type: EventType; data: unknown; id: number; time: string }
 type Listener = (event: PeriscopeEvent) => void

@@ -45,12 +45,19 @@ export class PluginSet {
     private readonly app: AppContext,
     /** Paths whose answers keep an exact Content-Length (core/front.ts). */
     readonly exactLength: string[],
+    /** Paths machines poll, which do not show that a client is there (core/http/activity.ts). */
+    readonly backgroundPaths: string[],
   ) {}
 
   static async mount(plugins: PeriscopePlugin[], app: AppContext): Promise<PluginSet> {
     const mounted: MountedPlugin[] = []
     for (const plugin of plugins) mounted.push(await mountPlugin(plugin, app))
-    return new PluginSet(mounted, app, plugins.flatMap((plugin) => plugin.exactLength ?? []))
+    return new PluginSet(
+      mounted,
+      app,
+      plugins.flatMap((plugin) => plugin.exactLength ?? []),
+      plugins.flatMap((plugin) => plugin.backgroundPaths ?? []),
+    )
   }
 
   get routes(): AnyElysia[] {

@@ -56,8 +56,8 @@ export interface DocsOptions extends ValidatedSchemas {
   tag: 'cameras' | 'network' | 'preferences' | 'recordings' | 'system' | 'simulation' | (string & {})
   summary: string
   description?: string
-  /** The success body: a schema, or a ready OpenAPI content object (and headers) for non-JSON answers. */
-  ok?: TSchema | { content: Record<string, unknown>; description?: string; headers?: Record<string, unknown> }
+  /** The success body: a schema, or a ready OpenAPI content object (and headers) for non-JSON answers (none for a 204). */
+  ok?: TSchema | { content?: Record<string, unknown>; description?: string; headers?: Record<string, unknown> }
   /** The success status when it is not 200 (201 Created). */
   okStatus?: number
   /** A non-JSON request body the handler reads itself (an OpenAPI content object: `{'application/sdp': …}`). */
@@ -77,9 +77,9 @@ export interface DocsOptions extends ValidatedSchemas {
 export function docs(options: DocsOptions) {
   const responses: Record<string, unknown> = {}
   const success = String(options.okStatus ?? 200)
-  if (options.ok && 'content' in options.ok && !(Kind in options.ok)) {
-    const { description, content, headers } = options.ok
-    responses[success] = { description: description ?? 'Successful Response', content, ...(headers ? { headers } : {}) }
+  if (options.ok && !(Kind in options.ok)) {
+    const { description, content, headers } = options.ok as { content?: Record<string, unknown>; description?: string; headers?: Record<string, unknown> }
+    responses[success] = { description: description ?? 'Successful Response', ...(content ? { content } : {}), ...(headers ? { headers } : {}) }
   } else {
     responses[success] = { description: 'Successful Response', ...(options.ok ? { content: json(toJsonSchema(options.ok as TSchema, false)) } : {}) }
   }

@@ -7,10 +7,11 @@
 import type { AnyElysia } from 'elysia'
 import type { Config } from './config'
 import type { EventBus } from './events'
+import type { RequestWatchers } from './http/request-log'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
-import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, WatchKind, WatchLink } from './types'
+import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, ViewerKind, WatchKind, WatchLink } from './types'
 import { xuControls } from './xu'
 
 /** What one app instance shares with its plugins. */
@@ -22,6 +23,8 @@ export interface AppContext {
   log: Logger
   /** When any API client was last heard from (ms since epoch); the network rollback watches it. */
   activity: { lastRequestAt: number }
+  /** Each answered request, timed, by route template (core/http/request-log.ts): the metrics plugin watches. */
+  requests: RequestWatchers
 }
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }
@@ -51,6 +54,11 @@ export interface PeriscopePlugin {
    * them chunked, so the front serves them through node:http (core/front.ts).
    */
   exactLength?: string[]
+  /**
+   * Paths that machines poll (a metrics scraper, perhaps on the vehicle itself): a request to them does
+   * not show that an API client is still there, which the network rollback watches for.
+   */
+  backgroundPaths?: string[]
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
@@ -72,6 +80,7 @@ export class Registry {
   private vendorDefs: VendorDefinition[] = []
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
+  private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -135,6 +144,18 @@ export class Registry {
   watch(bus_info: string, origin: URL): Record<WatchKind, string | null> {
     const link = (kind: WatchKind) => this.links.get(kind)?.link(bus_info, origin) ?? null
     return { rtsp: link('rtsp'), whep: link('whep'), mjpeg: link('mjpeg'), snapshot: link('snapshot') }
+  }
+
+  /** A viewer plugin says how many watch a camera its way now (metrics read it; the plugin keeps the count). */
+  addViewerCount(kind: ViewerKind, count: (bus_info: string) => number, plugin: string): void {
+    const taken = this.viewerCounts.get(kind)
+    if (taken) throw new Error(`viewer count '${kind}' is already provided by plugin '${taken.plugin}'`)
+    this.viewerCounts.set(kind, { plugin, count })
+  }
+
+  /** Viewers of the camera now, for each way of watching that a loaded plugin serves (absent: none serves it). */
+  viewers(bus_info: string): Partial<Record<ViewerKind, number>> {
+    return Object.fromEntries([...this.viewerCounts].map(([kind, { count }]) => [kind, count(bus_info)]))
   }
 
   provides(plugin: string): boolean {

@@ -2,6 +2,7 @@
 // (core/validation.ts, pydantic semantics), the OpenAPI components (core/openapi.ts) and the TypeScript
 // types of the wire shapes (core/types.ts: `Static<typeof …>`), so a shape is declared only here.
 import { Type as t, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox'
+import { LOG_LEVELS } from './log'
 
 /** A string enum, validated as pydantic validates an Enum (type 'enum', ctx.expected). */
 export const Enum = <const V extends string>(values: readonly V[], description?: string) =>
@@ -61,9 +62,10 @@ export const DeviceInfoModel = t.Object({
   pid: t.Integer(),
 })
 export const FrameDropStats = t.Object({ num_drops: t.Integer() })
+export const STREAM_STATES = ['stopped', 'starting', 'running', 'backoff', 'error'] as const
 export const StreamStatusModel = t.Object(
   {
-    state: Enum(['stopped', 'starting', 'running', 'backoff', 'error'] as const),
+    state: Enum(STREAM_STATES),
     error: t.Union([t.String(), t.Null()]),
     restarts: t.Integer(),
   },
@@ -190,6 +192,32 @@ export const ZipStatusModel = t.Object({
   download_url: t.String(),
 })
 
+// ---- logs (core/log.ts) ----
+
+export const LOG_RING_CAPACITY = 1000
+export const LogLevelEnum = Enum(LOG_LEVELS)
+export const LogEntryModel = t.Object(
+  {
+    seq: t.Integer({ minimum: 1, description: 'Increasing by one for each entry written in this service run (from 1 after a restart)' }),
+    time: t.String({ format: 'date-time' }),
+    level: LogLevelEnum,
+    msg: t.String({ examples: ['pipeline failed'] }),
+    fields: t.Record(t.String(), t.Unknown(), { description: 'What else the entry carries: plugin, bus_info, reason, status, err {name, message}, …' }),
+  },
+  { description: 'One log entry, as written to stderr (without the stack of an error)' },
+)
+export const LogsModel = t.Object({
+  entries: t.Array(LogEntryModel, { description: 'Oldest first' }),
+  next_since: t.Integer({ minimum: 0, description: 'Pass as `since` next time to get only what follows' }),
+})
+export const LogsQuery = t.Object({
+  since: t.Optional(
+    t.Integer({ minimum: 0, description: 'Only entries with a larger seq, the oldest first (for polling: the last answer\'s next_since); without it, the newest entries' }),
+  ),
+  level: t.Optional(Enum(LOG_LEVELS, 'Only entries at this level or above (debug < info < warn < error); without it, every level kept')),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: LOG_RING_CAPACITY, default: 100, description: 'At most this many entries' })),
+})
+
 // ---- errors ----
 
 export const ValidationError = t.Object({
@@ -236,4 +264,5 @@ export const COMPONENTS: Record<string, TSchema> = {
   HTTPValidationError,
   ValidationError,
   ErrorModel,
+  LogEntryModel,
 }

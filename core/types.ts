@@ -211,6 +211,8 @@ export interface Streamer {
 
 /** The ways to watch a camera (a device's `watch`): each filled by the plugin that serves it. */
 export type WatchKind = keyof Static<typeof WatchModel>
+/** The ways to watch a camera that count viewers (a snapshot is not a viewer): `registry.addViewerCount`. */
+export type ViewerKind = 'rtsp' | 'whep' | 'mjpeg'
 /** A viewer plugin's link to a camera, on the origin the API request came to; null when not available now. */
 export type WatchLink = (bus_info: string, origin: URL) => string | null
 /** The recording made while streaming, on every device of GET /api/devices. */
@@ -230,6 +232,12 @@ export interface DeviceDirectory {
    * stream format is NONE; throws a 409 when a follower cannot take its leader's format.
    */
   stillSource(bus_info: string): { member: StreamMember; stream: Stream } | undefined
+  /**
+   * POST /api/devices/start_recording and stop_recording, for plugins that offer them another way
+   * (MAVLink): the same checks and the same HttpErrors (404 unknown, 409 refused, 503 no recorder).
+   */
+  startRecording(bus_info: string): Promise<DeviceRecording>
+  stopRecording(bus_info: string): Promise<DeviceRecording>
 }
 
 /**
@@ -245,6 +253,19 @@ export interface LiveTap {
   readonly members: number
   /** Every RTP packet of member `member` from now on; returns the unsubscribe. */
   subscribe(member: number, onPacket: (packet: Uint8Array) => void): () => void
+  /**
+   * What member `member`'s pipeline has sent since the tap opened (the job started; child restarts
+   * included): RTP bytes of one copy (each UDP endpoint receives as many) and frames (packets that end
+   * one, with the RTP marker bit).
+   */
+  sent(member: number): { bytes: number; frames: number }
+  /**
+   * H.264: member `member`'s packets from its latest key frame (SPS, PPS, IDR) to the newest one, in
+   * order and without a gap, so a new viewer or a snapshot can start at once instead of waiting for the
+   * next key frame. Empty for JPEG, before the first key frame, or when the group of pictures outgrew
+   * the cache's bound. The packets are shared: copy one before changing it.
+   */
+  lastGop(member: number): readonly Uint8Array[]
 }
 
 // ---- network (drivers/networkmanager) ----

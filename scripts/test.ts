@@ -23,8 +23,13 @@ interface Tier {
 const TIERS: Tier[] = [
   // fastapi.sh: the reference FastAPI app that the contract tier's 422s are compared against.
   { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh'), join(SETUP, 'fastapi.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
-  { name: 'integration', setup: setupScripts((f) => f !== 'kernel.sh' && f !== 'fastapi.sh'), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
+  { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
   { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25 },
+  // The ABI checks and the contract tier again, by Bun's aarch64 build under qemu-user (~2 min here).
+  { name: 'arm64', setup: [join(SETUP, 'fastapi.sh'), join(SETUP, 'arm64.sh')], command: ['bun', 'run', 'tests/arm64/run.ts'], minutes: 20 },
+  // Builds the image (scripts/container/build.sh: an mmdebstrap base, then podman) and runs it; the
+  // receiver of its stream is the host's GStreamer, its NetworkManager the lab's.
+  { name: 'container', setup: [join(SETUP, 'container.sh'), join(SETUP, 'gstreamer.sh')], command: ['bun', 'test', 'tests/container'], minutes: 25 },
 ]
 
 async function run(command: string[], minutes: number): Promise<{ code: number; output: string; timedOut: boolean }> {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, type PeriscopeApp } from '../core/app'
-import { loadConfig, type Config } from '../core/config'
+import { loadConfig, type Config, type LogLevel } from '../core/config'
 import { createLogger } from '../core/log'
 import type { AppContext, PeriscopePlugin } from '../core/plugin'
 
@@ -19,11 +19,31 @@ export interface TestServer {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
 }
 
+/** The Bun a test starts as a child process: the one running the tests. Under the arm64 tier that one is
+ * an aarch64 binary run by qemu-user, which cannot exec a foreign binary itself (no binfmt), so the tier
+ * names its qemu wrapper in PERISCOPE_TEST_BUN (tests/arm64/bun) and the children run on arm64 too. */
+export const BUN = process.env.PERISCOPE_TEST_BUN || process.execPath
+
+/** A TCP port free on loopback right now, for a child process that takes no port 0 (or must be told it). */
+export function freeTcpPort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
 export function tempDir(prefix = 'periscope-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
 
-export async function startTestServer(options: { plugins: PeriscopePlugin[]; config?: Partial<Config>; dataDir?: string; keepDataDir?: boolean }): Promise<TestServer> {
+export async function startTestServer(options: {
+  plugins: PeriscopePlugin[]
+  config?: Partial<Config>
+  dataDir?: string
+  keepDataDir?: boolean
+  /** The level the service logs at (default warn; PERISCOPE_TEST_LOG=1: debug). */
+  logLevel?: LogLevel
+}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config })
   const verbose = process.env.PERISCOPE_TEST_LOG === '1'
@@ -33,7 +53,7 @@ export async function startTestServer(options: { plugins: PeriscopePlugin[]; con
     if (entry.level === 'warn' || entry.level === 'error') logs.push(entry)
     if (verbose || entry.level === 'error') process.stderr.write(line + '\n')
   }
-  const app = await createApp(config, options.plugins, createLogger(verbose ? 'debug' : 'warn', {}, write))
+  const app = await createApp(config, options.plugins, createLogger(verbose ? 'debug' : (options.logLevel ?? 'warn'), {}, write))
   const { url } = await app.listen()
   return {
     url,
@@ -70,5 +90,90 @@ export async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T)
     if (ok(v)) return v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(v)}`)
     await Bun.sleep(50)
+  }
+}
+
+/** Reads server-sent events (GET /api/events) into `events` until `close()`; `ready` resolves with the response. */
+export function listenEvents(url: string) {
+  const events: { type: string; data: any; at: number }[] = []
+  const controller = new AbortController()
+  const ready = (async () => {
+    const res = await fetch(url, { signal: controller.signal })
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let buffer = ''
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read()
+          if (done) return
+          buffer += decoder.decode(value, { stream: true })
+          let cut: number
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, cut)
+            buffer = buffer.slice(cut + 2)
+            const type = /^event: (.*)$/m.exec(block)?.[1]
+            const data = /^data: (.*)$/m.exec(block)?.[1]
+            if (type && data) events.push({ type, data: JSON.parse(data), at: performance.now() })
+          }
+        }
+      } catch {}
+    })()
+    return res
+  })()
+  return { events, ready, close: () => controller.abort() }
+}
+
+export interface MetricSample {
+  name: string
+  labels: Record<string, string>
+  value: number
+}
+
+/**
+ * The Prometheus text exposition format (0.0.4), read strictly: a line that is neither a comment nor a
+ * well-formed sample fails. `value(name, labels)` is the one sample whose labels include `labels`.
+ */
+export function parseMetrics(text: string) {
+  const samples: MetricSample[] = []
+  const types = new Map<string, string>()
+  const help = new Map<string, string>()
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue
+    const comment = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line)
+    if (comment) {
+      ;(comment[1] === 'HELP' ? help : types).set(comment[2]!, comment[3]!)
+      continue
+    }
+    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!sample) throw new Error(`not a metric line: ${JSON.stringify(line)}`)
+    const labels: Record<string, string> = {}
+    const body = sample[2] ?? ''
+    const pairs = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?/gy
+    let m: RegExpExecArray | null
+    let read = 0
+    while ((m = pairs.exec(body))) {
+      labels[m[1]!] = m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))
+      read = pairs.lastIndex
+    }
+    if (read !== body.length) throw new Error(`malformed labels: ${JSON.stringify(line)}`)
+    // As Prometheus reads values (Go's ParseFloat): NaN and Inf in any case (prom-client writes 'Nan').
+    const raw = sample[3]!.toLowerCase()
+    const value = /^[+-]?inf$/.test(raw) ? (raw.startsWith('-') ? -Infinity : Infinity) : raw === 'nan' ? NaN : Number(raw)
+    if (Number.isNaN(value) && raw !== 'nan') throw new Error(`malformed value: ${JSON.stringify(line)}`)
+    samples.push({ name: sample[1]!, labels, value })
+  }
+  const matching = (name: string, labels: Record<string, string> = {}) =>
+    samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+  return {
+    samples,
+    types,
+    help,
+    matching,
+    value(name: string, labels: Record<string, string> = {}): number | undefined {
+      const found = matching(name, labels)
+      if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`)
+      return found[0]?.value
+    },
   }
 }

@@ -18,9 +18,9 @@ export function apiDocs() {
         specPath: '/openapi.json',
         provider: 'swagger-ui',
         openapiVersion: '3.1.0',
-        // A route with a dot is documented like any other (GET /api/streams/{bus_info}/snapshot.jpg);
-        // the assets below are hidden by their own `detail.hide`.
-        exclude: { staticFile: false },
+        // A route with a dot is documented like any other (GET /api/streams/{bus_info}/snapshot.jpg), and
+        // so is an OPTIONS operation (WHEP's); the assets below are hidden by their own `detail.hide`.
+        exclude: { staticFile: false, methods: [] },
         swagger: { version: '5', cdn: '/docs/assets/swagger-ui-bundle.js', theme: '/docs/assets/swagger-ui.css' } as never,
         documentation: {
           info: { title: 'Periscope', version: VERSION, description: 'Camera and network management for robots: UVC cameras, RTP streams, recordings, wired network.' },

@@ -8,7 +8,7 @@ import { requestPath, routeMatcher } from '../front'
 import type { Logger } from '../log'
 import { DeviceError } from '../types'
 
-const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 export interface ErrorModelOptions {
   log: Logger
@@ -44,16 +44,17 @@ export function errorModel({ log, routes }: ErrorModelOptions) {
         set.status = status
         return { detail }
       }
-      if (error instanceof RequestValidationError) return body(422, error.errors)
-      if (error instanceof HttpError) {
-        // A device or daemon failing is worth a line of its own; refusals of bad requests are not.
-        if (error.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: error.status, detail: error.detail })
-        return body(error.status, error.detail)
+      const refused = (failure: HttpError) => {
+        // A device or daemon failing is worth a line of its own (GET /api/logs shows it); refusals of bad requests are not.
+        if (failure.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: failure.status, detail: failure.detail })
+        return body(failure.status, failure.detail)
       }
+      if (error instanceof RequestValidationError) return body(422, error.errors)
+      if (error instanceof HttpError) return refused(error)
       if (error instanceof DeviceError) {
         const mapped = fromDeviceError(error, 'device')
         if (mapped instanceof RequestValidationError) return body(422, mapped.errors)
-        return body((mapped as HttpError).status, (mapped as HttpError).detail)
+        return refused(mapped as HttpError)
       }
       if (code === 'NOT_FOUND') {
         // A path the app serves, with another method: 405 and what it takes, as FastAPI answers.

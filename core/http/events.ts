@@ -10,7 +10,7 @@ export function eventStream(events: EventBus) {
       tag: 'system',
       summary: 'Server-sent events',
       description:
-        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress. `data:` is JSON.',
+        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress, log (a log entry at warn or above, as GET /api/logs gives it). `data:` is JSON.',
       ok: { content: { 'text/event-stream': { schema: t.String() } } },
     }),
   })

@@ -232,8 +232,13 @@ export class RecordingStore {
   }
 
   disk(): DiskUsage {
-    const s = statfsSync(this.dir)
-    const total = s.blocks * s.bsize
-    return { total, used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize }
+    return diskUsage(this.dir)
   }
+}
+
+/** Size, used and free bytes (free: what an unprivileged writer may still use) of the file system holding `path`. */
+export function diskUsage(path: string): DiskUsage {
+  const s = statfsSync(path)
+  const total = s.blocks * s.bsize
+  return { total, used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize }
 }

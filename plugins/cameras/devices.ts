@@ -54,8 +54,8 @@ export class DeviceManager implements DeviceDirectory {
 
   constructor(private readonly ctx: PluginContext) {
     for (const { key, value } of ctx.store.list<DeviceSettings>(NS)) this.settings.set(key, value)
-    // Any event may change what GET /api/devices shows (stream state, frame stats, …).
-    this.unsubscribers.push(ctx.events.subscribe(() => this.cachedList.clear()))
+    // Any event may change what GET /api/devices shows (stream state, frame stats, …); a log entry does not.
+    this.unsubscribers.push(ctx.events.subscribe((event) => event.type !== 'log' && this.cachedList.clear()))
   }
 
   // ---- lifecycle ----

@@ -54,8 +54,11 @@ export class GstRunner {
     }
   }
 
-  /** The first JPEG a pipeline writes, then the child is stopped; rejects with its stderr when it ends without one or times out. */
-  async first(tokens: string[], timeoutMs: number, input?: Uint8Array): Promise<Uint8Array> {
+  /**
+   * The first JPEG a pipeline writes, then the child is stopped (or, with `last`, the last one it writes
+   * before it ends); rejects with its stderr when it ends without one or times out.
+   */
+  async first(tokens: string[], timeoutMs: number, input?: Uint8Array, last = false): Promise<Uint8Array> {
     const child = this.spawn(tokens, input ? 'pipe' : 'ignore')
     if (input) {
       const sink = child.proc.stdin as import('bun').FileSink
@@ -71,13 +74,13 @@ export class GstRunner {
     try {
       await this.frames(child, (jpeg) => {
         found = jpeg
-        return false
+        return last
       })
     } finally {
       clearTimeout(timer)
       await child.stop()
     }
-    if (found) return found
+    if (found && !(last && late)) return found
     throw new GstFailure(late ? `no frame within ${Math.round(timeoutMs / 1000)} s` : child.errors() || 'gst-launch-1.0 ended without a frame')
   }
 }
@@ -87,6 +90,33 @@ export class GstFailure extends Error {}
 /** A JPEG to `height` rows, the width keeping the aspect (rounded to even, as encoders like). */
 export function scaleTokens(width: number, height: number, quality: number): string[] {
   return ['fdsrc', 'fd=0', '!', 'jpegparse', '!', 'jpegdec', '!', 'videoscale', '!', `video/x-raw,width=${width},height=${height}`, '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1']
+}
+
+/**
+ * A group of pictures of H.264 RTP (a tap's lastGop, framed by rtpStream) from stdin to JPEGs on stdout,
+ * the newest frame last: every frame is decoded, but the encoder takes only the newest one waiting (the
+ * leaky queue), so it encodes a few and always the last.
+ */
+export function gopTokens(quality: number): string[] {
+  return [
+    'fdsrc', 'fd=0', '!', 'application/x-rtp-stream,media=video,encoding-name=H264,clock-rate=90000,payload=96',
+    '!', 'rtpstreamdepay', '!', 'rtph264depay', '!', 'h264parse', '!', 'avdec_h264',
+    '!', 'queue', 'leaky=downstream', 'max-size-buffers=1', 'max-size-bytes=0', 'max-size-time=0',
+    '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1', 'sync=false',
+  ]
+}
+
+/** RTP packets as one byte stream, each after its 16-bit length (RFC 4571, what rtpstreamdepay reads). */
+export function rtpStream(packets: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(packets.reduce((n, p) => n + 2 + p.length, 0))
+  let at = 0
+  for (const packet of packets) {
+    out[at] = packet.length >> 8
+    out[at + 1] = packet.length & 0xff
+    out.set(packet, at + 2)
+    at += 2 + packet.length
+  }
+  return out
 }
 
 /** H.264 RTP from a loopback port to JPEG frames on stdout, at most `fps` a second. */

@@ -11,7 +11,7 @@ import { definePlugin } from '../../core/plugin'
 import type { LiveTap } from '../../core/types'
 import { typed } from '../../core/validation'
 import { JpegFeed } from './feed'
-import { GstFailure, GstRunner, scaleTokens, stillTokens } from './gst'
+import { GstFailure, GstRunner, gopTokens, rtpStream, scaleTokens, stillTokens } from './gst'
 import { jpegSize } from './jpeg'
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
@@ -23,6 +23,8 @@ const MAX_TRANSCODE_FPS = 30
 const SNAPSHOT_TTL_MS = 1000
 /** How long a snapshot waits for a frame: an H.264 camera's next key frame, or a camera's first frame. */
 const FRAME_TIMEOUT_MS = 10_000
+/** How long decoding a kept group of pictures may take before the snapshot waits for a live frame instead. */
+const GOP_DECODE_TIMEOUT_MS = 5_000
 const BOUNDARY = 'periscope-frame'
 
 const SnapshotQuery = t.Object({
@@ -86,11 +88,20 @@ export default definePlugin({
     const capture = async (gst: GstRunner, bus_info: string): Promise<Uint8Array> => {
       const live = liveOf(bus_info)
       if (live) {
-        const feed = feedFor(gst, bus_info, live)
         // Someone watches the MJPEG: its newest frame is the current one (no wait, no work).
-        if (feed.latest && performance.now() - feed.latest.at < 1000 / Math.max(1, live.tap.fps) + 50) return feed.latest.jpeg
+        const watched = feeds.get(bus_info)
+        if (watched?.tap === live.tap && watched.latest && performance.now() - watched.latest.at < 1000 / Math.max(1, live.tap.fps) + 50) return watched.latest.jpeg
+        // H.264: the tap's last group of pictures, decoded up to its newest frame, rather than a wait for the next key frame.
+        const gop = live.tap.lastGop(live.member)
+        if (gop.length) {
+          try {
+            return await gst.first(gopTokens(QUALITY), GOP_DECODE_TIMEOUT_MS, rtpStream(gop), true)
+          } catch (err) {
+            log.warn('snapshot: the last group of pictures did not decode; waiting for a live frame', { bus_info, error: (err as Error).message })
+          }
+        }
         try {
-          return await feed.next(FRAME_TIMEOUT_MS)
+          return await feedFor(gst, bus_info, live).next(FRAME_TIMEOUT_MS)
         } catch (err) {
           throw new HttpError(504, `No frame from the stream of '${bus_info}': ${(err as Error).message}`)
         }
@@ -150,6 +161,7 @@ export default definePlugin({
     const at = (origin: URL, bus_info: string, view: string) => `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/${view}`
     registry.addWatchLink('mjpeg', (bus_info, origin) => (runner && liveOf(bus_info) ? at(origin, bus_info, 'mjpeg') : null), 'jpeg')
     registry.addWatchLink('snapshot', (bus_info, origin) => (runner ? at(origin, bus_info, 'snapshot.jpg') : null), 'jpeg')
+    registry.addViewerCount('mjpeg', (bus_info) => mjpegClients.get(bus_info) ?? 0, 'jpeg')
 
     const tag = 'cameras'
     const pathParams = ['bus_info']

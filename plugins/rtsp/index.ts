@@ -188,6 +188,8 @@ export default definePlugin({
       'rtsp',
     )
 
+    registry.addViewerCount('rtsp', (bus_info) => viewers.get(bus_info) ?? 0, 'rtsp')
+
     return new Elysia({ name: 'periscope:rtsp' }).get(
       '/api/rtsp',
       ({ request }) => {

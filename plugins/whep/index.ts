@@ -1,8 +1,9 @@
 // WebRTC for browsers through WHEP (the WebRTC-HTTP egress protocol): a browser POSTs an SDP offer to
 // /api/streams/{bus_info}/whep and gets 201 Created, the session's Location and the SDP answer; DELETE
-// on the Location ends it. The camera's H.264 goes out as the pipeline made it (from the live tap),
-// never re-encoded; an MJPG stream is refused (409) with a pointer to the MJPEG route. Host candidates
-// only, no trickle (PATCH is 405): the pilot is on the vehicle's LAN. Sessions that go unheard for
+// on the Location ends it; OPTIONS says what a POST takes (Accept-Post: application/sdp). The camera's
+// H.264 goes out as the pipeline made it (from the live tap), never re-encoded; an MJPG stream is
+// refused (409) with a pointer to the MJPEG route. Host candidates only, no trickle (PATCH on a session
+// is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
 // --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
 // closed; at most --max-viewers per camera.
 import { Elysia } from 'elysia'
@@ -72,7 +73,35 @@ export default definePlugin({
       'whep',
     )
 
+    const watching = (bus_info: string) => [...sessions.values()].filter((s) => s.bus_info === bus_info).length
+    registry.addViewerCount('whep', watching, 'whep')
+
     return new Elysia({ name: 'periscope:whep' })
+      .options(
+        '/api/streams/:bus_info/whep',
+        ({ params: { bus_info } }) => {
+          if (!registry.deviceDirectory().device(bus_info)) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          return new Response(null, { status: 204, headers: { 'accept-post': 'application/sdp', allow: 'POST, OPTIONS' } })
+        },
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: 'What a WHEP endpoint takes: 204 with Accept-Post: application/sdp',
+            description:
+              "As the WHEP draft says. A browser's CORS preflight (OPTIONS with Access-Control-Request-Method) is answered before this, by the CORS layer, with the allowed origin, methods and headers.",
+            okStatus: 204,
+            ok: {
+              description: 'The endpoint takes SDP offers',
+              headers: {
+                'Accept-Post': { description: 'The media type of an offer: application/sdp', schema: { type: 'string' } },
+                Allow: { description: 'The methods this endpoint takes', schema: { type: 'string' } },
+              },
+            },
+            errors: [404],
+            pathParams: ['bus_info'],
+          }),
+        },
+      )
       .post(
         '/api/streams/:bus_info/whep',
         async ({ params: { bus_info }, request }) => {
@@ -90,8 +119,8 @@ export default definePlugin({
           if (live.tap.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
-          const watching = [...sessions.values()].filter((s) => s.bus_info === bus_info).length
-          if (watching >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${watching} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
+          const viewers = watching(bus_info)
+          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = randomUUID()
           const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })
@@ -145,7 +174,13 @@ export default definePlugin({
           return new Response(null, { status: 200 })
         },
         {
-          ...docs({ tag: 'cameras', summary: 'End a WebRTC (WHEP) session', errors: [404], pathParams: ['bus_info', 'session_id'] }),
+          ...docs({
+            tag: 'cameras',
+            summary: 'End a WebRTC (WHEP) session',
+            description: 'PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.',
+            errors: [404],
+            pathParams: ['bus_info', 'session_id'],
+          }),
         },
       )
   },

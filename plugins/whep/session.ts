@@ -1,10 +1,12 @@
 // One WHEP viewer: a werift RTCPeerConnection that answers the browser's offer and sends the camera's
-// H.264 RTP as it leaves the pipeline (from the live tap), never re-encoded. The session joins at the
-// next key frame, keeps its own sequence numbers and timestamps continuous when the camera's child
-// restarts (new SSRC, new numbering), and remembers when the browser was last heard (RTCP), so the
-// plugin can reap a tab that vanished without DELETE.
+// H.264 RTP as it leaves the pipeline (from the live tap), never re-encoded. Once connected, the
+// session first sends the tap's last group of pictures (from its latest key frame), so the browser
+// decodes at once instead of waiting for the next key frame; without one, it joins at the next key
+// frame. It keeps its own sequence numbers and timestamps continuous when the camera's child restarts
+// (new SSRC, new numbering), and remembers when the browser was last heard (RTCP), so the plugin can
+// reap a tab that vanished without DELETE.
 import { networkInterfaces } from 'node:os'
-import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, type RTCRtpSender } from 'werift'
+import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
 import type { LiveTap } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from './h264'
 
@@ -18,9 +20,6 @@ export const H264_CODEC = () =>
   })
 
 export class OfferError extends Error {}
-
-/** At most this many packets wait for the handshake (a 1080p key frame is ~200; a second of 1080p30 ~600). */
-const PREROLL_PACKETS = 1000
 
 /** Why a session ended, for the log and the health counters. */
 export type EndReason = 'deleted' | 'idle' | 'failed' | 'stream ended' | 'stopped'
@@ -65,10 +64,8 @@ export class WhepSession {
   private sender: RTCRtpSender | null = null
   private unsubscribe: (() => void) | null = null
   private ended = false
-  /** Forwarding waits for a key frame: on joining, and after the camera's child restarted. */
+  /** Forwarding waits for a key frame: on joining without a kept group of pictures, and after the camera's child restarted. */
   private needKeyFrame = true
-  /** Packets of the current key frame and after, while the handshake runs. */
-  private preroll: Uint8Array[] = []
   private lastSsrc: number | null = null
   private member: number
   private readonly onEnd: SessionOptions['onEnd']
@@ -96,8 +93,7 @@ export class WhepSession {
     this.pc.connectionStateChange.subscribe((state) => {
       if (state === 'connected' && this.connectedAt === null) {
         this.connectedAt = Date.now()
-        // What arrived during the handshake, from its key frame on, goes first: the picture starts at once.
-        for (const packet of this.preroll.splice(0)) this.forward(packet)
+        this.subscribe()
       }
       if (state === 'failed' || state === 'closed') void this.close(state === 'failed' ? 'failed' : 'stopped')
     })
@@ -120,7 +116,6 @@ export class WhepSession {
       this.lastHeardAt = Date.now()
     })
     await this.pc.setLocalDescription(await this.pc.createAnswer())
-    this.subscribe()
     if (this.pc.iceGatheringState !== 'complete') {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 5_000)
@@ -138,19 +133,37 @@ export class WhepSession {
   }
 
   /**
-   * Reads the tap from the answer on. Until the browser is connected, the packets from the latest key
-   * frame on are kept (at most PREROLL_PACKETS), so the first picture needs no wait for the next one.
+   * Once connected: the tap's last group of pictures first, then every packet as it comes. Both in the
+   * same turn of the event loop, so no packet falls between them or comes twice.
    */
   private subscribe(): void {
-    if (this.ended || this.unsubscribe) return
-    this.unsubscribe = this.tap.subscribe(this.member, (packet) => {
-      if (this.connectedAt !== null) return this.forward(packet)
-      if (startsKeyFrame(packet)) this.preroll = [packet]
-      else if (this.preroll.length && this.preroll.length < PREROLL_PACKETS) this.preroll.push(packet)
-    })
+    if (this.ended || this.unsubscribe || this.connectedAt === null) return
+    const gop = this.tap.lastGop(this.member)
+    this.unsubscribe = this.tap.subscribe(this.member, (packet) => this.forward(packet))
+    this.replay(gop)
   }
 
-  /** The camera's stream was restarted (a new job, a new tap): carry on from the new tap's first key frame. */
+  /**
+   * Sends a group of pictures that is already past: its frames get timestamps one tick apart, ending at
+   * the newest one's own, so the browser decodes them as fast as it can and the live frames that follow
+   * keep their place on the clock (no lasting delay). Sequence numbers are the tap's, unchanged: the
+   * live packets continue them.
+   */
+  private replay(gop: readonly Uint8Array[]): void {
+    if (!gop.length) return
+    const frames = new Set(gop.map((packet) => rtpHeader(packet).timestamp)).size
+    const newest = rtpHeader(gop.at(-1)!).timestamp
+    let frame = -1
+    let previous: number | null = null
+    for (const packet of gop) {
+      const { timestamp } = rtpHeader(packet)
+      if (timestamp !== previous) frame++
+      previous = timestamp
+      this.forward(packet, (newest - (frames - 1 - frame)) >>> 0)
+    }
+  }
+
+  /** The camera's stream was restarted (a new job, a new tap): carry on from the new tap's latest key frame. */
   follow(tap: LiveTap, member: number): void {
     if (this.ended) return
     this.unsubscribe?.()
@@ -158,11 +171,11 @@ export class WhepSession {
     this.tap = tap
     this.member = member
     this.needKeyFrame = true
-    this.preroll = []
     this.subscribe()
   }
 
-  private forward(packet: Uint8Array): void {
+  /** Sends one packet of the tap, with `timestamp` in place of its own when given (a replayed one). */
+  private forward(packet: Uint8Array, timestamp?: number): void {
     if (this.ended || !this.sender || packet.length < 12) return
     const header = rtpHeader(packet)
     if (this.lastSsrc !== null && header.ssrc !== this.lastSsrc) {
@@ -177,7 +190,14 @@ export class WhepSession {
       this.sender.replaceRTP(header, true, this.frameTicks)
     }
     try {
-      this.track.writeRtp(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength))
+      const bytes = Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)
+      if (timestamp === undefined) this.track.writeRtp(bytes)
+      else {
+        // A parsed copy of the header: the packet's bytes are shared with the tap's other viewers.
+        const rtp = RtpPacket.deSerialize(bytes)
+        rtp.header.timestamp = timestamp
+        this.track.writeRtp(rtp)
+      }
     } catch {
       // a packet werift cannot parse: skip it, the next key frame repairs the picture
     }
@@ -188,7 +208,6 @@ export class WhepSession {
     this.ended = true
     this.unsubscribe?.()
     this.unsubscribe = null
-    this.preroll = []
     this.onEnd(this, reason)
     try {
       await this.pc.close()

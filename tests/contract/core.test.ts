@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import { until as waitFor, type TestServer } from '../helpers'
+import { BUN, listenEvents as listen, until as waitFor, type TestServer } from '../helpers'
 import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
@@ -16,37 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.stop()
 })
-
-/** Reads server-sent events into an array until aborted. */
-function listen(url: string) {
-  const events: { type: string; data: any; at: number }[] = []
-  const controller = new AbortController()
-  const ready = (async () => {
-    const res = await fetch(url, { signal: controller.signal })
-    const reader = res.body!.getReader()
-    const decoder = new TextDecoder()
-    let buffer = ''
-    void (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read()
-          if (done) return
-          buffer += decoder.decode(value, { stream: true })
-          let cut: number
-          while ((cut = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, cut)
-            buffer = buffer.slice(cut + 2)
-            const type = /^event: (.*)$/m.exec(block)?.[1]
-            const data = /^data: (.*)$/m.exec(block)?.[1]
-            if (type && data) events.push({ type, data: JSON.parse(data), at: performance.now() })
-          }
-        }
-      } catch {}
-    })()
-    return res
-  })()
-  return { events, ready, close: () => controller.abort() }
-}
 
 describe('server-sent events', () => {
   test('device_removed and device_added arrive within 1 s of unplug and plug', async () => {
@@ -324,7 +293,7 @@ describe('configuration and plugins', () => {
   })
 
   test('--help lists every option with its variable', () => {
-    const out = Bun.spawnSync(['bun', 'run', 'core/main.ts', '--help'], { cwd: join(import.meta.dir, '..', '..'), env: { ...process.env, PATH: `${join(import.meta.dir, '..', '..', 'node_modules', '.bin')}:${process.env.PATH}` } })
+    const out = Bun.spawnSync([BUN, 'run', 'core/main.ts', '--help'], { cwd: join(import.meta.dir, '..', '..') })
     const text = out.stdout.toString()
     expect(out.exitCode).toBe(0)
     for (const v of ['PERISCOPE_HOST', 'PERISCOPE_PORT', 'PERISCOPE_DATA_DIR', 'PERISCOPE_RECORDINGS_DIR', 'PERISCOPE_SIMULATE', 'PERISCOPE_PLUGINS', 'PERISCOPE_LOG_LEVEL']) expect(text).toContain(v)

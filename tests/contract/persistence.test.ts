@@ -7,7 +7,7 @@ import { loadPlugin } from '../../core/loader'
 import { definePlugin } from '../../core/plugin'
 import { SettingsStore } from '../../core/store'
 import { DeviceError, type CameraBackend } from '../../core/types'
-import { startTestServer, tempDir } from '../helpers'
+import { BUN, freeTcpPort, startTestServer, tempDir } from '../helpers'
 import { BRIGHTNESS, controlOf, device, EHD, FOLLOWER, LEADER, startContractServer } from './setup'
 
 const H264_720 = { width: 1280, height: 720, interval: { numerator: 1, denominator: 25 } }
@@ -148,10 +148,9 @@ describe('persistence', () => {
 
   test('kill -9 during a burst of writes: the store opens and holds the last committed state', async () => {
     const dataDir = tempDir()
-    const port = 20000 + Math.floor(Math.random() * 20000)
-    const child = Bun.spawn(['bun', 'run', 'core/main.ts', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'single', '--plugins', 'cameras,dwe', '--log-level', 'error'], {
+    const port = freeTcpPort()
+    const child = Bun.spawn([BUN, 'run', 'core/main.ts', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, '--simulate', 'single', '--plugins', 'cameras,dwe', '--log-level', 'error'], {
       cwd: join(import.meta.dir, '..', '..'),
-      env: { ...process.env, PATH: `${join(import.meta.dir, '..', '..', 'node_modules', '.bin')}:${process.env.PATH}` },
       stdout: 'ignore',
       stderr: 'inherit',
     })
@@ -160,6 +159,7 @@ describe('persistence', () => {
       await waitFor(async () => (await fetch(`${url}/api/health`).catch(() => null))?.ok === true, 15000)
       let acknowledged = -1
       let sent = -1
+      let burstEnded = false
       const burst = (async () => {
         for (let i = 0; i < 100000; i++) {
           sent = i
@@ -167,8 +167,9 @@ describe('persistence', () => {
           if (!r?.ok) return
           acknowledged = i
         }
-      })()
-      await Bun.sleep(700)
+      })().finally(() => (burstEnded = true))
+      // Kill once the burst is well under way (a condition, not a sleep: under emulation requests are slower).
+      await waitFor(async () => acknowledged >= 20 || burstEnded, 15000)
       child.kill(9)
       await child.exited
       await burst
@@ -188,7 +189,7 @@ describe('persistence', () => {
       child.kill(9)
       rmSync(dataDir, { recursive: true, force: true })
     }
-  })
+  }, 40_000)
 })
 
 describe('a damaged settings database', () => {

@@ -9,7 +9,7 @@ import type { Subprocess } from 'bun'
 import { rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { tempDir, until } from '../helpers'
+import { BUN, tempDir, until } from '../helpers'
 
 const ROOT = join(import.meta.dir, '..', '..')
 let service: Subprocess<'ignore', 'ignore', 'pipe'>
@@ -20,7 +20,7 @@ const logs: Record<string, any>[] = []
 beforeAll(async () => {
   dataDir = tempDir()
   service = Bun.spawn(
-    [join(ROOT, 'node_modules', '.bin', 'bun'), 'core/main.ts', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'info', '--plugins', 'cameras,preferences,dwe,recordings,network,gstreamer'],
+    [BUN, 'core/main.ts', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'info', '--plugins', 'cameras,preferences,dwe,recordings,network,gstreamer'],
     { cwd: ROOT, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' },
   )
   // Read the log as it comes (one line per request: a pipe left unread would stall the service).

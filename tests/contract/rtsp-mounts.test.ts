@@ -13,7 +13,7 @@ test('a path segment keeps what RFC 3986 allows in a segment and percent-encodes
 })
 
 /** A running job's tap as the streamer describes it (members only matter here). */
-const tap = (members: number): LiveTap => ({ encoding: 'H264', width: 640, height: 480, fps: 30, members, subscribe: () => () => {} })
+const tap = (members: number): LiveTap => ({ encoding: 'H264', width: 640, height: 480, fps: 30, members, subscribe: () => () => {}, sent: () => ({ bytes: 0, frames: 0 }), lastGop: () => [] })
 const device = (bus_info: string, nickname = '') => ({ bus_info, nickname }) as Device
 
 test('a leader serves every member of its job, a follower its own track; stopped cameras have no path', () => {

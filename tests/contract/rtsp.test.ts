@@ -3,6 +3,7 @@
 import { expect, test } from 'bun:test'
 import { DEFAULT_PLUGINS, helpText, loadConfig } from '../../core/config'
 import { startContractServer } from './setup'
+import { freeTcpPort } from '../helpers'
 
 test('--rtsp-port / PERISCOPE_RTSP_PORT: 8554 by default, 0 = off, a bad value refused; the plugin is on by default', () => {
   expect(loadConfig([]).rtspPort).toBe(8554)
@@ -31,9 +32,7 @@ test('off (--rtsp-port 0): health says so, the status route lists nothing, and i
 })
 
 test('on: the plugin is in /api/health, ok when GStreamer\'s RTSP server is installed, else down saying what to install', async () => {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const rtspPort = probe.port
-  probe.stop(true)
+  const rtspPort = freeTcpPort()
   const installed = Bun.spawnSync(['/usr/bin/python3', '-c', "import gi; gi.require_version('GstRtspServer', '1.0')"]).exitCode === 0
   const s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'rtsp'], config: { rtspPort } })
   try {

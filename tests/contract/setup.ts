@@ -1,7 +1,7 @@
 // The contract tier's instance: simulated cameras with the foundation's plugins, no hardware.
 import { loadPlugin } from '../../core/loader'
 import { CID } from '../../drivers/mock/cameras'
-import type { Config } from '../../core/config'
+import type { Config, LogLevel } from '../../core/config'
 import { startTestServer, type TestServer } from '../helpers'
 
 export const CONTRACT_PLUGINS = ['mock', 'cameras', 'preferences', 'dwe']
@@ -19,9 +19,9 @@ export const EXPOSURE_AUTO = CID.EXPOSURE_AUTO
 export const EXPOSURE_ABSOLUTE = CID.EXPOSURE_ABSOLUTE
 export const PRIVACY = CID.PRIVACY
 
-export async function startContractServer(options: { config?: Partial<Config>; dataDir?: string; plugins?: string[] } = {}): Promise<TestServer> {
+export async function startContractServer(options: { config?: Partial<Config>; dataDir?: string; plugins?: string[]; logLevel?: LogLevel } = {}): Promise<TestServer> {
   const plugins = await Promise.all((options.plugins ?? CONTRACT_PLUGINS).map(loadPlugin))
-  return startTestServer({ plugins, dataDir: options.dataDir, config: { simulate: 'default', ...options.config } })
+  return startTestServer({ plugins, dataDir: options.dataDir, logLevel: options.logLevel, config: { simulate: 'default', ...options.config } })
 }
 
 export async function device(s: TestServer, bus_info: string): Promise<any> {

@@ -1,8 +1,10 @@
 // The WHEP routes' refusals and documentation without GStreamer or a browser (the integration tier
 // watches real video in Chromium: tests/integration/whep.test.ts), the flags' defaults, and the parts a
-// session is built on: finding a key frame in H.264 RTP, and which host candidates are offered.
+// session is built on: finding a key frame in H.264 RTP, the tap's last group of pictures, and which
+// host candidates are offered.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { loadConfig } from '../../core/config'
+import { GopCache } from '../../drivers/gstreamer/tap'
 import { startsKeyFrame } from '../../plugins/whep/h264'
 import { hostCandidates } from '../../plugins/whep/session'
 import type { TestServer } from '../helpers'
@@ -51,6 +53,33 @@ test('DELETE of an unknown session is 404; PATCH (trickle ICE) is 405 with Allow
   expect(patch.headers.get('allow')).toContain('DELETE')
 })
 
+test('OPTIONS on the WHEP endpoint: 204 with Accept-Post: application/sdp, 404 for an unknown device; a CORS preflight there is still the CORS answer', async () => {
+  const path = `${s.url}/api/streams/${encodeURIComponent(EHD)}/whep`
+  const plain = await fetch(path, { method: 'OPTIONS' })
+  expect(plain.status).toBe(204)
+  expect(plain.headers.get('accept-post')).toBe('application/sdp')
+  expect(plain.headers.get('allow')).toBe('POST, OPTIONS')
+  expect(await plain.text()).toBe('')
+  // From a page on another origin: the same answer, with the CORS headers.
+  const fromPage = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local' } })
+  expect([fromPage.status, fromPage.headers.get('accept-post'), fromPage.headers.get('access-control-allow-origin')]).toEqual([204, 'application/sdp', '*'])
+  // A browser's preflight of the POST: answered by the CORS layer, allowing the method and Content-Type.
+  const preflight = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+  expect(preflight.status).toBe(204)
+  expect(preflight.headers.get('access-control-allow-origin')).toBe('*')
+  expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
+  expect(preflight.headers.get('access-control-allow-headers')).toContain('content-type')
+  const unknown = await fetch(`${s.url}/api/streams/usb-nowhere/whep`, { method: 'OPTIONS' })
+  expect(unknown.status).toBe(404)
+  expect(await detail(unknown)).toContain('usb-nowhere')
+  // A path without an OPTIONS operation: 405 with what it takes, as FastAPI answers (a preflight there is still 204).
+  const other = await fetch(`${s.url}/api/devices`, { method: 'OPTIONS' })
+  expect([other.status, other.headers.get('allow')]).toEqual([405, 'GET, HEAD'])
+  // GET on the endpoint: 405, and its Allow names OPTIONS beside POST.
+  const get = await fetch(path)
+  expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST, OPTIONS'])
+})
+
 test('the OpenAPI document has both operations: an application/sdp body, 201 with Location, every refusal', async () => {
   const doc = (await s.call('GET', '/openapi.json')).body as any
   const whep = doc.paths['/api/streams/{bus_info}/whep'].post
@@ -62,6 +91,11 @@ test('the OpenAPI document has both operations: an application/sdp body, 201 wit
   const end = doc.paths['/api/streams/{bus_info}/whep/{session_id}'].delete
   expect(Object.keys(end.responses)).toEqual(expect.arrayContaining(['200', '404']))
   expect(end.parameters.map((p: any) => p.name)).toEqual(['bus_info', 'session_id'])
+  expect(end.description).toContain('PATCH')
+  const options = doc.paths['/api/streams/{bus_info}/whep'].options
+  expect(options.responses['204'].headers['Accept-Post']).toBeDefined()
+  expect(options.responses['204'].content).toBeUndefined()
+  expect(Object.keys(options.responses)).toEqual(expect.arrayContaining(['204', '404']))
 })
 
 test('defaults: 8 viewers per camera, a vanished viewer reaped after 30 s; both are flags', () => {
@@ -103,4 +137,45 @@ test('host candidates: the listen address only; on 0.0.0.0 every non-loopback IP
   expect(all.bind).toBeUndefined()
   expect(all.addresses.length).toBeGreaterThan(0)
   for (const address of all.addresses) expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
+})
+
+/** An H.264 RTP packet: sequence number, SSRC, and a key frame's SPS or a P slice. */
+function h264(seq: number, options: { key?: boolean; ssrc?: number; size?: number } = {}): Uint8Array {
+  const packet = new Uint8Array(Math.max(14, options.size ?? 14))
+  packet.set([0x80, 96, (seq >> 8) & 0xff, seq & 0xff, 0, 0, 0, seq & 0xff])
+  new DataView(packet.buffer).setUint32(8, options.ssrc ?? 7)
+  packet.set(options.key ? [0x67, 0x42] : [0x41, 0x9a], 12)
+  return packet
+}
+
+test("the tap's last group of pictures: from the latest key frame, without a gap; a loss, a new SSRC or the bound empties it until the next key frame", () => {
+  const cache = new GopCache()
+  cache.push(h264(1)) // before any key frame: nothing to start from
+  expect(cache.gop).toEqual([])
+  const first = [h264(2, { key: true }), h264(3), h264(4)]
+  for (const p of first) cache.push(p)
+  expect(cache.gop).toEqual(first)
+  const second = [h264(5, { key: true }), h264(6)]
+  for (const p of second) cache.push(p)
+  expect(cache.gop).toEqual(second) // a new key frame starts a new group
+  cache.push(h264(8)) // 7 was lost: the group cannot be decoded past it
+  expect(cache.gop).toEqual([])
+  cache.push(h264(9))
+  expect(cache.gop).toEqual([])
+  cache.push(h264(10, { key: true }))
+  cache.push(h264(11, { ssrc: 8 })) // the camera's child restarted
+  expect(cache.gop).toEqual([])
+  // Sequence numbers wrap.
+  const wrapping = [h264(65535, { key: true }), h264(0), h264(1)]
+  for (const p of wrapping) cache.push(p)
+  expect(cache.gop).toEqual(wrapping)
+  // A group past its bound in bytes (3 MiB) is not kept.
+  cache.push(h264(100, { key: true }))
+  for (let seq = 101; seq < 101 + 3000 && cache.gop.length; seq++) cache.push(h264(seq, { size: 1400 }))
+  expect(cache.gop).toEqual([])
+  // The list handed out is a copy: the cache goes on without changing it.
+  cache.push(h264(200, { key: true }))
+  const taken = cache.gop
+  cache.push(h264(201))
+  expect(taken.length).toBe(1)
 })

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'puppeteer-core'
 import { launchBrowser, openPage } from './browser'
-import { freeTcpPort } from './gstreamer.helpers'
+import { freeTcpPort } from '../helpers'
 import { startService, type Service } from './service.helpers'
 
 export const ARTIFACTS = join(import.meta.dir, '../../.tmp/artifacts/console')
@@ -43,7 +43,7 @@ export interface ConsoleOptions {
 }
 
 export async function openConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
-  const service = await startService(['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])])
+  const service = await startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })
   let browser: Browser | undefined
   try {
     browser = await launchBrowser()

@@ -108,7 +108,7 @@ test('while the service is away a banner says so, and the page comes back by its
     const port = Number(new URL(c.origin).port)
     await c.service.kill()
     await c.page.waitForSelector('[data-banner="unreachable"]', { timeout: 10_000 })
-    second = await startService([], { port })
+    second = await startService({ port })
     await c.page.waitForSelector('[data-banner]', { hidden: true, timeout: 15_000 })
     await c.page.waitForSelector('[data-device]', { timeout: 5_000 })
     await c.screenshot('reconnected')

@@ -22,12 +22,7 @@ let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2
 export const freePort = () => (nextPort += 4)
 
 /** A TCP port nobody listens on now (suites run concurrently: never a fixed one like 8554). */
-export function freeTcpPort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
+export { freeTcpPort } from '../helpers'
 
 export interface Probed { codec_name: string; codec_type: string; width: number; height: number }
 
@@ -240,19 +235,32 @@ export class Receiver {
 export class RtpCounter {
   frames: { at: number; ts: number }[] = []
   packets = 0
+  bytes = 0
   /** Packets missing between consecutive sequence numbers (reordering counts too: there is none on loopback). */
   missing = 0
   private lastSeq = -1
   private socket!: { close(): void }
+  private port = 0
+
+  /**
+   * Packets the sender skipped: the missing ones less those the kernel discarded at this socket because
+   * the test did not read fast enough (a loaded machine; /proc/net/udp counts them). A skip by the
+   * service still shows; a slow test receiver no longer passes for one.
+   */
+  skipped(): number {
+    return Math.max(0, this.missing - udpReceiveDrops(this.port))
+  }
 
   static async open(port: number): Promise<RtpCounter> {
     const counter = new RtpCounter()
+    counter.port = port
     counter.socket = await Bun.udpSocket({
       hostname: '127.0.0.1',
       port,
       socket: {
         data: (_s, buf) => {
           counter.packets++
+          counter.bytes += buf.length
           const seq = buf.length >= 4 ? buf.readUInt16BE(2) : -1
           if (counter.lastSeq >= 0 && seq >= 0) counter.missing += (seq - counter.lastSeq - 1 + 0x10000) & 0xffff
           counter.lastSeq = seq
@@ -266,6 +274,16 @@ export class RtpCounter {
   close(): void {
     this.socket.close()
   }
+}
+
+/** Datagrams the kernel discarded for the loopback UDP socket bound to `port` (receive buffer full), from /proc/net/udp. */
+export function udpReceiveDrops(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`
+  for (const line of readFileSync('/proc/net/udp', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/)
+    if (fields[1] === local) return Number(fields.at(-1))
+  }
+  throw new Error(`no UDP socket bound to 127.0.0.1:${port} in /proc/net/udp`)
 }
 
 export interface Discovered { codec: string; width: number; height: number; durationS: number; videoStreams: number }

@@ -9,7 +9,7 @@ import type { PeriscopeEvent } from '../../core/events'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { MATCH_RULES } from '../../drivers/networkmanager/bus'
 import { createNetworkPlugin } from '../../plugins/network'
-import { startTestServer, until, type TestServer } from '../helpers'
+import { freeTcpPort, startTestServer, until, type TestServer } from '../helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 
 const ROLLBACK_SECONDS = 2
@@ -356,9 +356,7 @@ describe('as an unprivileged user', () => {
   test('reads work; changes are 502 saying what to allow in polkit, and nothing changes', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'periscope-nobody-'))
     chownSync(dataDir, 65534, 65534)
-    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-    const port = probe.port
-    probe.stop(true)
+    const port = freeTcpPort()
     const root = join(import.meta.dir, '../..')
     const service = Bun.spawn(
       ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, 'run', join(root, 'core/main.ts'),

@@ -203,7 +203,7 @@ test('MJPG: the camera JPEGs are served as JPEG over RTSP (never re-encoded), at
 test('three clients at once, and clients joining and leaving cost the UDP endpoint no packet', async () => {
   const endpoint = await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 })
   try {
-    const missingBefore = endpoint.missing
+    const skippedBefore = endpoint.skipped()
     // Three independent clients at once: rtspsrc over UDP and TCP, and ffprobe, all decoding.
     const [udp, tcp, probed] = await Promise.all([decodeWith(EHD, 'udp'), decodeWith(EHD, 'tcp'), ffprobe(url(EHD), 'udp')])
     expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
@@ -223,7 +223,7 @@ test('three clients at once, and clients joining and leaving cost the UDP endpoi
     }
     const packets = endpoint.packets
     await waitFor('the endpoint still receiving', () => endpoint.packets > packets + 30, 10_000)
-    expect(endpoint.missing - missingBefore).toBe(0)
+    expect(endpoint.skipped() - skippedBefore).toBe(0)
   } finally {
     await unstream(EHD)
   }
@@ -297,7 +297,7 @@ test('--max-viewers: a client beyond the cap on a camera gets 503 at DESCRIBE or
     const endpoint = await stream(EHD, 'H264', { width: 640, height: 480, fps: 30 }, capped)
     await until('the alias', () => capped.server.call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.path === '/Capped'), 15_000)
     expect((await capped.server.call('GET', '/api/rtsp')).body.max_viewers).toBe(2)
-    const missingBefore = endpoint.missing
+    const skippedBefore = endpoint.skipped()
 
     const first = await decodeWith(EHD, 'udp', capped)
     await until('one viewer counted', viewers, (n) => n === 1, 15_000)
@@ -342,7 +342,7 @@ test('--max-viewers: a client beyond the cap on a camera gets 503 at DESCRIBE or
 
     const packets = endpoint.packets
     await waitFor('the endpoint still receiving', () => endpoint.packets > packets + 30, 10_000)
-    expect(endpoint.missing - missingBefore).toBe(0)
+    expect(endpoint.skipped() - skippedBefore).toBe(0)
   } finally {
     for (const connection of raw) connection.close()
     await capped.server.stop()

@@ -2,7 +2,7 @@
 // tests that drive streams over HTTP (stream-service, record-while-streaming).
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { until } from '../helpers'
+import { freeTcpPort, until } from '../helpers'
 import { tempDir } from './gstreamer.helpers'
 
 export interface Service {
@@ -17,17 +17,12 @@ export interface Service {
 
 /**
  * core/main.ts in a child process with simulated cameras, on a free port (or `port`: a service that
- * comes back where it was), answering; `args` adds flags (`--token x`).
+ * comes back where it was), answering; `args` are more flags.
  */
-export async function startService(args: string[] = [], options: { port?: number } = {}): Promise<Service> {
+export async function startService(options: { args?: string[]; port?: number } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
-  let port = options.port
-  if (port === undefined) {
-    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-    port = probe.port
-    probe.stop(true)
-  }
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...args], {
+  const port = options.port ?? freeTcpPort()
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args ?? [])], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
@@ -55,7 +50,7 @@ export async function startService(args: string[] = [], options: { port?: number
 }
 
 /** A simulated device with an H.264 node, and a size (at most 1280 wide) and interval (15 fps when offered) it offers. */
-export async function h264Device(service: Service): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
+export async function h264Device(service: Pick<Service, 'call'>): Promise<{ bus_info: string; width: number; height: number; fps: number }> {
   const { body } = await service.call('GET', '/api/devices')
   for (const d of body) {
     for (const cam of d.cameras ?? []) {

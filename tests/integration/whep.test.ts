@@ -3,7 +3,8 @@
 // camera's size within 2 s of the POST, DELETE ends the session (the browser sees it too), a closed tab
 // is reaped after the idle timeout, the ninth viewer of a camera is refused, a restart of the camera's
 // child does not break a session, an unplugged camera ends its sessions and a replugged one can be
-// watched again, an MJPG stream is refused pointing to MJPEG, and no socket is left behind.
+// watched again, a stopped stream ends its sessions and a restarted one can be watched again, an MJPG
+// stream is refused pointing to MJPEG, and no socket is left behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
@@ -188,6 +189,42 @@ test("a restart of the camera's child keeps the session decoding; an unplugged c
     const v = await watch(page, 'again', (v) => v.framesDecoded > 0, 20_000)
     expect([v.width, v.height]).toEqual([cam.width, cam.height])
     expect((await fetch(service.url + again.location!, { method: 'DELETE' })).status).toBe(200)
+  } finally {
+    await page.close()
+  }
+}, 120_000)
+
+test('a stream that stops ends its sessions: the Location is gone, no viewer is counted, the browser sees it close; a new session works once it runs again', async () => {
+  const cam = await streaming('H264')
+  const page = await openPage(browser, service.url)
+  try {
+    const opened = await openSession(page, whepPath(cam.bus_info), 'g')
+    expect(opened.status).toBe(201)
+    await watch(page, 'g', (v) => v.framesDecoded > 0, 20_000)
+    expect(await sessionCount()).toBe(1)
+    const endedBefore = (await health()).ended['stream ended']
+
+    // The camera stays plugged in; only its stream stops (the plugin gives a restart 5 s to come back).
+    expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: cam.bus_info })).status).toBe(200)
+    await until('the session ended with its stream', sessionCount, (n) => n === 0, 30_000)
+    expect((await health()).ended['stream ended']).toBe(endedBefore + 1)
+    const del = await fetch(service.url + opened.location!, { method: 'DELETE' })
+    expect(del.status).toBe(404)
+    expect(((await del.json()) as { detail: string }).detail).toContain('session')
+    await watch(page, 'g', (v) => v.state === 'closed' || v.state === 'failed' || v.state === 'disconnected', 40_000)
+    const meanwhile = await openSession(page, whepPath(cam.bus_info), 'stopped')
+    expect(meanwhile.status).toBe(409)
+    expect(meanwhile.detail).toContain('restart_stream')
+
+    const again = await streaming('H264')
+    expect(again.bus_info).toBe(cam.bus_info)
+    const reopened = await openSession(page, whepPath(cam.bus_info), 'g2')
+    expect(reopened.status).toBe(201)
+    const v = await watch(page, 'g2', (v) => v.framesDecoded > 0, 20_000)
+    expect([v.width, v.height]).toEqual([cam.width, cam.height])
+    expect(await sessionCount()).toBe(1)
+    expect((await fetch(service.url + reopened.location!, { method: 'DELETE' })).status).toBe(200)
+    expect(await sessionCount()).toBe(0)
   } finally {
     await page.close()
   }

@@ -55,6 +55,13 @@ class ErrnoEnum(str, Enum):
     ENODEV = 'ENODEV'
 
 
+class LogLevelEnum(str, Enum):
+    debug = 'debug'
+    info = 'info'
+    warn = 'warn'
+    error = 'error'
+
+
 class IntervalModel(BaseModel):
     numerator: int = Field(ge=1)
     denominator: int = Field(ge=1)
@@ -232,6 +239,15 @@ def zip_prepare(names: Annotated[List[RecordingName], Body(min_length=1)]):
 
 @app.get('/api/recordings/zip/download')
 def zip_download(token: Annotated[str, Query(min_length=1)]):
+    return OK
+
+
+@app.get('/api/logs')
+def logs(
+    since: Annotated[Optional[int], Query(ge=0)] = None,
+    level: Optional[LogLevelEnum] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+):
     return OK
 
 

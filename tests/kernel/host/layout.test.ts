@@ -1,4 +1,4 @@
-// The TypeScript ABI table against the kernel's own headers: a C file built from the table takes
+// The TypeScript ABI table against the kernel's own headers: a C file built from the table (./layout.ts) takes
 // sizeof/offsetof of every field the driver uses, every ioctl number and every constant, compiled for
 // x86-64 (Debian linux-libc-dev) and for aarch64 (the cross headers), so one table is proven for both.
 // The values are read from the compiler's assembly output: nothing needs to run on the target.
@@ -7,48 +7,22 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CONSTANTS, IOCTLS, STRUCTS } from '../../../drivers/v4l2/abi'
+import { ABI_TABLE, LAYOUT_ENTRIES, layoutProgram, namedValues } from './layout'
 
 const dir = mkdtempSync(join(tmpdir(), 'v4l2-layout-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-/** name → C expression, in one fixed order. */
-const entries: [string, string][] = []
-for (const [s, def] of Object.entries(STRUCTS)) {
-  entries.push([s, `sizeof(struct ${s})`])
-  for (const f of Object.keys(def.fields)) entries.push([`${s}.${f}`, `offsetof(struct ${s}, ${f})`])
-}
-for (const k of [...Object.keys(IOCTLS), ...Object.keys(CONSTANTS)]) entries.push([k, `(unsigned long)(${k})`])
-
-const ours: Record<string, number> = {}
-for (const [s, def] of Object.entries(STRUCTS)) {
-  ours[s] = def.size
-  for (const [f, off] of Object.entries(def.fields)) ours[`${s}.${f}`] = off as number
-}
-Object.assign(ours, IOCTLS, CONSTANTS)
-
-writeFileSync(
-  join(dir, 'layout.c'),
-  `#include <stddef.h>
-#include <linux/videodev2.h>
-#include <linux/usb/video.h>
-#include <linux/uvcvideo.h>
-const unsigned long periscope_values[] = {
-${entries.map(([, expr]) => `  ${expr},`).join('\n')}
-};
-`,
-)
+writeFileSync(join(dir, 'layout.c'), layoutProgram())
 
 async function kernelView(compiler: string, pkg: string): Promise<Record<string, number>> {
   const out = join(dir, `${compiler}.s`)
   const cc = spawnSync(compiler, ['-S', '-O0', '-o', out, join(dir, 'layout.c')], { encoding: 'utf8' })
-  if (cc.error) throw new Error(`${compiler} is missing: scripts/setup/kernel.sh installs ${pkg}`)
+  if (cc.error) throw new Error(`${compiler} is missing: scripts/setup/kernel.sh (or arm64.sh) installs ${pkg}`)
   if (cc.status !== 0) throw new Error(`the layout program does not compile with ${compiler}:\n${cc.stderr}`)
   const text = await Bun.file(out).text()
   const data = text.split('periscope_values:')[1] ?? ''
   const values = [...data.matchAll(/^\s*\.(?:quad|xword|8byte)\s+(-?\d+)/gm)].map((m) => Number(BigInt.asUintN(64, BigInt(m[1]!))))
-  if (values.length !== entries.length) throw new Error(`${compiler}: read ${values.length} of ${entries.length} values from its assembly`)
-  return Object.fromEntries(entries.map(([name], i) => [name, values[i]!]))
+  if (values.length !== LAYOUT_ENTRIES.length) throw new Error(`${compiler}: read ${values.length} of ${LAYOUT_ENTRIES.length} values from its assembly`)
+  return namedValues(values)
 }
 
 for (const [arch, compiler, pkg] of [
@@ -57,7 +31,7 @@ for (const [arch, compiler, pkg] of [
 ] as const) {
   test(`${arch}: struct sizes, field offsets, ioctl numbers and constants equal the kernel headers`, async () => {
     const theirs = await kernelView(compiler, pkg)
-    expect(ours).toEqual(theirs)
+    expect(ABI_TABLE).toEqual(theirs)
     expect(Object.keys(theirs).length).toBeGreaterThan(90)
   })
 }

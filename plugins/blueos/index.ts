@@ -1,0 +1,40 @@
+// BlueOS: its helper calls GET /register_service on every port a service listens on and shows what the
+// answer names (name, icon, …) in the sidebar, linking to this port. Installed as an extension
+// (Dockerfile), Periscope appears there with no configuration.
+import { Elysia, t } from 'elysia'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { VERSION } from '../../core/version'
+import { description } from '../../package.json'
+
+const RegisterServiceModel = t.Object(
+  {
+    name: t.String({ description: 'The sidebar entry' }),
+    description: t.String(),
+    icon: t.String({ description: 'A Material Design Icons name, as BlueOS shows them' }),
+    company: t.String(),
+    version: t.String({ description: 'The API version (as /api/health)' }),
+    webpage: t.String({ description: 'The page to open: the console at this port' }),
+    api: t.String({ description: 'The API documentation (Swagger UI)' }),
+  },
+  { description: "What BlueOS's service scanner reads for its sidebar" },
+)
+
+const REGISTER_SERVICE = {
+  name: 'Periscope',
+  description,
+  icon: 'mdi-camera',
+  company: 'Periscope',
+  version: VERSION,
+  webpage: '/',
+  api: '/docs',
+}
+
+export default definePlugin({
+  name: 'blueos',
+  setup() {
+    return new Elysia({ name: 'periscope:blueos' }).get('/register_service', () => REGISTER_SERVICE, {
+      ...docs({ tag: 'system', summary: "This service's entry in BlueOS's sidebar (BlueOS calls it on every open port)", ok: RegisterServiceModel }),
+    })
+  },
+})

@@ -1,0 +1,177 @@
+// The MAVLink camera protocol's messages for one camera (common.xml, mavlink-mappings' classes):
+// what QGroundControl reads to list a camera, play its stream and record it.
+import { common, minimal } from 'mavlink-mappings'
+import type { DeviceRecording } from '../../core/types'
+
+/** One camera as its MAVLink component describes it. */
+export interface CameraFacts {
+  vendor: string
+  model: string
+  /** The stream's name in a ground station's list: the nickname, else the device name. */
+  streamName: string
+  /** The largest size the camera offers (CAMERA_INFORMATION's resolution). */
+  sensor: { width: number; height: number }
+  /** Periscope's version as CAMERA_INFORMATION's firmware_version (the camera's own is not known). */
+  firmware: string
+}
+
+/** The stream as it runs now. */
+export interface StreamFacts {
+  running: boolean
+  width: number
+  height: number
+  fps: number
+  encoding: 'H264' | 'JPEG'
+  /** Measured at the live tap, bits/s (0 until a second has been measured). */
+  bitrate: number
+  uri: { type: 'RTSP' | 'RTPUDP'; uri: string }
+}
+
+export interface DiskFacts {
+  total: number
+  used: number
+  free: number
+}
+
+const MiB = 1 << 20
+const STREAM_ID = 1
+
+/** The time since the service started, as every *_time_boot_ms field wants it. */
+export const timeBootMs = () => Math.floor(process.uptime() * 1000) >>> 0
+
+/** A string as the bytes MAVLink carries (UTF-8), cut at a character boundary to fit `max` bytes. */
+export function utf8Bytes(text: string, max: number): number[] {
+  const bytes = Buffer.from(text, 'utf8')
+  let end = Math.min(bytes.length, max)
+  while (end > 0 && end < bytes.length && (bytes[end]! & 0xc0) === 0x80) end--
+  return [...bytes.subarray(0, end)]
+}
+
+/** A char[] field: node-mavlink writes one byte per UTF-16 unit, so the UTF-8 bytes go as a latin1 string. */
+const charField = (text: string, max: number) => Buffer.from(utf8Bytes(text, max)).toString('latin1')
+
+/** `major.minor.patch` as CAMERA_INFORMATION's firmware_version: (Dev << 24) | (Patch << 16) | (Minor << 8) | Major. */
+export function firmwareVersion(version: string): number {
+  const [major = 0, minor = 0, patch = 0] = version.split(/[.-]/).map((part) => Number.parseInt(part, 10) || 0)
+  return ((patch & 0xff) << 16) | ((minor & 0xff) << 8) | (major & 0xff)
+}
+
+export function heartbeat(running: boolean): minimal.Heartbeat {
+  const msg = new minimal.Heartbeat()
+  msg.type = minimal.MavType.CAMERA
+  msg.autopilot = minimal.MavAutopilot.INVALID
+  msg.baseMode = 0 as minimal.MavModeFlag
+  msg.customMode = 0
+  msg.systemStatus = running ? minimal.MavState.ACTIVE : minimal.MavState.STANDBY
+  msg.mavlinkVersion = 3
+  return msg
+}
+
+export function cameraInformation(camera: CameraFacts): common.CameraInformation {
+  const msg = new common.CameraInformation()
+  msg.timeBootMs = timeBootMs()
+  msg.vendorName = utf8Bytes(camera.vendor, 32)
+  msg.modelName = utf8Bytes(camera.model, 32)
+  msg.firmwareVersion = firmwareVersion(camera.firmware)
+  msg.focalLength = NaN
+  msg.sensorSizeH = NaN
+  msg.sensorSizeV = NaN
+  msg.resolutionH = camera.sensor.width
+  msg.resolutionV = camera.sensor.height
+  msg.lensId = 0
+  // A video stream, and video capture: recording while streaming (POST /api/devices/start_recording).
+  msg.flags = common.CameraCapFlags.HAS_VIDEO_STREAM | common.CameraCapFlags.CAPTURE_VIDEO
+  msg.camDefinitionVersion = 0
+  msg.camDefinitionUri = ''
+  msg.gimbalDeviceId = 0
+  msg.cameraDeviceId = 0
+  return msg
+}
+
+export function cameraSettings(): common.CameraSettings {
+  const msg = new common.CameraSettings()
+  msg.timeBootMs = timeBootMs()
+  msg.modeId = common.CameraMode.VIDEO
+  msg.zoomLevel = NaN
+  msg.focusLevel = NaN
+  msg.cameraDeviceId = 0
+  return msg
+}
+
+const streamFlags = (stream: StreamFacts) => (stream.running ? common.VideoStreamStatusFlags.RUNNING : (0 as common.VideoStreamStatusFlags))
+
+export function videoStreamInformation(camera: CameraFacts, stream: StreamFacts): common.VideoStreamInformation {
+  const msg = new common.VideoStreamInformation()
+  msg.streamId = STREAM_ID
+  msg.count = 1
+  msg.type = stream.uri.type === 'RTSP' ? common.VideoStreamType.RTSP : common.VideoStreamType.RTPUDP
+  msg.flags = streamFlags(stream)
+  msg.framerate = stream.fps
+  msg.resolutionH = stream.width
+  msg.resolutionV = stream.height
+  msg.bitrate = stream.bitrate >>> 0
+  msg.rotation = 0
+  msg.hfov = 0
+  msg.name = charField(camera.streamName, 32)
+  msg.uri = charField(stream.uri.uri, 160)
+  // MJPG has no VIDEO_STREAM_ENCODING value.
+  msg.encoding = stream.encoding === 'H264' ? common.VideoStreamEncoding.H264 : common.VideoStreamEncoding.UNKNOWN
+  msg.cameraDeviceId = 0
+  return msg
+}
+
+export function videoStreamStatus(stream: StreamFacts): common.VideoStreamStatus {
+  const msg = new common.VideoStreamStatus()
+  msg.streamId = STREAM_ID
+  msg.flags = streamFlags(stream)
+  msg.framerate = stream.fps
+  msg.resolutionH = stream.width
+  msg.resolutionV = stream.height
+  msg.bitrate = stream.bitrate >>> 0
+  msg.rotation = 0
+  msg.hfov = 0
+  msg.cameraDeviceId = 0
+  return msg
+}
+
+export function cameraCaptureStatus(recording: DeviceRecording, disk: DiskFacts | null): common.CameraCaptureStatus {
+  const msg = new common.CameraCaptureStatus()
+  msg.timeBootMs = timeBootMs()
+  msg.imageStatus = 0
+  msg.videoStatus = recording.active ? 1 : 0
+  msg.imageInterval = 0
+  msg.recordingTimeMs = recording.active && recording.started ? Math.max(0, Date.now() - Date.parse(recording.started)) >>> 0 : 0
+  msg.availableCapacity = disk ? disk.free / MiB : NaN
+  msg.imageCount = 0
+  msg.cameraDeviceId = 0
+  return msg
+}
+
+/** The recordings disk (GET /api/recordings/disk) as the camera's one storage; null when it cannot be read. */
+export function storageInformation(disk: DiskFacts | null): common.StorageInformation {
+  const msg = new common.StorageInformation()
+  msg.timeBootMs = timeBootMs()
+  msg.storageId = 1
+  msg.storageCount = 1
+  msg.status = disk ? common.StorageStatus.READY : common.StorageStatus.NOT_SUPPORTED
+  msg.totalCapacity = disk ? disk.total / MiB : 0
+  msg.usedCapacity = disk ? disk.used / MiB : 0
+  msg.availableCapacity = disk ? disk.free / MiB : 0
+  msg.readSpeed = 0
+  msg.writeSpeed = 0
+  msg.type = common.StorageType.OTHER
+  msg.name = charField('Periscope recordings', 32)
+  msg.storageUsage = common.StorageUsageFlag.SET | common.StorageUsageFlag.VIDEO
+  return msg
+}
+
+export function commandAck(command: number, result: common.MavResult, to: { sysid: number; compid: number }): common.CommandAck {
+  const msg = new common.CommandAck()
+  msg.command = command as common.MavCmd
+  msg.result = result
+  msg.progress = 0
+  msg.resultParam2 = 0
+  msg.targetSystem = to.sysid
+  msg.targetComponent = to.compid
+  return msg
+}

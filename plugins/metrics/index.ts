@@ -1,0 +1,178 @@
+// Prometheus metrics at GET /metrics (text exposition format 0.0.4), through prom-client. Camera values
+// are read when Prometheus scrapes, from what GET /api/devices shows (stream state, restarts, drops,
+// recording), the streams' live taps (frames and bytes sent) and the viewer plugins' counts (registry):
+// nothing polls. Requests are counted and timed by route template where core/http/request-log.ts
+// measures them, so a bus_info or a recording name never becomes a label value.
+import { Elysia } from 'elysia'
+import { existsSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as Metrics } from 'prom-client'
+import { LOG_LEVELS } from '../../core/log'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { STREAM_STATES } from '../../core/schemas'
+import type { Device } from '../../core/types'
+import { VERSION } from '../../core/version'
+import { diskUsage } from '../../drivers/storage/recordings'
+
+/**
+ * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
+ * shows in the lag gauges, RSS and CPU match /proc). Left out: nodejs_active_{handles,requests,resources}
+ * (Bun reports none), nodejs_gc_duration_seconds (Bun has no `gc` performance entries), the V8 heap
+ * spaces (JavaScriptCore has none of them: zeros), process_heap_bytes (VmData: Bun's reserved address
+ * space, not a heap) and nodejs_version_info (the Node version Bun imitates; periscope_build_info says which Bun).
+ */
+const PROCESS_METRICS = [
+  'process_cpu_user_seconds_total',
+  'process_cpu_system_seconds_total',
+  'process_cpu_seconds_total',
+  'process_start_time_seconds',
+  'process_resident_memory_bytes',
+  'process_virtual_memory_bytes',
+  'process_open_fds',
+  'process_max_fds',
+  'nodejs_eventloop_lag_seconds',
+  'nodejs_eventloop_lag_min_seconds',
+  'nodejs_eventloop_lag_max_seconds',
+  'nodejs_eventloop_lag_mean_seconds',
+  'nodejs_eventloop_lag_stddev_seconds',
+  'nodejs_eventloop_lag_p50_seconds',
+  'nodejs_eventloop_lag_p90_seconds',
+  'nodejs_eventloop_lag_p99_seconds',
+  'nodejs_heap_size_total_bytes',
+  'nodejs_heap_size_used_bytes',
+  'nodejs_external_memory_bytes',
+]
+
+/** Label values for methods: anything else a client invents is `other` (no label from raw input). */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+/** The API answers in well under a millisecond to a few seconds (a capture, a zip prepare). */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+const hex4 = (n: number) => n.toString(16).padStart(4, '0')
+
+/** The nearest existing directory of `path`: the file system its recordings go to once it is made. */
+function nearestExisting(path: string): string {
+  while (!existsSync(path) && dirname(path) !== path) path = dirname(path)
+  return path
+}
+
+export default definePlugin({
+  name: 'metrics',
+  // A scraper polls: it does not show that a pilot's client is there (the network rollback).
+  backgroundPaths: ['/metrics'],
+  setup({ registry, config, requests, log, lifecycle }) {
+    const metrics = new Metrics()
+    const registers = [metrics]
+
+    const defaults = new Metrics()
+    collectDefaultMetrics({ register: defaults })
+    for (const name of PROCESS_METRICS) {
+      const metric = defaults.getSingleMetric(name)
+      if (metric) metrics.registerMetric(metric)
+    }
+    new Gauge({ name: 'periscope_build_info', help: 'Always 1: the version of Periscope and of the Bun that runs it', labelNames: ['version', 'bun'], registers }).set({ version: VERSION, bun: Bun.version }, 1)
+
+    // ---- requests, by route template ----
+    const requestCount = new Counter({ name: 'periscope_http_requests_total', help: 'HTTP requests answered, by method, route template (unmatched: no route, as for 404, 405, a preflight, a missing token) and status', labelNames: ['method', 'route', 'status'], registers })
+    const requestSeconds = new Histogram({
+      name: 'periscope_http_request_duration_seconds',
+      help: 'Seconds from a request\'s arrival to its answer (for a stream, its head), by method and route template',
+      labelNames: ['method', 'route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    })
+    const unwatchRequests = requests.watch(({ method, route, status, seconds }) => {
+      const labels = { method: METHODS.has(method) ? method : 'other', route: route ?? 'unmatched' }
+      requestCount.inc({ ...labels, status: String(status) })
+      requestSeconds.observe(labels, seconds)
+    })
+
+    // ---- log entries written, by level ----
+    const logEntries = new Counter({ name: 'periscope_log_entries_total', help: 'Log entries written (what --log-level lets through), by level: GET /api/logs shows the recent ones', labelNames: ['level'], registers })
+    for (const level of LOG_LEVELS) logEntries.inc({ level }, 0)
+    const unwatchLog = log.subscribe((record) => logEntries.inc({ level: record.level }))
+
+    // ---- cameras: read at scrape time ----
+    const camera = (name: string, help: string, extra: string[] = []) => ({ name, help, labelNames: ['bus_info', ...extra], registers })
+    const info = new Gauge(camera('periscope_camera_info', 'Always 1 per connected camera: its name, nickname and USB ids (join on bus_info; the other metrics carry only bus_info, so a new nickname starts no new series)', ['name', 'nickname', 'vid', 'pid']))
+    const state = new Gauge(camera('periscope_stream_state', "1 for the camera's stream state now, 0 for the others (a follower: its group's)", ['state']))
+    const restarts = new Counter(camera('periscope_stream_restarts_total', 'Restarts of the stream after a failure or a stall since it was last started (restart_stream, configure_stream and a replug start it anew; a follower: its group\'s)'))
+    const drops = new Counter(camera('periscope_stream_dropped_frames_total', "Frames lost since the stream was last started: the camera's (v4l2src QoS) and, in a group, frames out of step (a follower: its group's)"))
+    const frames = new Counter(camera('periscope_stream_frames_total', "Frames the camera's pipeline sent since the stream was last started (RTP packets with the marker bit, counted on the live tap)"))
+    const sentBytes = new Counter(camera('periscope_stream_sent_bytes_total', "RTP bytes the camera's pipeline sent since the stream was last started, one copy (each UDP endpoint receives as many): rate() is the stream's bitrate"))
+    const viewers = new Gauge(camera('periscope_viewers', 'Viewers watching the camera now, by protocol (rtsp, whep, mjpeg; only those whose plugin is loaded)', ['protocol']))
+    const recording = new Gauge(camera('periscope_recording_active', '1 while a recording made while streaming (start_recording) runs for the camera (a group: on each of its cameras)'))
+    const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, updated every second; 0 when none runs'))
+    const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
+    const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
+    const perCamera = [info, state, restarts, drops, frames, sentBytes, viewers, recording, recordingBytes]
+
+    const devices = (): Device[] => {
+      try {
+        return registry.deviceDirectory().devices()
+      } catch {
+        return [] // no cameras plugin: no camera to describe
+      }
+    }
+
+    /** Every camera value as it is now; a camera gone since the last scrape leaves no series behind. */
+    const refresh = () => {
+      for (const metric of perCamera) metric.reset()
+      const streamer = registry.get('streamer')
+      for (const device of devices()) {
+        const bus_info = device.bus_info
+        const status = device.stream_status ?? { state: 'stopped', restarts: 0 }
+        const made = device.recording ?? { active: false, bytes: 0 }
+        info.set({ bus_info, name: device.name ?? '', nickname: device.nickname, vid: hex4(device.vid), pid: hex4(device.pid) }, 1)
+        for (const s of STREAM_STATES) state.set({ bus_info, state: s }, status.state === s ? 1 : 0)
+        restarts.inc({ bus_info }, status.restarts)
+        drops.inc({ bus_info }, device.frame_stats.num_drops)
+        const live = streamer?.live(bus_info)
+        const sent = live ? live.tap.sent(live.member) : { bytes: 0, frames: 0 }
+        frames.inc({ bus_info }, sent.frames)
+        sentBytes.inc({ bus_info }, sent.bytes)
+        for (const [protocol, count] of Object.entries(registry.viewers(bus_info))) viewers.set({ bus_info, protocol }, count)
+        recording.set({ bus_info }, made.active ? 1 : 0)
+        recordingBytes.set({ bus_info }, made.active ? made.bytes : 0)
+      }
+      try {
+        const disk = diskUsage(nearestExisting(config.recordingsDir))
+        diskFree.set(disk.free)
+        diskSize.set(disk.total)
+        diskProblem = null
+      } catch (e) {
+        // The last values stay; said once, not at every scrape.
+        if (diskProblem !== (e as Error).message) log.warn('metrics: the recordings file system cannot be read', { dir: config.recordingsDir, err: e })
+        diskProblem = (e as Error).message
+      }
+    }
+    let diskProblem: string | null = null
+
+    lifecycle({
+      stop() {
+        unwatchRequests()
+        unwatchLog()
+      },
+    })
+
+    return new Elysia({ name: 'periscope:metrics' }).get(
+      '/metrics',
+      async () => {
+        refresh()
+        return new Response(await metrics.metrics(), { headers: { 'content-type': metrics.contentType } })
+      },
+      {
+        ...docs({
+          tag: 'system',
+          summary: 'Prometheus metrics (text exposition format)',
+          description:
+            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming. ' +
+            'Per route template: requests by status, and latency. The recordings disk, log entries by level, and the process: CPU, RSS, event-loop lag. Counters of a stream count since it was last started. ' +
+            'Not under /api: open like every read, and a scrape does not count as a client for the network rollback.',
+          ok: { content: { 'text/plain': { schema: { type: 'string' }, example: 'periscope_stream_frames_total{bus_info="usb-0000:00:14.0-1"} 1800' } }, description: 'text/plain; version=0.0.4' },
+        }),
+      },
+    )
+  },
+})

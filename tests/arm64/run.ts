@@ -1,0 +1,63 @@
+// The arm64 tier (npm run test:arm64): Bun's aarch64 build under qemu-user (tests/arm64/bun), no binfmt,
+// no arm64 machine. First that it really is arm64 and the locked Bun version; then the ABI checks
+// (tests/arm64, and the kernel tier's layout test run by the aarch64 Bun), then the whole contract tier.
+// Child Bun processes of the tests run on arm64 too (PERISCOPE_TEST_BUN, tests/helpers.ts); python and
+// GStreamer helpers stay x86-64 binaries of this machine. Prints how long each part took.
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const WRAPPER = join(import.meta.dir, 'bun')
+const env = { ...process.env, PERISCOPE_TEST_BUN: WRAPPER }
+// Emulation is ~10× slower than this machine: a test without its own timeout gets 30 s, not Bun's 5 s.
+const TEST_TIMEOUT_MS = 30_000
+const PARTS: { name: string; paths: string[] }[] = [
+  { name: 'ABI', paths: ['tests/arm64', 'tests/kernel/host/layout.test.ts'] },
+  { name: 'contract', paths: ['tests/contract'] },
+]
+
+const totals = { pass: 0, fail: 0 }
+const failures: string[] = []
+const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1)
+const started = performance.now()
+
+// A run that is not arm64, or not the locked Bun, proves nothing: stop before any test.
+const probe = Bun.spawnSync([WRAPPER, '-e', 'console.log(process.arch, Bun.version)'], { cwd: ROOT, env })
+const seen = probe.stdout.toString().trim()
+if (probe.exitCode !== 0 || seen !== `arm64 ${Bun.version}`) {
+  console.error(`arm64 tier: FAILED before any test: tests/arm64/bun answered ${JSON.stringify(seen)} (exit ${probe.exitCode}), expected "arm64 ${Bun.version}"\n${probe.stderr.toString()}`)
+  console.log('\n 0 pass\n 1 fail')
+  process.exit(1)
+}
+console.log(`arm64 tier: ${seen.replace(' ', ', Bun ')} under ${Bun.spawnSync(['qemu-aarch64-static', '--version']).stdout.toString().split('\n')[0]}`)
+
+const timings: string[] = []
+for (const part of PARTS) {
+  const t = performance.now()
+  console.log(`\narm64 tier: ${part.name} (${part.paths.join(' ')})`)
+  const child = Bun.spawn([WRAPPER, 'test', '--timeout', String(TEST_TIMEOUT_MS), '--preload', './tests/arm64/preload.ts', ...part.paths], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
+  let output = ''
+  const pump = async (stream: ReadableStream<Uint8Array>, sink: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+      const text = decoder.decode(chunk, { stream: true })
+      output += text
+      sink.write(text)
+    }
+  }
+  await Promise.all([pump(child.stdout, process.stdout), pump(child.stderr, process.stderr), child.exited])
+  const pass = Number(output.match(/^\s*(\d+) pass$/m)?.[1] ?? 0)
+  const fail = Number(output.match(/^\s*(\d+) fail$/m)?.[1] ?? 0)
+  totals.pass += pass
+  totals.fail += fail
+  if (child.exitCode !== 0) failures.push(`${part.name}: bun test exited ${child.exitCode} (${fail} failed)`)
+  else if (pass === 0) failures.push(`${part.name}: ran no test`)
+  timings.push(`${part.name} ${seconds(t)} s (${pass} passed, ${fail} failed)`)
+}
+
+console.log(`\narm64 tier took ${seconds(started)} s under emulation: ${timings.join('; ')}`)
+console.log(`\n ${totals.pass} pass\n ${Math.max(totals.fail, failures.length ? 1 : 0)} fail`)
+if (failures.length) {
+  console.error(`\nARM64 TIER FAILED:\n- ${failures.join('\n- ')}`)
+  process.exit(1)
+}
+console.log('\narm64 tier: all passed')

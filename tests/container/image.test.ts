@@ -1,0 +1,154 @@
+// The container image, built and run here: scripts/container/build.sh builds it with podman from a base
+// that mmdebstrap makes of Debian's packages, then the image runs as BlueOS would create it, from its
+// own `permissions` label (host network, /dev, /sys, the D-Bus socket, the data directory, the device
+// rules), the host paths swapped for the test's own: the D-Bus socket is the NetworkManager lab's bus, the
+// data directory a temporary one. Loopback only: the service listens on 127.0.0.1 on free ports.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { VERSION } from '../../core/version'
+import { readDockerfile } from '../../scripts/container/dockerfile'
+import { freeTcpPort, tempDir, until } from '../helpers'
+import { freePort, Receiver, requireGStreamer, waitFor } from '../integration/gstreamer.helpers'
+import { startNmLab, type NmLab } from '../integration/nm/lab'
+import { h264Device } from '../integration/service.helpers'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const CONTAINERS_CONF = join(ROOT, 'scripts', 'container', 'containers.conf')
+const ARCH = Bun.spawnSync(['dpkg', '--print-architecture']).stdout.toString().trim()
+const IMAGE = `localhost/periscope:${VERSION}-${ARCH}`
+const NAME = `periscope-test-${process.pid}`
+
+/** podman with the project's containers.conf; resolves with stdout, throws with stderr. */
+async function podman(...args: string[]): Promise<string> {
+  const proc = Bun.spawn(['podman', ...args], { env: { ...process.env, CONTAINERS_CONF }, stdout: 'pipe', stderr: 'pipe' })
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  if ((await proc.exited) !== 0) throw new Error(`podman ${args.join(' ')} failed: ${err.trim()}`)
+  return out
+}
+
+/** The build, its output shown as it comes; the closing line's figures. */
+async function build(): Promise<{ seconds: number; megabytes: number; line: string }> {
+  const proc = Bun.spawn(['bash', join(ROOT, 'scripts', 'container', 'build.sh'), ARCH], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
+  const out = await new Response(proc.stdout).text()
+  process.stderr.write(out)
+  if ((await proc.exited) !== 0) throw new Error(`scripts/container/build.sh ${ARCH} exited ${proc.exitCode}`)
+  const line = out.trim().split('\n').at(-1)!
+  const figures = line.match(/total ([\d.]+) s; size (\d+) MB/)
+  if (!figures) throw new Error(`the build's closing line gives no figures: ${line}`)
+  return { seconds: Number(figures[1]), megabytes: Number(figures[2]), line }
+}
+
+let built: Awaited<ReturnType<typeof build>>
+let inspected: any
+let lab: NmLab | null = null
+let dataDir = ''
+let receiver: Receiver | null = null
+let url = ''
+let rtspPort = 0
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers }
+}
+
+beforeAll(async () => {
+  requireGStreamer() // the receiver on the host side
+  built = await build()
+  console.log(`container: ${built.line}`)
+  inspected = JSON.parse(await podman('image', 'inspect', IMAGE))[0]
+}, 20 * 60_000)
+
+afterAll(async () => {
+  await podman('rm', '--force', '--time', '10', NAME).catch(() => {})
+  await receiver?.stop()
+  await lab?.stop()
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+}, 60_000)
+
+describe('the image', () => {
+  test(`is built for this machine (${ARCH}); its size is printed`, () => {
+    expect(inspected.Architecture).toBe(ARCH)
+    expect(inspected.Size).toBeGreaterThan(0)
+    console.log(`container: image ${IMAGE}: ${(inspected.Size / 1e6).toFixed(0)} MB, built in ${built.seconds} s`)
+  })
+
+  test("carries the Dockerfile's labels, as the builder read them, and each JSON one parses", () => {
+    const { labels } = readDockerfile()
+    for (const [name, value] of Object.entries(labels)) expect({ name, value: inspected.Labels[name] }).toEqual({ name, value })
+    for (const name of ['permissions', 'authors', 'company', 'links', 'tags']) expect(() => JSON.parse(inspected.Labels[name])).not.toThrow()
+    expect(inspected.Labels.version).toBe(VERSION)
+  })
+})
+
+describe('run as BlueOS creates it', () => {
+  beforeAll(async () => {
+    lab = await startNmLab()
+    dataDir = tempDir('periscope-container-')
+    const { HostConfig } = JSON.parse(inspected.Labels.permissions)
+    // The label's host paths, with the test's own where the machine's would be wrong to use.
+    const hostPath: Record<string, string> = { '/run/dbus': lab.dir, '/data': dataDir }
+    const binds = (HostConfig.Binds as string[]).flatMap((bind) => {
+      const [source, target] = bind.split(':') as [string, string]
+      return ['--volume', `${hostPath[target] ?? source}:${target}`]
+    })
+    const rules = (HostConfig.DeviceCgroupRules as string[]).flatMap((rule) => ['--device-cgroup-rule', rule])
+    const port = freeTcpPort()
+    rtspPort = freeTcpPort()
+    url = `http://127.0.0.1:${port}`
+    // The image's own command and data directory; only the address, the ports and the simulated cameras differ.
+    const env = { PERISCOPE_HOST: '127.0.0.1', PERISCOPE_PORT: String(port), PERISCOPE_RTSP_PORT: String(rtspPort), PERISCOPE_SIMULATE: 'default' }
+    await podman('run', '--detach', '--name', NAME, `--network=${HostConfig.NetworkMode}`, ...binds, ...rules, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), IMAGE)
+    const running = async () => (await podman('inspect', '--format', '{{.State.Running}}', NAME)).trim() === 'true'
+    await until('the service in the container to answer', () => call('GET', '/api/health').catch(async () => ({ status: (await running()) ? 0 : -1 })), (r) => r.status === 200 || r.status === -1, 90_000)
+    if (!(await running())) throw new Error(`the container stopped: ${await podman('logs', NAME).catch((e) => String(e))}`)
+  }, 120_000)
+
+  test('/api/health and /register_service answer; GStreamer, its RTSP server and BlueOS are ok', async () => {
+    const health = await until('GStreamer and RTSP ready', () => call('GET', '/api/health'), (r) => r.body.plugins.rtsp.state === 'ok', 30_000)
+    expect(health.body.version).toBe(VERSION)
+    for (const plugin of ['gstreamer', 'rtsp', 'blueos', 'cameras', 'recordings']) expect({ plugin, state: health.body.plugins[plugin].state }).toEqual({ plugin, state: 'ok' })
+    expect(health.body.plugins.rtsp.port).toBe(rtspPort)
+    expect(health.body.plugins.recordings.directory).toBe('/data/recordings')
+    const service = await call('GET', '/register_service')
+    expect(service.status).toBe(200)
+    expect(service.body).toMatchObject({ name: 'Periscope', version: VERSION, api: '/docs' })
+  }, 40_000)
+
+  test("reaches NetworkManager through the bound D-Bus socket (the lab's bus)", async () => {
+    const health = await until('the network plugin on the bus', () => call('GET', '/api/health'), (r) => r.body.plugins.network.state === 'ok', 20_000)
+    expect(health.body.plugins.network.bus).toBe('unix:path=/var/run/dbus/system_bus_socket')
+    const wired = await call('GET', '/api/network/wired/devices')
+    expect(wired.status).toBe(200)
+    expect(wired.body.map((d: { interface: string }) => d.interface).sort()).toEqual([...lab!.interfaces].sort())
+  }, 30_000)
+
+  test('streams RTP to a receiver on the host and records onto the data volume', async () => {
+    const dev = await h264Device({ call })
+    const port = freePort()
+    receiver = new Receiver(port, 'H264')
+    await receiver.ready()
+    const t0 = Date.now()
+    const configured = await call('POST', '/api/devices/configure_stream', {
+      bus_info: dev.bus_info,
+      stream_type: 'UDP',
+      stream_format: { width: dev.width, height: dev.height, interval: { numerator: 1, denominator: dev.fps } },
+      encode_type: 'H264',
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port }],
+    })
+    expect(configured.status).toBe(200)
+    await waitFor('decoded frames from the container', () => receiver!.firstFrameAfter(t0), 30_000)
+    await waitFor('a size', () => receiver!.width > 0)
+    expect([receiver.width, receiver.height]).toEqual([dev.width, dev.height])
+
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(started.status).toBe(200)
+    const onHost = join(dataDir, 'recordings', started.body.file)
+    await waitFor('the recording growing on the host side of the volume', () => existsSync(onHost) && statSync(onHost).size > 50_000, 20_000)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(200)
+    expect(readdirSync(join(dataDir, 'recordings'))).toContain(started.body.file)
+    expect(existsSync(join(dataDir, 'periscope.sqlite'))).toBe(true)
+  }, 60_000)
+})

@@ -1,0 +1,107 @@
+// BlueOS: GET /register_service answers what its sidebar reads, the plugin is loaded by default, and the
+// Dockerfile's labels (BlueOS's extension metadata) are valid JSON that says what the service needs. The
+// container tier checks this same reading of the Dockerfile against the labels of a built image.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { DEFAULT_PLUGINS } from '../../core/config'
+import { VERSION } from '../../core/version'
+import { readDockerfile } from '../../scripts/container/dockerfile'
+import type { TestServer } from '../helpers'
+import { startContractServer } from './setup'
+import pkg from '../../package.json'
+
+let s: TestServer
+beforeAll(async () => {
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'blueos'] })
+})
+afterAll(() => s.stop())
+
+describe('GET /register_service', () => {
+  test('answers the seven fields of a BlueOS service, the version being the API version', async () => {
+    const { status, body, headers } = await s.call('GET', '/register_service')
+    expect(status).toBe(200)
+    expect(headers.get('content-type')).toStartWith('application/json')
+    expect(Object.keys(body).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
+    for (const value of Object.values(body)) expect(typeof value).toBe('string')
+    expect(body.name).toBe('Periscope')
+    expect(body.version).toBe(VERSION)
+    expect(body.version).toBe((await s.call('GET', '/api/health')).body.version)
+    // BlueOS draws Material Design Icons by name.
+    expect(body.icon).toMatch(/^mdi-[a-z0-9]+(-[a-z0-9]+)*$/)
+    expect(body.description.length).toBeGreaterThan(20)
+  })
+
+  test('its api link opens the Swagger UI on this port; webpage is a path on this port', async () => {
+    const { body } = await s.call('GET', '/register_service')
+    expect(body.api).toBe('/docs')
+    const docs = await fetch(s.url + body.api)
+    expect(docs.status).toBe(200)
+    expect(await docs.text()).toContain('swagger-ui')
+    expect(body.webpage).toStartWith('/')
+  })
+
+  test('is in the OpenAPI document with its answer schema; another method is 405', async () => {
+    const doc = (await s.call('GET', '/openapi.json')).body
+    const op = doc.paths['/register_service']?.get
+    expect(op?.tags).toEqual(['system'])
+    const schema = op.responses['200'].content['application/json'].schema
+    expect(Object.keys(schema.properties).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
+    expect([...schema.required].sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
+    const post = await s.call('POST', '/register_service', {})
+    expect(post.status).toBe(405)
+    expect(post.headers.get('allow')).toContain('GET')
+  })
+
+  test('the plugin is among the default plugins', () => {
+    expect(DEFAULT_PLUGINS).toContain('blueos')
+  })
+})
+
+describe('the Dockerfile (the container image and BlueOS extension)', () => {
+  const dockerfile = readDockerfile()
+  const labels = dockerfile.labels
+  const json = (name: string) => {
+    expect(labels[name]).toBeString()
+    return JSON.parse(labels[name]!)
+  }
+
+  test('carries every label BlueOS reads; the JSON ones parse', () => {
+    for (const name of ['version', 'permissions', 'authors', 'company', 'readme', 'links', 'type', 'tags']) expect(labels[name]).toBeString()
+    expect(labels.version).toBe(VERSION)
+    const authors = json('authors')
+    expect(authors).toBeArray()
+    expect(authors.length).toBeGreaterThan(0)
+    for (const author of authors) expect(author.name).toBeString()
+    expect(json('company').name).toBeString()
+    const links = json('links')
+    for (const url of [labels.readme!, ...Object.values(links)]) expect(() => new URL(url as string)).not.toThrow()
+    const tags = json('tags')
+    expect(tags).toBeArray()
+    for (const tag of tags) expect(tag).toMatch(/^[a-z0-9-]+$/)
+    expect(labels.type).toMatch(/^[a-z-]+$/)
+  })
+
+  test('permissions: host network, /dev, /sys, the D-Bus socket, the data directory, and hot-plugged cameras and serial boards', () => {
+    const { HostConfig } = json('permissions')
+    expect(HostConfig.NetworkMode).toBe('host')
+    const binds = new Map<string, string>((HostConfig.Binds as string[]).map((b) => [b.split(':')[1]!, b.split(':')[0]!]))
+    expect(binds.get('/dev')).toBe('/dev')
+    expect(binds.get('/sys')).toBe('/sys')
+    // The system bus socket NetworkManager answers on (drivers/networkmanager/bus.ts: /var/run/dbus/system_bus_socket).
+    expect(binds.get('/run/dbus')).toBe('/run/dbus')
+    // Settings and recordings live in the image's data directory, which a host directory keeps.
+    expect(binds.get(dockerfile.env.PERISCOPE_DATA_DIR!)).toStartWith('/')
+    // V4L2 (81), ttyACM (166) and ttyUSB (188) devices plugged in after the container started.
+    const majors = (HostConfig.DeviceCgroupRules as string[]).map((r) => r.match(/^c (\d+):\* rwm$/)?.[1])
+    expect(majors.sort()).toEqual(['166', '188', '81'])
+  })
+
+  test('runs the service on 8080 with its data on the volume, with Bun pinned as package.json pins it', () => {
+    const keyword = (k: string) => dockerfile.instructions.filter((i) => i.keyword === k)
+    expect(dockerfile.env.PERISCOPE_PORT).toBe('8080')
+    expect(keyword('VOLUME').map((i) => i.args)).toEqual([dockerfile.env.PERISCOPE_DATA_DIR!])
+    expect(JSON.parse(keyword('CMD').at(-1)!.args)).toEqual(['bun', 'run', 'core/main.ts'])
+    expect(dockerfile.args.BUN_VERSION).toBe(pkg.devDependencies.bun)
+    // Every plugin: the whole plugins/ tree goes into the image.
+    expect(keyword('COPY').map((i) => i.args)).toContain('plugins plugins')
+  })
+})

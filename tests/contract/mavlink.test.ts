@@ -1,0 +1,137 @@
+// The MAVLink plugin's contract without video: its flags, its place in /api/health (off by default),
+// a link whose peer is missing (a closed TCP port, nobody on a UDP port, a udpin port taken) that
+// never blocks the API and recovers once the peer is there; and the test ground station's own codec
+// (tests/mavlink-gcs.ts) against the numbers MAVLink publishes, so the integration tier's ground
+// station is known to be right independently of the service's library.
+import { expect, test } from 'bun:test'
+import { createSocket } from 'node:dgram'
+import { DEFAULT_PLUGINS, helpText, loadConfig, type MavlinkEndpoint } from '../../core/config'
+import { until, type TestServer } from '../helpers'
+import { crcExtra, encode, FrameDecoder, GroundStation, MESSAGES, type Message, x25 } from '../mavlink-gcs'
+import { startContractServer } from './setup'
+
+const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'mavlink']
+
+test('--mavlink and its companions: parsed as mavlink-router writes endpoints, refused otherwise; off by default, the plugin loaded by default', () => {
+  const endpoint = (kind: MavlinkEndpoint['kind'], host: string, port: number): MavlinkEndpoint => ({ kind, host, port })
+  const defaults = loadConfig([])
+  expect(defaults).toMatchObject({ mavlink: null, mavlinkComponentBase: 100, mavlinkSystemId: 1, mavlinkStreamAddress: null })
+  expect(loadConfig(['--mavlink', 'udpout:127.0.0.1:14550']).mavlink).toEqual(endpoint('udpout', '127.0.0.1', 14550))
+  expect(loadConfig(['--mavlink=udpin:0.0.0.0:14660']).mavlink).toEqual(endpoint('udpin', '0.0.0.0', 14660))
+  expect(loadConfig([], { PERISCOPE_MAVLINK: 'tcpout:localhost:5777' }).mavlink).toEqual(endpoint('tcpout', 'localhost', 5777))
+  expect(loadConfig(['--mavlink', 'udpout:[::1]:14550']).mavlink).toEqual(endpoint('udpout', '::1', 14550))
+  expect(loadConfig(['--mavlink', 'off']).mavlink).toBeNull()
+  for (const bad of ['serial:/dev/ttyACM0:115200', 'udpout:127.0.0.1', 'udpout:127.0.0.1:0', 'tcpout:host:70000', '127.0.0.1:14550', 'udpout::14550']) {
+    expect(() => loadConfig(['--mavlink', bad])).toThrow('mavlink must be udpout:<host>:<port>')
+  }
+  expect(loadConfig(['--mavlink-component-base', '110', '--mavlink-system-id', '2', '--mavlink-stream-address', '192.168.2.2'])).toMatchObject({
+    mavlinkComponentBase: 110,
+    mavlinkSystemId: 2,
+    mavlinkStreamAddress: '192.168.2.2',
+  })
+  expect(() => loadConfig(['--mavlink-component-base', '0'])).toThrow('mavlink-component-base must be an integer from 1 to 255')
+  expect(() => loadConfig(['--mavlink-system-id', '256'])).toThrow('mavlink-system-id must be an integer from 1 to 255')
+  for (const env of ['PERISCOPE_MAVLINK ', 'PERISCOPE_MAVLINK_COMPONENT_BASE', 'PERISCOPE_MAVLINK_SYSTEM_ID', 'PERISCOPE_MAVLINK_STREAM_ADDRESS']) expect(helpText()).toContain(env)
+  expect(DEFAULT_PLUGINS).toContain('mavlink')
+})
+
+test('the ground station codec: X.25 check value, CRC_EXTRA as the MAVLink C library publishes it, frames round-trip', () => {
+  // CRC-16/MCRF4XX of "123456789".
+  expect(x25(Buffer.from('123456789'))).toBe(0x6f91)
+  // MAVLINK_MSG_ID_<NAME>_CRC in the generated C headers of common.xml.
+  const published: Record<string, number> = {
+    HEARTBEAT: 50,
+    COMMAND_LONG: 152,
+    COMMAND_ACK: 143,
+    CAMERA_INFORMATION: 92,
+    CAMERA_SETTINGS: 146,
+    STORAGE_INFORMATION: 179,
+    CAMERA_CAPTURE_STATUS: 12,
+    VIDEO_STREAM_INFORMATION: 109,
+    VIDEO_STREAM_STATUS: 59,
+  }
+  expect(Object.fromEntries(MESSAGES.map((m) => [m.name, crcExtra(m)]))).toEqual(published)
+
+  const frame = encode('VIDEO_STREAM_INFORMATION', { stream_id: 1, count: 1, framerate: 15, resolution_h: 640, uri: 'rtsp://192.168.2.2:8554/cam', encoding: 1 }, { sysid: 1, compid: 100, seq: 7 })
+  expect(frame[0]).toBe(0xfd)
+  const got: Message[] = []
+  const decoder = new FrameDecoder()
+  // Split mid-frame, with noise before: the decoder finds it and checks it.
+  decoder.push(new Uint8Array([1, 2, 3, ...frame.subarray(0, 9)]), (m) => got.push(m))
+  decoder.push(frame.subarray(9), (m) => got.push(m))
+  expect(got).toHaveLength(1)
+  expect(got[0]).toMatchObject({ name: 'VIDEO_STREAM_INFORMATION', sysid: 1, compid: 100, seq: 7, fields: { stream_id: 1, framerate: 15, resolution_h: 640, uri: 'rtsp://192.168.2.2:8554/cam', encoding: 1, name: '' } })
+  const corrupt = frame.slice()
+  corrupt[12] = corrupt[12]! ^ 0xff
+  decoder.push(corrupt, (m) => got.push(m))
+  expect(got).toHaveLength(1)
+  expect(decoder.badChecksum).toBe(1)
+})
+
+const mavlinkHealth = async (s: TestServer) => (await s.call('GET', '/api/health')).body.plugins.mavlink
+
+/** Five API calls, each answered within a second: the link never holds the API up. */
+async function apiAnswers(s: TestServer): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    const t = Date.now()
+    expect((await s.call('GET', '/api/devices')).status).toBe(200)
+    expect(Date.now() - t).toBeLessThan(1000)
+  }
+}
+
+test('off without --mavlink: /api/health says so and the link is never opened', async () => {
+  const s = await startContractServer({ plugins: PLUGINS })
+  try {
+    expect(await mavlinkHealth(s)).toEqual({ state: 'ok', detail: 'off (no --mavlink)', enabled: false })
+    expect((await s.call('GET', '/api/health')).body.status).toBe('ok')
+  } finally {
+    await s.stop()
+  }
+})
+
+test('tcpout to a closed port: degraded and retried with growing delays while the API answers; connected once a server listens', async () => {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  const startedBy = Date.now() // before the link starts, so the time measured is never less than the link's
+  const s = await startContractServer({ plugins: PLUGINS, config: { mavlink: { kind: 'tcpout', host: '127.0.0.1', port } } })
+  let gcs: GroundStation | null = null
+  try {
+    const down = await until('two retries', () => mavlinkHealth(s), (h) => h.link?.retries >= 2, 15_000)
+    // Retries wait 0.5, 1, 2 … 10 s: the third cannot come before 3.5 s (at a fixed 0.5 s it would at 1.5 s).
+    await until('a third retry', () => mavlinkHealth(s), (h) => h.link.retries >= 3, 15_000)
+    expect(Date.now() - startedBy).toBeGreaterThan(3000)
+    expect(down).toMatchObject({ state: 'degraded', enabled: true, cameras: [] })
+    expect(down.detail).toContain('the MAVLink link is')
+    expect(down.link.last_error).toMatch(/refused/i)
+    await apiAnswers(s)
+    gcs = await GroundStation.tcpServer(port)
+    await until('the link up', () => mavlinkHealth(s), (h) => h.state === 'ok' && h.link.state === 'connected', 20_000)
+    expect(gcs.connections).toBe(1)
+    await apiAnswers(s)
+  } finally {
+    await s.stop()
+    gcs?.close()
+  }
+}, 40_000)
+
+test('udpout with nobody listening and udpin on a port already taken: the API answers, and udpin listens once the port is free', async () => {
+  const taken = createSocket('udp4')
+  await new Promise<void>((resolve) => taken.bind(0, '127.0.0.1', () => resolve()))
+  const port = taken.address().port
+  const sender = await startContractServer({ plugins: PLUGINS, config: { mavlink: { kind: 'udpout', host: '127.0.0.1', port: 9 } } })
+  const listener = await startContractServer({ plugins: PLUGINS, config: { mavlink: { kind: 'udpin', host: '127.0.0.1', port } } })
+  try {
+    expect(await mavlinkHealth(sender)).toMatchObject({ state: 'ok', link: { state: 'sending', errors: 0 } })
+    await apiAnswers(sender)
+    const refused = await until('the bind refused', () => mavlinkHealth(listener), (h) => h.link?.errors >= 1, 10_000)
+    expect(refused).toMatchObject({ state: 'degraded' })
+    expect(refused.link.last_error).toMatch(/EADDRINUSE|in use/i)
+    await apiAnswers(listener)
+    await new Promise<void>((resolve) => taken.close(() => resolve()))
+    await until('listening once the port is free', () => mavlinkHealth(listener), (h) => h.state === 'ok' && h.link.state === 'listening', 20_000)
+  } finally {
+    await sender.stop()
+    await listener.stop()
+  }
+}, 40_000)
