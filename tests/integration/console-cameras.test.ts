@@ -208,6 +208,7 @@ test('an endpoint added in the form gets the next free port and the caller\'s ho
     await openSection(LEADER, 'stream')
     const form = `${card(LEADER)} [data-stream-form]`
     await press(`${form} [data-action=add-endpoint]`)
+    await c.page.waitForSelector(`${form} [data-action=save-stream]:not([disabled])`) // the save is over in the page too
     await c.page.waitForSelector(`${form} [data-endpoint="1"]`)
     const all = (await c.service.call('GET', '/api/devices')).body as any[]
     const used = new Set(all.flatMap((d) => d.stream.endpoints.flatMap((e: any) => Array.from({ length: d.followers.length + 1 }, (_, n) => e.port + n))))
@@ -220,6 +221,7 @@ test('an endpoint added in the form gets the next free port and the caller\'s ho
     await press(`${form} [data-action=save-stream]`)
     await until('the second endpoint saved', () => device(LEADER), (d) => d.stream.endpoints.length === 2)
     expect((await device(LEADER)).stream.endpoints).toEqual([...before.endpoints, { host, port }])
+    await c.page.waitForSelector(`${form} [data-action=save-stream]:not([disabled])`) // the save is over in the page too
     await c.page.waitForSelector(`${form} [data-endpoint="1"]`)
 
     await press(`${form} [data-endpoint="1"] button`)

@@ -2,7 +2,7 @@
 // stream's state, a live picture, its controls, its stream settings and endpoints, recording, and its
 // stereo group. Every change is a request to /api; what the card shows afterwards is what the service
 // reports, and a refusal shows the service's reason.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { get, post } from '../api'
 import { SOURCE_FORMAT } from '../../../cameras/source-formats'
 import { ControlsPanel } from '../controls'
@@ -196,6 +196,8 @@ function formOf(d: Device): StreamForm {
 function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Preferences | null }) {
   const [form, setForm] = useState<StreamForm>(() => formOf(d))
   const [dirty, setDirty] = useState(false)
+  // Edits so far: a save that ends after more edits leaves them in the form (it is still dirty).
+  const edits = useRef(0)
   const [run, state] = useAction()
   useEffect(() => {
     if (!dirty) setForm(formOf(d))
@@ -204,6 +206,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
   const edit = (change: Partial<StreamForm>) => {
     setForm((f) => ({ ...f, ...change }))
     setDirty(true)
+    edits.current++
   }
   const sizes = sizesFor(d, form.encode_type)
   const size = sizes.find((s) => sizeKey(s.width, s.height) === form.size)
@@ -232,6 +235,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
     })
   const save = () =>
     run(async () => {
+      const submitted = edits.current
       const [width, height] = form.size.split('x').map(Number)
       const [numerator, denominator] = form.interval.split('/').map(Number)
       await post('/api/devices/configure_stream', {
@@ -243,9 +247,10 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
         // A port that is not a number goes as typed: the service's 422 names it.
         endpoints: form.endpoints.map((e) => ({ host: e.host.trim(), port: e.port.trim() !== '' && Number.isInteger(Number(e.port)) ? Number(e.port) : e.port })),
       })
-      // The form shows the saved stream once the list has it (never the old one in between).
+      // The form shows the saved stream once the list has it (never the old one in between), unless
+      // it was edited again meanwhile.
       await reloadDevices()
-      setDirty(false)
+      if (edits.current === submitted) setDirty(false)
     }, `${displayName(d)}: stream settings saved`)
   const fields = state.fields
   return (

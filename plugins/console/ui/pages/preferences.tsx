@@ -1,6 +1,6 @@
 // Preferences: where new streams go by default, whether to suggest the pilot's own address, and the
 // frame-sync offset. Saved whole; the form shows what the service saved.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { get, post } from '../api'
 import { useResource } from '../resource'
 import type { Preferences } from '../types'
@@ -22,6 +22,8 @@ export function PreferencesPage() {
   const saved = useResource<Preferences>('/api/preferences', ['preferences_updated'])
   const [form, setForm] = useState<Form | null>(null)
   const [dirty, setDirty] = useState(false)
+  // Edits so far: a save that ends after more edits leaves them in the form.
+  const edits = useRef(0)
   const [run, state] = useAction()
   useEffect(() => {
     if (saved.data && !dirty) setForm(formOf(saved.data))
@@ -29,13 +31,15 @@ export function PreferencesPage() {
   const edit = (change: Partial<Form>) => {
     setForm((f) => (f ? { ...f, ...change } : f))
     setDirty(true)
+    edits.current++
   }
   const save = () =>
     run(async () => {
       if (!form) return
+      const submitted = edits.current
       await post('/api/preferences/save_preferences', { default_stream: { host: form.host.trim(), port: numeric(form.port) }, suggest_host: form.suggest_host, frequency_offset: numeric(form.frequency_offset) })
       await saved.reload()
-      setDirty(false)
+      if (edits.current === submitted) setDirty(false)
     }, 'Preferences saved')
   return (
     <section aria-labelledby="prefs-title">
