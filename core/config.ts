@@ -58,7 +58,7 @@ export function parseMavlinkEndpoint(raw: string): MavlinkEndpoint {
   return { kind: m[1] as MavlinkEndpoint['kind'], host: m[2]!.replace(/^\[|\]$/g, ''), port }
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
 
 interface Option {
   flag: string

@@ -1,16 +1,9 @@
 // What a camera can stream, and the stream a camera gets the first time it is seen.
 import { valueError } from '../../core/errors'
 import type { Camera, EncodeType, Endpoint, Interval, RawDevice, Stream } from '../../core/types'
+import { SOURCE_FORMAT } from './source-formats'
 
-/**
- * The pixel formats a camera node may be read in for each encode type, preferred first: SOFTWARE_H264
- * re-encodes MJPG, or raw YUYV (4:2:2) when the camera offers no MJPG (vivid, raw-only cameras).
- */
-export const SOURCE_FORMAT: Record<Exclude<EncodeType, 'NONE'>, readonly string[]> = {
-  H264: ['H264'],
-  MJPG: ['MJPG'],
-  SOFTWARE_H264: ['MJPG', 'YUYV'],
-}
+export { SOURCE_FORMAT }
 
 /** The camera node and the pixel format a stream of this encode type reads: the preferred format any node offers. */
 function sourceOf(device: RawDevice, encode: Exclude<EncodeType, 'NONE'>): { camera: Camera; pixel_format: string } | undefined {

@@ -8,15 +8,20 @@ import { tempDir } from './gstreamer.helpers'
 export interface Service {
   proc: Subprocess
   dataDir: string
+  /** http://127.0.0.1:<port> */
+  url: string
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
   /** SIGKILL if still running (afterAll). */
   kill(): Promise<void>
 }
 
-/** core/main.ts in a child process with simulated cameras, on a free port, answering; `args` are more flags. */
-export async function startService(options: { args?: string[] } = {}): Promise<Service> {
+/**
+ * core/main.ts in a child process with simulated cameras, on a free port (or `port`: a service that
+ * comes back where it was), answering; `args` are more flags.
+ */
+export async function startService(options: { args?: string[]; port?: number } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
-  const port = freeTcpPort()
+  const port = options.port ?? freeTcpPort()
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args ?? [])], {
     stdout: 'ignore',
     stderr: 'inherit',
@@ -34,9 +39,14 @@ export async function startService(options: { args?: string[] } = {}): Promise<S
       await proc.exited
     }
   }
-  await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  try {
+    await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+  } catch (e) {
+    await kill() // never left running behind a failed start
+    throw e
+  }
   if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering`)
-  return { proc, dataDir, call, kill }
+  return { proc, dataDir, url, call, kill }
 }
 
 /** A simulated device with an H.264 node, and a size (at most 1280 wide) and interval (15 fps when offered) it offers. */

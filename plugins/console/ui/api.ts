@@ -1,0 +1,126 @@
+// The only place the console calls fetch(). JSON in and out; every failure becomes an ApiError that
+// carries the service's `detail` sentence (a 422's list mapped to the fields it names by `loc`), so no
+// refused request can pass for a success. A 401 asks the pilot for the token (core/http/token.ts: with
+// --token, every change needs it), keeps it for the session, and sends the request again.
+import { Value } from './state'
+
+export interface FieldErrors {
+  /** The message for each field, keyed by its loc without the leading 'body'/'query'/'path': 'endpoints.0.port'. */
+  [field: string]: string
+}
+
+export class ApiError extends Error {
+  constructor(
+    /** The HTTP status; 0 when the service did not answer at all. */
+    readonly status: number,
+    /** The sentence to show. */
+    readonly detail: string,
+    readonly fields: FieldErrors = {},
+  ) {
+    super(detail)
+  }
+}
+
+interface PydanticError {
+  loc: (string | number)[]
+  msg: string
+  type: string
+}
+
+/** A 422's errors by field, and one sentence naming each field with its message. */
+export function validationErrors(list: PydanticError[]): { detail: string; fields: FieldErrors } {
+  const fields: FieldErrors = {}
+  const sentences: string[] = []
+  for (const error of list) {
+    const loc = error.loc[0] === 'body' || error.loc[0] === 'query' || error.loc[0] === 'path' ? error.loc.slice(1) : error.loc
+    const key = loc.join('.')
+    fields[key] ??= error.msg
+    sentences.push(key ? `${key}: ${error.msg}` : error.msg)
+  }
+  return { detail: sentences.join('; ') || 'The service refused the request as invalid', fields }
+}
+
+const TOKEN_KEY = 'periscope.token'
+
+/** Whether the service answered the last request (false: the banner shows; events.ts sets it too). */
+export const reachable = new Value(true)
+
+/** Set while the page waits for the pilot to type the token; the shell shows the prompt. */
+export const tokenPrompt = new Value<{ refused: boolean; answer(token: string | null): void } | null>(null)
+
+export const savedToken = (): string | null => sessionStorage.getItem(TOKEN_KEY)
+
+let asking: Promise<string | null> | null = null
+
+/** One prompt at a time: requests refused together wait for the same answer. */
+function askForToken(refused: boolean): Promise<string | null> {
+  asking ??= new Promise<string | null>((resolve) => {
+    tokenPrompt.set({
+      refused,
+      answer(token) {
+        asking = null
+        tokenPrompt.set(null)
+        if (token) sessionStorage.setItem(TOKEN_KEY, token)
+        resolve(token)
+      },
+    })
+  })
+  return asking
+}
+
+export interface RawAnswer {
+  status: number
+  headers: Headers
+  text: string
+}
+
+/**
+ * One request, the token added when the session has one; a 401 prompts for it (again, saying so, when
+ * the one typed was wrong) and sends the request again, until the pilot cancels. Rejects with an
+ * ApiError for any status outside 2xx, and for no answer at all.
+ */
+export async function request(method: string, url: string, body?: { type: string; text: string }): Promise<RawAnswer> {
+  for (;;) {
+    const headers: Record<string, string> = {}
+    if (body) headers['content-type'] = body.type
+    const token = savedToken()
+    if (token) headers.authorization = `Bearer ${token}`
+    let res: Response
+    try {
+      res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store' })
+    } catch (e) {
+      reachable.set(false)
+      throw new ApiError(0, `The service did not answer (${(e as Error).message}); the page reconnects by itself`)
+    }
+    reachable.set(true)
+    const text = await res.text()
+    if (res.ok) return { status: res.status, headers: res.headers, text }
+    if (res.status === 401) {
+      if (token && savedToken() === token) sessionStorage.removeItem(TOKEN_KEY)
+      if (savedToken() || (await askForToken(Boolean(token)))) continue
+    }
+    throw refusal(res, text)
+  }
+}
+
+function refusal(res: Response, text: string): ApiError {
+  let detail: unknown
+  try {
+    detail = (JSON.parse(text) as { detail?: unknown }).detail
+  } catch {}
+  if (Array.isArray(detail)) {
+    const { detail: sentence, fields } = validationErrors(detail as PydanticError[])
+    return new ApiError(res.status, sentence, fields)
+  }
+  if (typeof detail === 'string' && detail) return new ApiError(res.status, detail)
+  return new ApiError(res.status, `The service answered ${res.status} ${res.statusText}`.trim())
+}
+
+/** JSON in, JSON out. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const answer = await request(method, path, body === undefined ? undefined : { type: 'application/json', text: JSON.stringify(body) })
+  return (answer.text ? JSON.parse(answer.text) : null) as T
+}
+
+export const get = <T>(path: string) => api<T>('GET', path)
+export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body)

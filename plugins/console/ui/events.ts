@@ -1,0 +1,78 @@
+// The service's server-sent events (GET /api/events, core/http/events.ts), one EventSource for the
+// page. The browser reconnects by itself after a dropped stream; when it gives up (the service
+// answered something else, e.g. while restarting) a new one is opened after a growing pause. Every
+// (re)connection is announced, since events missed while away are not replayed: whoever keeps state
+// reloads it then.
+import { reachable } from './api'
+
+export type EventName =
+  | 'device_added'
+  | 'device_removed'
+  | 'device_updated'
+  | 'stream_error'
+  | 'frame_stats'
+  | 'recording'
+  | 'preferences_updated'
+  | 'network_changed'
+  | 'zip_progress'
+
+const NAMES: EventName[] = ['device_added', 'device_removed', 'device_updated', 'stream_error', 'frame_stats', 'recording', 'preferences_updated', 'network_changed', 'zip_progress']
+
+type Listener = (data: any) => void
+const listeners = new Map<EventName | 'connected', Set<Listener>>()
+
+/** Follows one event (or 'connected': the stream opened, first time or again); returns the unsubscribe. */
+export function on(name: EventName | 'connected', listener: Listener): () => void {
+  let set = listeners.get(name)
+  if (!set) listeners.set(name, (set = new Set()))
+  set.add(listener)
+  return () => set!.delete(listener)
+}
+
+function dispatch(name: EventName | 'connected', data: unknown): void {
+  for (const listener of [...(listeners.get(name) ?? [])]) {
+    try {
+      listener(data)
+    } catch (e) {
+      console.warn(`a listener of ${name} failed`, e)
+    }
+  }
+}
+
+let source: EventSource | null = null
+let retryMs = 1000
+let retryTimer: ReturnType<typeof setTimeout> | undefined
+export function connectEvents(): void {
+  if (source) return
+  open()
+}
+
+function open(): void {
+  const es = new EventSource('/api/events')
+  source = es
+  es.onopen = () => {
+    retryMs = 1000
+    reachable.set(true)
+    dispatch('connected', null)
+  }
+  es.onerror = () => {
+    reachable.set(false)
+    if (es.readyState !== EventSource.CLOSED) return // the browser retries by itself
+    es.close()
+    source = null
+    clearTimeout(retryTimer)
+    retryTimer = setTimeout(open, retryMs)
+    retryMs = Math.min(retryMs * 2, 5000)
+  }
+  for (const name of NAMES) {
+    es.addEventListener(name, (event) => {
+      let data: unknown = null
+      try {
+        data = JSON.parse((event as MessageEvent<string>).data)
+      } catch {
+        return
+      }
+      dispatch(name, data)
+    })
+  }
+}

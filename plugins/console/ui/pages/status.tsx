@@ -1,0 +1,97 @@
+// Status: GET /api/health — the service's version and uptime, whether settings can be saved, each
+// plugin's state with its reason, and which plugin provides which backend.
+import { Fragment } from 'preact'
+import { useResource, whenChanged } from '../resource'
+import type { Health } from '../types'
+import { ErrorLine } from '../widgets'
+
+function uptime(seconds: number): string {
+  const d = Math.floor(seconds / 86400)
+  const h = Math.floor((seconds % 86400) / 3600)
+  const m = Math.floor((seconds % 3600) / 60)
+  return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min ${seconds % 60} s` : `${seconds} s`
+}
+
+interface Disk {
+  total: number
+  used: number
+  free: number
+}
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
+
+export function StatusPage() {
+  const health = useResource<Health>('/api/health', ['stream_error', 'device_added', 'device_removed', 'network_changed', 'preferences_updated'])
+  const disk = useResource<Disk>('/api/recordings/disk', [['recording', whenChanged('active')]])
+  const h = health.data
+  const reasons = h ? [...(h.settings.state !== 'ok' ? [`settings: ${h.settings.detail ?? h.settings.state}`] : []), ...Object.entries(h.plugins).filter(([, p]) => p.state !== 'ok').map(([name, p]) => `${name}: ${p.detail ?? p.state}`)] : []
+  return (
+    <section aria-labelledby="status-title">
+      <h1 id="status-title">Status</h1>
+      <ErrorLine error={health.error} />
+      <button type="button" onClick={() => (void health.reload(), void disk.reload())}>
+        Refresh
+      </button>
+      {h && (
+        <>
+          <dl class="facts" data-health={h.status}>
+            <dt>Service</dt>
+            <dd>
+              <span class={`tag ${h.status}`}>{h.status}</span>
+            </dd>
+            <dt>Version</dt>
+            <dd>{h.version}</dd>
+            <dt>Up for</dt>
+            <dd>{uptime(h.uptime_s)}</dd>
+            <dt>Settings</dt>
+            <dd>
+              <span class={`tag ${h.settings.state}`}>{h.settings.state}</span> {h.settings.detail}
+            </dd>
+            <dt>Recordings disk</dt>
+            <dd data-disk>{disk.data ? `${gib(disk.data.free)} free of ${gib(disk.data.total)} (${Math.round((100 * disk.data.used) / Math.max(1, disk.data.used + disk.data.free))} % used, as df counts it)` : (disk.error ?? '…')}</dd>
+          </dl>
+          {reasons.length > 0 && (
+            <>
+              <h2>Why degraded</h2>
+              <ul class="list" data-degraded>
+                {reasons.map((r) => (
+                  <li key={r}>{r}</li>
+                ))}
+              </ul>
+            </>
+          )}
+          <h2>Plugins</h2>
+          <table class="table" data-plugins>
+            <thead>
+              <tr>
+                <th scope="col">Plugin</th>
+                <th scope="col">State</th>
+                <th scope="col">Why</th>
+              </tr>
+            </thead>
+            <tbody>
+              {Object.entries(h.plugins).map(([name, p]) => (
+                <tr key={name} data-plugin={name}>
+                  <td>{name}</td>
+                  <td>
+                    <span class={`tag ${p.state}`}>{p.state}</span>
+                  </td>
+                  <td>{p.detail ?? ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <h2>Backends</h2>
+          <dl class="facts" data-backends>
+            {Object.entries(h.backends).map(([kind, plugin]) => (
+              <Fragment key={kind}>
+                <dt>{kind}</dt>
+                <dd>{plugin}</dd>
+              </Fragment>
+            ))}
+          </dl>
+        </>
+      )}
+    </section>
+  )
+}

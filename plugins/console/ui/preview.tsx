@@ -1,0 +1,148 @@
+// A camera's live picture, from the links the service lists in the device's `watch` (never a URL built
+// here): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
+// MJPEG in an <img> for an MJPG stream, and a snapshot refreshed every few seconds when neither works.
+// The decoded frames and size are read from the browser (getStats, naturalWidth) and shown.
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { ApiError, request } from './api'
+import type { Device } from './types'
+
+type Mode = 'whep' | 'mjpeg' | 'snapshot'
+
+/** Seconds between snapshots when the live views fail. */
+const SNAPSHOT_EVERY_MS = 3000
+
+function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
+  const video = useRef<HTMLVideoElement>(null)
+  const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number } | null>(null)
+  useEffect(() => {
+    let closed = false
+    let session: string | null = null
+    const pc = new RTCPeerConnection({ iceServers: [] })
+    pc.addTransceiver('video', { direction: 'recvonly' })
+    pc.ontrack = (e) => {
+      if (video.current) video.current.srcObject = e.streams[0] ?? new MediaStream([e.track])
+    }
+    pc.onconnectionstatechange = () => {
+      if (!closed && pc.connectionState === 'failed') onFail('the WebRTC connection failed')
+    }
+    const end = () => {
+      if (session) void request('DELETE', session).catch(() => {})
+      session = null
+    }
+    ;(async () => {
+      await pc.setLocalDescription(await pc.createOffer())
+      // All candidates in the offer (WHEP without trickle).
+      await new Promise<void>((resolve) => {
+        if (pc.iceGatheringState === 'complete') return resolve()
+        const done = () => pc.iceGatheringState === 'complete' && resolve()
+        pc.addEventListener('icegatheringstatechange', done)
+        setTimeout(resolve, 2000)
+      })
+      if (closed) return
+      const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
+      const location = answer.headers.get('location')
+      session = location ? new URL(location, url).href : null
+      if (closed) return void end()
+      await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
+    })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
+    // The browser's own count of decoded frames: shown, so a frozen picture is seen as one.
+    let last = { frames: 0, at: performance.now() }
+    const timer = setInterval(async () => {
+      let s = { frames: 0, width: 0, height: 0 }
+      ;(await pc.getStats()).forEach((r) => {
+        if (r.type === 'inbound-rtp' && r.kind === 'video') s = { frames: r.framesDecoded ?? 0, width: r.frameWidth ?? 0, height: r.frameHeight ?? 0 }
+      })
+      const now = performance.now()
+      const fps = ((s.frames - last.frames) * 1000) / (now - last.at)
+      last = { frames: s.frames, at: now }
+      if (!closed) setStats({ ...s, fps })
+    }, 1000)
+    return () => {
+      closed = true
+      clearInterval(timer)
+      pc.close()
+      end()
+    }
+  }, [url])
+  return (
+    <div class="preview-box" data-preview="whep" data-frames-decoded={stats?.frames ?? 0}>
+      <video ref={video} muted autoplay playsInline />
+      {stats && (
+        <span class="overlay">
+          {stats.width}×{stats.height} · {Math.round(stats.fps)} fps · WebRTC
+        </span>
+      )}
+    </div>
+  )
+}
+
+function MjpegView({ url, onFail }: { url: string; onFail(why: string): void }) {
+  const [size, setSize] = useState<string | null>(null)
+  return (
+    <div class="preview-box" data-preview="mjpeg">
+      <img src={url} alt="live picture" onLoad={(e) => setSize(`${e.currentTarget.naturalWidth}×${e.currentTarget.naturalHeight}`)} onError={() => onFail('the MJPEG stream ended')} />
+      {size && <span class="overlay">{size} · MJPEG</span>}
+    </div>
+  )
+}
+
+/** A snapshot now and every few seconds while shown (`every`), or once. */
+function SnapshotView({ url, every }: { url: string; every: number | null }) {
+  const [src, setSrc] = useState<string | null>(null)
+  const [failed, setFailed] = useState(false)
+  useEffect(() => {
+    const take = () => {
+      // A new query each time: the browser would show its cached picture for the same URL.
+      const next = new URL(url)
+      next.searchParams.set('height', '360')
+      next.searchParams.set('at', String(Date.now()))
+      setSrc(next.href)
+    }
+    take()
+    if (every === null) return
+    const timer = setInterval(take, every)
+    return () => clearInterval(timer)
+  }, [url, every])
+  return (
+    <div class="preview-box" data-preview="snapshot">
+      {src && <img src={src} alt="snapshot" onError={() => setFailed(true)} onLoad={() => setFailed(false)} />}
+      <span class="overlay">{failed ? 'no snapshot: the camera did not give one' : every ? 'snapshots (live view unavailable)' : 'snapshot'}</span>
+    </div>
+  )
+}
+
+export function Preview({ d }: { d: Device }) {
+  const running = d.stream_status?.state === 'running'
+  const watch = d.watch
+  const encode = d.stream.encode_type
+  const live: Mode | null = running && watch?.whep && (encode === 'H264' || encode === 'SOFTWARE_H264') ? 'whep' : running && watch?.mjpeg && encode === 'MJPG' ? 'mjpeg' : null
+  const [failed, setFailed] = useState<string | null>(null)
+  const [still, setStill] = useState(false)
+  // A new stream (restarted, reconfigured) gets a new try at the live view.
+  useEffect(() => setFailed(null), [live, watch?.whep, watch?.mjpeg, d.stream_status?.restarts])
+  const fail = (why: string) => setFailed(why)
+  if (live && !failed) return live === 'whep' ? <WhepView key={watch!.whep} url={watch!.whep!} onFail={fail} /> : <MjpegView key={watch!.mjpeg} url={watch!.mjpeg!} onFail={fail} />
+  if (live && failed && watch?.snapshot)
+    return (
+      <div>
+        <SnapshotView url={watch.snapshot} every={SNAPSHOT_EVERY_MS} />
+        <p class="hint" data-preview-fallback>
+          Live view failed ({failed}); showing snapshots.
+        </p>
+      </div>
+    )
+  return (
+    <div class="preview-box empty" data-preview="none">
+      {still && watch?.snapshot ? (
+        <SnapshotView url={watch.snapshot} every={null} />
+      ) : (
+        <span class="muted">{d.leader ? 'Streams with its leader' : running ? 'No live view for this stream' : 'Stream stopped'}</span>
+      )}
+      {!running && watch?.snapshot && !still && (
+        <button type="button" class="small" onClick={() => setStill(true)}>
+          Take a snapshot
+        </button>
+      )}
+    </div>
+  )
+}

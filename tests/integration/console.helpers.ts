@@ -1,0 +1,102 @@
+// The web console in real Chromium against the real service (core/main.ts, simulated cameras, real
+// GStreamer): `openConsole()` starts both, collects what the page logs as errors, and saves a
+// screenshot per page under .tmp/artifacts/console/. Loopback only: the service listens on 127.0.0.1.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Browser, Page } from 'puppeteer-core'
+import { launchBrowser, openPage } from './browser'
+import { freeTcpPort } from '../helpers'
+import { startService, type Service } from './service.helpers'
+
+export const ARTIFACTS = join(import.meta.dir, '../../.tmp/artifacts/console')
+
+export const CONSOLE_PAGES = ['cameras', 'recordings', 'network', 'preferences', 'status'] as const
+export type ConsolePage = (typeof CONSOLE_PAGES)[number]
+
+/** An answer of 400 or more that the page received (Chromium also logs each as a console error). */
+export interface Refusal {
+  method: string
+  url: string
+  status: number
+}
+
+export interface ConsoleSession {
+  service: Service
+  browser: Browser
+  page: Page
+  /** http://127.0.0.1:<port> */
+  origin: string
+  /** Console errors and uncaught exceptions, less Chromium's line for each refused request (those are in `refusals`). */
+  errors(): string[]
+  refusals: Refusal[]
+  /** Opens a page of the console (a full load) and waits until it is drawn. */
+  open(name: ConsolePage): Promise<void>
+  /** Saves a PNG of the viewport as .tmp/artifacts/console/<name>.png and returns its path. */
+  screenshot(name: string): Promise<string>
+  close(): Promise<void>
+}
+
+export interface ConsoleOptions {
+  /** More flags for the service (`--token`, `--simulate fleet`). */
+  args?: string[]
+  viewport?: { width: number; height: number }
+}
+
+export async function openConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
+  const service = await startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })
+  let browser: Browser | undefined
+  try {
+    browser = await launchBrowser()
+    // openPage grants the fake camera that lets WebRTC offer loopback candidates (the preview).
+    const page = await openPage(browser, service.url)
+    await page.setViewport(options.viewport ?? { width: 1280, height: 800 })
+    const logged: { text: string; url: string }[] = []
+    const refusals: Refusal[] = []
+    page.on('console', (message) => {
+      if (message.type() === 'error') logged.push({ text: message.text(), url: message.location()?.url ?? '' })
+    })
+    page.on('pageerror', (error) => logged.push({ text: `uncaught: ${(error as Error).message ?? error}`, url: '' }))
+    page.on('response', (response) => {
+      if (response.status() >= 400) refusals.push({ method: response.request().method(), url: response.url(), status: response.status() })
+    })
+    const refused = (entry: { text: string; url: string }) => /^Failed to load resource: the server responded with a status of \d+/.test(entry.text) && refusals.some((r) => r.url === entry.url)
+    const session: ConsoleSession = {
+      service,
+      browser,
+      page,
+      origin: service.url,
+      refusals,
+      errors: () => logged.filter((entry) => !refused(entry)).map((entry) => entry.text),
+      async open(name) {
+        await page.goto(`${service.url}/#/${name}`, { waitUntil: 'domcontentloaded' })
+        // A hash change alone would not reload: a reload makes each open a first load.
+        await page.reload({ waitUntil: 'domcontentloaded' })
+        await page.waitForSelector(`main[data-page="${name}"] h1`, { timeout: 15_000 })
+      },
+      async screenshot(name) {
+        mkdirSync(ARTIFACTS, { recursive: true })
+        const path = join(ARTIFACTS, `${name}.png`)
+        await page.screenshot({ path: path as `${string}.png` })
+        return path
+      },
+      async close() {
+        await browser?.close().catch(() => {})
+        await service.kill()
+      },
+    }
+    return session
+  } catch (e) {
+    await browser?.close().catch(() => {})
+    await service.kill()
+    throw e
+  }
+}
+
+/** Waits until `fn` (run in the page) returns something truthy; fails naming what it waited for. */
+export async function waitInPage(page: Page, what: string, fn: () => unknown, timeoutMs = 10_000): Promise<void> {
+  try {
+    await page.waitForFunction(fn, { timeout: timeoutMs, polling: 50 })
+  } catch (e) {
+    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}`)
+  }
+}
