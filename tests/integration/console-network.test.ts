@@ -27,8 +27,8 @@ let service: LabService
 let c: ConsoleSession
 
 /**
- * The lab as each test starts from: no change waiting, exactly two profiles (static0 up on eth0 at
- * 10.77.0.1/24 with a gateway and DNS, peer up on eth1 at 10.77.0.2/24).
+ * The lab as each test starts from: no change waiting, exactly three profiles (static0 up on eth0 at
+ * 10.77.0.1/24 with a gateway and DNS, peer up on eth1 at 10.77.0.2/24, spare in use nowhere, DHCP).
  */
 async function baseline(): Promise<void> {
   // A change still waiting: heard from now (this request), so it settles; or rolled back, if its address is gone.
@@ -37,6 +37,7 @@ async function baseline(): Promise<void> {
   const add = (...args: string[]) => lab.nmcli('connection', 'add', 'type', 'ethernet', ...args, 'ipv6.method', 'disabled', 'connection.autoconnect', 'no')
   await add('ifname', 'eth0', 'con-name', 'static0', 'ipv4.method', 'manual', 'ipv4.addresses', `${OLD}/24`, 'ipv4.gateway', '10.77.0.254', 'ipv4.dns', '1.1.1.1,8.8.4.4')
   await add('ifname', 'eth1', 'con-name', 'peer', 'ipv4.method', 'manual', 'ipv4.addresses', '10.77.0.2/24')
+  await add('con-name', 'spare', 'ipv4.method', 'auto')
   await lab.nmcli('connection', 'up', 'static0')
   await lab.nmcli('connection', 'up', 'peer')
   await until('the baseline addresses', async () => [(await lab.ipv4('eth0')).join(), (await lab.ipv4('eth1')).join()].join(' '), (both) => both === `${OLD}/24 10.77.0.2/24`)
@@ -134,6 +135,31 @@ test('a bad address and a bad DNS entry: the 422 beside each field, never a succ
   expect((await lab.ipv4('eth0')).join()).toBe(`${OLD}/24`)
   await openNetwork()
   expect(await textOf(c.page, '[data-profile="static0"] [data-addresses]')).toBe(`${OLD}/24`)
+  expect(unexpectedErrors()).toEqual([])
+})
+
+test('a profile no interface uses is saved at once: a success, no countdown, and NetworkManager has it', async () => {
+  await openNetwork()
+  const notices = await watchNotices(c.page)
+  await press(c.page, '[data-edit="spare"]')
+  const form = '[data-ipv4-editor="spare"]'
+  // The methods are the service's (its OpenAPI enum), loaded with the form.
+  await c.page.waitForFunction((sel: string) => [...((globalThis as any).document.querySelector(sel)?.options ?? [])].some((o: any) => o.value === 'manual'), {}, `${form} select[name="method"]`)
+  await c.page.select(`${form} select[name="method"]`, 'manual')
+  await press(c.page, `${form} [data-add-address]`)
+  await typeInto(c.page, `${form} input[name="address-0"]`, '10.77.5.5')
+  await typeInto(c.page, `${form} input[name="prefix-0"]`, '16', 'Enter')
+  await c.page.waitForFunction((s: string) => (globalThis as any).document.querySelector(s)?.textContent === '10.77.5.5/16', { timeout: 15_000 }, '[data-profile="spare"] [data-addresses]')
+  expect(await notices()).toContainEqual({ kind: 'ok', text: expect.stringContaining('Saved the IPv4 settings of spare') })
+  expect(await c.page.$('[data-change-phase]')).toBeNull()
+
+  expect((await profile('spare')).ipv4_settings).toMatchObject({ method: 'manual', ip_addresses: [{ address: '10.77.5.5', prefix: 16 }] })
+  expect((await lab.nmcli('-g', 'ipv4.method,ipv4.addresses', 'connection', 'show', 'spare')).trim().split('\n')).toEqual(['manual', '10.77.5.5/16'])
+  expect(savedOnDisk()).toContain('10.77.5.5/16')
+  expect((await lab.ipv4('eth0')).join()).toBe(`${OLD}/24`)
+  await openNetwork()
+  expect(await textOf(c.page, '[data-profile="spare"] [data-method]')).toBe('manual')
+  expect(await textOf(c.page, '[data-profile="spare"] [data-addresses]')).toBe('10.77.5.5/16')
   expect(unexpectedErrors()).toEqual([])
 })
 

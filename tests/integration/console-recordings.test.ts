@@ -3,7 +3,7 @@
 // (GET /api/recordings, the recordings folder, a real zip reader), and in the page again after a
 // reload. A refused request must never show as success. Each test makes the recordings it changes.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs'
+import { existsSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir, until } from '../helpers'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
@@ -235,7 +235,7 @@ test('a refused delete (the file gone behind the page) shows the service detail,
   await c.page.waitForFunction((s: string) => !(globalThis as any).document.querySelector(s), {}, row(name))
 }, 90_000)
 
-test('select two recordings and download them as one zip: progress from the job events, and a valid archive arrives', async () => {
+test('select two recordings and download them as one zip: progress from the job events, a valid archive arrives; one changed since, and the page refuses to call it downloaded', async () => {
   const names = [await record(), await record()]
   await openRecordings()
   // Every state the job shows, as the page shows it (a small zip is prepared in a blink).
@@ -271,5 +271,22 @@ test('select two recordings and download them as one zip: progress from the job 
   const py = await pythonZip(archive)
   expect(py.bad).toBeNull()
   expect(py.entries.map((e) => [e.name, e.size]).sort()).toEqual(names.map((n) => [n, statSync(join(recordingsDir, n)).size]).sort())
+
+  // A recording of it renamed behind the page: the service refuses that archive now, and so does the page.
+  renameSync(join(recordingsDir, names[0]!), join(recordingsDir, `moved-${names[0]}`))
+  const token = await c.page.$eval('[data-zip-state]', (e: any) => e.getAttribute('data-zip-token'))
+  const head = await fetch(`${c.service.url}/api/recordings/zip/download?token=${token}`, { method: 'HEAD' })
+  expect(head.status).toBe(409)
+  const notices = await watchNotices(c.page)
+  await press(c.page, '[data-zip-download]')
+  await waitInPage(c.page, 'the refusal shown', () => (globalThis as any).document.querySelector('[data-zip-state] [data-error]'))
+  expect(await textOf(c.page, '[data-zip-state] [data-error]')).toStartWith('The service answered 409 Conflict: the archive cannot be sent as it was prepared')
+  expect(await textOf(c.page, '[data-zip-state]')).toContain('was not downloaded')
+  const seen = await notices()
+  expect(seen.filter((n) => n.kind === 'ok')).toEqual([])
+  expect(seen.some((n) => n.kind === 'error' && n.text.includes('409'))).toBe(true)
+  // The browser was never sent for it: no GET of the archive after the refused HEAD, no second file.
+  expect(c.refusals.filter((r) => r.url.includes('/zip/download')).map((r) => [r.method, r.status])).toEqual([['HEAD', 409]])
+  expect(readdirSync(downloads).filter((f) => !before.has(f))).toEqual([zip!])
   expect(c.errors()).toEqual([])
 }, 120_000)

@@ -148,7 +148,7 @@ export function Ipv4Editor({ profile, wired, onDone, onCancel }: { profile: Conn
           </span>
         )}
         <div>
-          <button type="button" class="small" onClick={() => edit({ addresses: [...rows, { address: '', prefix: '24' }] })}>
+          <button type="button" class="small" data-add-address onClick={() => edit({ addresses: [...rows, { address: '', prefix: '24' }] })}>
             Add address
           </button>
         </div>

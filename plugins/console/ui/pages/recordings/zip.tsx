@@ -5,7 +5,7 @@
 import type { Static } from '@sinclair/typebox'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { ZipStatusModel } from '../../../../../core/schemas'
-import { api, ApiError, get, post } from '../../api'
+import { api, ApiError, get, post, request } from '../../api'
 import { on } from '../../events'
 import { ErrorLine, notify } from '../../widgets'
 import { bytes } from './format'
@@ -43,6 +43,8 @@ export interface ZipJob {
   busy: boolean
   start(fileNames: string[]): Promise<void>
   cancel(): Promise<void>
+  /** The archive once more (checked first, as the first time). */
+  again(): void
   dismiss(): void
 }
 
@@ -74,11 +76,27 @@ export function useZipJob(): ZipJob {
     })
   }, [token])
 
+  /**
+   * The browser's download, after a HEAD of it: a download the service refuses would otherwise fail
+   * inside the browser's download list while this page said it was on its way. (A HEAD carries no body,
+   * so the refusal is said here from its status.)
+   */
+  const fetchArchive = async (url: string) => {
+    try {
+      await request('HEAD', url)
+      download(url)
+    } catch (e) {
+      const detail = `${e instanceof ApiError ? e.detail : String(e)}: the archive cannot be sent as it was prepared (a recording in it may have been renamed, deleted or changed since); prepare the zip again`
+      setError(detail)
+      notify('error', detail)
+    }
+  }
+
   // Ready after preparing: the browser downloads it, once per job.
   useEffect(() => {
     if (status?.state === 'ready' && downloaded.current !== status.token) {
       downloaded.current = status.token
-      download(status.download_url)
+      void fetchArchive(status.download_url)
     }
   }, [status?.state, status?.token])
 
@@ -111,7 +129,13 @@ export function useZipJob(): ZipJob {
     }
   }
 
-  return { status, error, busy, start, cancel, dismiss: () => (setStatus(null), setError(null)) }
+  const again = () => {
+    if (!status) return
+    setError(null)
+    void fetchArchive(status.download_url)
+  }
+
+  return { status, error, busy, start, cancel, again, dismiss: () => (setStatus(null), setError(null)) }
 }
 
 const percent = (done: number, total: number) => (total > 0 ? Math.min(100, Math.floor((done / total) * 100)) : 100)
@@ -132,14 +156,18 @@ export function ZipProgress({ job }: { job: ZipJob }) {
   } else if (s.state === 'ready') {
     const whole = s.archive_size !== null && s.downloaded === s.archive_size
     bar = { value: whole ? 1 : 0, max: 1 }
-    text = whole ? `The zip of ${files} was sent whole (${bytes(s.archive_size!)}).` : `The zip of ${files} is ready (${bytes(s.archive_size ?? 0)}): your browser is downloading it.`
+    text = job.error
+      ? `The zip of ${files} is ready (${bytes(s.archive_size ?? 0)}) but was not downloaded.`
+      : whole
+        ? `The zip of ${files} was sent whole (${bytes(s.archive_size!)}).`
+        : `The zip of ${files} is ready (${bytes(s.archive_size ?? 0)}): your browser is downloading it.`
   } else if (s.state === 'failed') {
     text = `The zip failed: ${s.error ?? 'no reason given'}`
   } else {
     text = 'The zip was cancelled.'
   }
   return (
-    <div class={`zip-job ${s.state}`} data-zip-state={s.state} role={s.state === 'failed' ? 'alert' : 'status'}>
+    <div class={`zip-job ${s.state}`} data-zip-state={s.state} data-zip-token={s.token} role={s.state === 'failed' ? 'alert' : 'status'}>
       {bar && <progress data-zip-progress value={bar.value} max={Math.max(bar.max, 1)} aria-label="Zip progress" />}
       <span class={s.state === 'failed' ? 'error-text' : undefined}>{text}</span>
       <span class="actions">
@@ -148,10 +176,10 @@ export function ZipProgress({ job }: { job: ZipJob }) {
             Cancel
           </button>
         )}
-        {(s.state === 'ready' || s.state === 'downloading') && (
-          <a href={s.download_url} download data-zip-download>
+        {s.state === 'ready' && (
+          <button type="button" class="small" data-zip-download onClick={job.again}>
             Download again
-          </a>
+          </button>
         )}
         {s.state !== 'preparing' && s.state !== 'downloading' && (
           <button type="button" class="small" onClick={job.dismiss}>
