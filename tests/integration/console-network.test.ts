@@ -232,3 +232,24 @@ test('keep this setting reaches the vehicle at its new address: kept on disk, an
   await c.page.waitForFunction((s: string) => (globalThis as any).document.querySelector('[data-profile="static0"] [data-addresses]')?.textContent === s, { timeout: 20_000 }, `${NEW}/24`)
   expect(unexpectedErrors()).toEqual([])
 })
+
+test('a page that reaches the vehicle by another address keeps the change by asking there, and offers no move', async () => {
+  // Loaded from eth1's address: the change of eth0 does not cut this page off.
+  const other = `http://10.77.0.2:${service.port}`
+  await c.page.goto(`${other}/#/network`, { waitUntil: 'domcontentloaded' })
+  await c.page.waitForSelector('[data-profile="static0"] [data-edit="static0"]')
+  await editAddress(NEW)
+  await c.page.waitForSelector('[data-change-phase="counting"] [data-keep]', { timeout: 20_000 })
+  expect(await textOf(c.page, '[data-keep]')).toBe(`Keep this setting (reach the vehicle at ${other})`)
+  await until('the new address on eth0', async () => (await lab.ipv4('eth0')).join(), (a) => a === `${NEW}/24`)
+  // Not kept by the page refreshing itself meanwhile: only by "keep".
+  expect(savedOnDisk()).not.toContain(`${NEW}/24`)
+  await press(c.page, '[data-keep]')
+  await c.page.waitForSelector('[data-change-phase="kept"]', { timeout: 30_000 })
+  expect(await c.page.$('a[data-new-address]')).toBeNull()
+  expect((await service.callAt(other, 'GET', '/api/network/rollback')).body.pending).toBeNull()
+  expect(savedOnDisk()).toContain(`${NEW}/24`)
+  await c.page.reload({ waitUntil: 'domcontentloaded' })
+  await c.page.waitForFunction((s: string) => (globalThis as any).document.querySelector('tr[data-interface="eth0"] [data-address]')?.textContent === s, { timeout: 20_000 }, `${NEW}/24`)
+  expect(unexpectedErrors()).toEqual([])
+})

@@ -80,7 +80,13 @@ function ChangePanel({ w }: { w: Watch }) {
       <p>
         <strong>{w.phase === 'sending' ? 'Applying' : 'Applied'}: {asked}</strong> (before: {w.before}).
       </p>
-      {w.phase !== 'sending' && !w.answered && <p class="muted">The vehicle stopped answering at {location.host} with the change, as expected when the address this page uses changes.</p>}
+      {w.phase !== 'sending' &&
+        !w.answered &&
+        (w.moving ? (
+          <p class="muted">The vehicle stopped answering at {location.host} with the change, as expected when the address this page uses changes.</p>
+        ) : (
+          <p class="muted">The service has not answered the change yet.</p>
+        ))}
       {w.phase === 'checking' ? (
         <p>The rollback window is over: waiting for the vehicle to answer at {location.host} again to see what it did…</p>
       ) : (
@@ -142,9 +148,12 @@ function ProfileCard({ profile, wired, editing, onEdit, onClose }: { profile: Co
 }
 
 export function NetworkPage() {
-  const wired = useResource<WiredDevice[]>('/api/network/wired/devices', ['network_changed'])
-  const profiles = useResource<ConnectionProfile[]>('/api/network/connection_profiles', ['network_changed'])
   const current = useValue(watch)
+  // While a change is watched the page does not reload by itself: any request the vehicle hears keeps the
+  // change, and that should be the pilot's "keep" (or another client), not this page refreshing a table.
+  const refreshOn = settledPhase(current) ? (['network_changed'] as const) : []
+  const wired = useResource<WiredDevice[]>('/api/network/wired/devices', [...refreshOn])
+  const profiles = useResource<ConnectionProfile[]>('/api/network/connection_profiles', [...refreshOn])
   const [editing, setEditing] = useState<string | null>(null)
   const profileName = (path: string | null) => profiles.data?.find((p) => p.path === path)?.id ?? path ?? '—'
   // Once a watched change has settled, what the vehicle has now (its events may not have reached this page).

@@ -42,12 +42,14 @@ export interface Watch {
   before: string
   /** What was asked for. */
   after: IpConfiguration
-  /** http://<first new address>:<this page's port>: where "keep" reaches the vehicle; null when unknown (DHCP). */
+  /** Where "keep" reaches the vehicle: http://<first new address>:<this page's port>, or this page's origin when the change does not touch it; null when unknown (DHCP). */
   target: string | null
   windowSeconds: number
   /** When the service restores the previous configuration unless a client is heard from (ms, this clock). */
   deadline: number
   phase: Phase
+  /** Whether this page came by an address being changed (it loses the vehicle with the change). */
+  moving: boolean
   /** Whether the change was answered (false: the vehicle went quiet with it, as expected on its own address). */
   answered: boolean
   /** The outcome's sentence (the service's own when its event arrived). */
@@ -93,14 +95,19 @@ export async function applyChange(profile: ConnectionProfile, after: IpConfigura
   if (!settled(watch.get())) throw new ApiError(409, 'An earlier network change is still being watched; wait until it is kept or rolled back')
   // Asked before the change: its answer may be the last thing heard from this address.
   const { rollback_seconds: windowSeconds } = await get<RollbackStatus>('/api/network/rollback')
+  // Where "keep" goes: the new address when this page came by an address being changed; else this
+  // page's own origin, a way to the vehicle that the change does not touch.
   const first = after.method === 'manual' ? after.ip_addresses[0]?.address : undefined
+  const moving = using.some((w) => w.active_ip_configuration?.ip_addresses.some((a) => a.address === location.hostname))
+  const target = !moving ? location.origin : first ? `${location.protocol}//${first}${location.port ? `:${location.port}` : ''}` : null
   const sentAt = Date.now()
   watch.set({
     profile: profile.id,
     interfaces: using.map((w) => w.interface),
     before: using.map((w) => `${w.interface} ${addressList(w.active_ip_configuration).join(', ') || 'no address'}`).join('; '),
     after,
-    target: first ? `${location.protocol}//${first}${location.port ? `:${location.port}` : ''}` : null,
+    target,
+    moving,
     windowSeconds,
     deadline: sentAt + windowSeconds * 1000,
     phase: 'sending',
