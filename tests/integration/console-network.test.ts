@@ -20,6 +20,8 @@ import { startServiceInLab, type LabService } from './nm/service'
 const ROLLBACK_SECONDS = 12
 const OLD = '10.77.0.1'
 const NEW = '10.77.0.9'
+/** eth1's address (profile peer): no test changes it. */
+const PEER = '10.77.0.2'
 setDefaultTimeout(120_000)
 
 let lab: NmLab
@@ -31,16 +33,16 @@ let c: ConsoleSession
  * 10.77.0.1/24 with a gateway and DNS, peer up on eth1 at 10.77.0.2/24, spare in use nowhere, DHCP).
  */
 async function baseline(): Promise<void> {
-  // A change still waiting: heard from now (this request), so it settles; or rolled back, if its address is gone.
-  if (service) await until('no change waiting for a rollback', () => service.call('GET', '/api/network/rollback'), (r) => r.status === 200 && r.body.pending === null, 60_000)
+  // A change still waiting: heard from now (this request, by eth1's address, which no test changes), so it settles.
+  if (service) await until('no change waiting for a rollback', () => service.callAt(`http://${PEER}:${service.port}`, 'GET', '/api/network/rollback'), (r) => r.status === 200 && r.body.pending === null, 60_000)
   for (const uuid of (await lab.nmcli('-t', '-f', 'UUID', 'connection', 'show')).trim().split('\n').filter(Boolean)) await lab.nmcli('connection', 'delete', 'uuid', uuid)
   const add = (...args: string[]) => lab.nmcli('connection', 'add', 'type', 'ethernet', ...args, 'ipv6.method', 'disabled', 'connection.autoconnect', 'no')
   await add('ifname', 'eth0', 'con-name', 'static0', 'ipv4.method', 'manual', 'ipv4.addresses', `${OLD}/24`, 'ipv4.gateway', '10.77.0.254', 'ipv4.dns', '1.1.1.1,8.8.4.4')
-  await add('ifname', 'eth1', 'con-name', 'peer', 'ipv4.method', 'manual', 'ipv4.addresses', '10.77.0.2/24')
+  await add('ifname', 'eth1', 'con-name', 'peer', 'ipv4.method', 'manual', 'ipv4.addresses', `${PEER}/24`)
   await add('con-name', 'spare', 'ipv4.method', 'auto')
   await lab.nmcli('connection', 'up', 'static0')
   await lab.nmcli('connection', 'up', 'peer')
-  await until('the baseline addresses', async () => [(await lab.ipv4('eth0')).join(), (await lab.ipv4('eth1')).join()].join(' '), (both) => both === `${OLD}/24 10.77.0.2/24`)
+  await until('the baseline addresses', async () => [(await lab.ipv4('eth0')).join(), (await lab.ipv4('eth1')).join()].join(' '), (both) => both === `${OLD}/24 ${PEER}/24`)
 }
 
 beforeAll(async () => {
@@ -235,7 +237,7 @@ test('keep this setting reaches the vehicle at its new address: kept on disk, an
 
 test('a page that reaches the vehicle by another address keeps the change by asking there, and offers no move', async () => {
   // Loaded from eth1's address: the change of eth0 does not cut this page off.
-  const other = `http://10.77.0.2:${service.port}`
+  const other = `http://${PEER}:${service.port}`
   await c.page.goto(`${other}/#/network`, { waitUntil: 'domcontentloaded' })
   await c.page.waitForSelector('[data-profile="static0"] [data-edit="static0"]')
   await editAddress(NEW)
