@@ -165,7 +165,12 @@ export const WiredDeviceModel = t.Object({
 export const ConnectionProfileModel = t.Object({ id: t.String(), path: t.String(), ipv4_settings: IpConfiguration })
 export const StatusModel = t.Object({ status: t.Boolean() })
 export const PendingChangeModel = t.Object({ description: t.String(), interfaces: t.Array(t.String()), phase: t.String(), seconds_left: t.Integer() })
-export const RollbackStatus = t.Object({ pending: t.Union([PendingChangeModel, t.Null()]) })
+export const RollbackStatus = t.Object({
+  pending: t.Union([PendingChangeModel, t.Null()]),
+  rollback_seconds: t.Integer({
+    description: 'the window (--network-rollback) an address change gets: known before the change, since the answer to a change of the address a client uses may never reach it',
+  }),
+})
 
 // ---- recordings ----
 

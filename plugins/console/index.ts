@@ -8,8 +8,12 @@ import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { ASSET_PREFIX, buildConsole, type Asset, type ConsoleBundle } from './bundle'
 
-/** Only the page's own scripts, styles and same-origin connections; pictures also from blob:/data:. */
-const POLICY = "default-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'"
+/**
+ * Only the page's own scripts and styles; pictures also from blob:/data:. Requests may also go to other
+ * http(s) origins: after an address change the network page confirms it by reaching the vehicle at its
+ * new address (CORS), while the page itself was loaded from the old one.
+ */
+const POLICY = "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'"
 
 function answer(request: Request, asset: Asset, cache: string): Response {
   const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')

@@ -120,7 +120,7 @@ export function createNetworkPlugin(options: NetworkPluginOptions = {}): Perisco
             }),
           },
         )
-        .get('/api/network/rollback', () => ({ pending: backend.rollback.pending() }), {
+        .get('/api/network/rollback', () => ({ pending: backend.rollback.pending(), rollback_seconds: config.networkRollbackSeconds }), {
           ...docs({ tag, summary: 'The network change waiting for a client to confirm it, if any', ok: RollbackStatus }),
         })
     },

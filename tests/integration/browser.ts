@@ -7,7 +7,9 @@
 // every interface, loopback included (a test-only switch), and never hides addresses behind mDNS names
 // (whose multicast queries would leave the machine). The service on 127.0.0.1 answers with a loopback
 // candidate only and pairs only with loopback candidates; no page configures a STUN server.
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -17,10 +19,23 @@ export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup/chromium.sh (apt-get install chromium)`)
 }
 
-export async function launchBrowser(): Promise<Browser> {
+/**
+ * Chromium, headless. With `netns`, inside that network namespace (one the test created: its pages reach
+ * the addresses inside it only), started through `ip netns exec` and driven over a pipe, since its
+ * DevTools port would be in the namespace too.
+ */
+export async function launchBrowser(options: { netns?: string } = {}): Promise<Browser> {
   requireChromium()
-  return puppeteer.launch({
-    executablePath: CHROMIUM,
+  let executablePath = CHROMIUM
+  if (options.netns) {
+    const dir = mkdtempSync(join(tmpdir(), 'periscope-chromium-'))
+    executablePath = join(dir, 'chromium-in-netns')
+    // exec all the way down: the pid puppeteer holds is Chromium's own.
+    writeFileSync(executablePath, `#!/bin/sh\nexec /usr/sbin/ip netns exec '${options.netns}' ${CHROMIUM} "$@"\n`, { mode: 0o755 })
+  }
+  const browser = await puppeteer.launch({
+    executablePath,
+    pipe: Boolean(options.netns),
     headless: true,
     args: [
       '--headless=new',
@@ -37,6 +52,8 @@ export async function launchBrowser(): Promise<Browser> {
     ],
     protocolTimeout: 60_000,
   })
+  if (executablePath !== CHROMIUM) browser.once('disconnected', () => rmSync(dirname(executablePath), { recursive: true, force: true }))
+  return browser
 }
 
 /** A page on `origin` (the service's), so the page's fetch() and <img> talk to the service same-origin. */
@@ -47,6 +64,9 @@ export async function openPage(browser: Browser, origin: string): Promise<Page> 
   })
   // Any page of the service will do; /openapi.json is always there and small enough.
   await page.goto(`${origin}/openapi.json`, { waitUntil: 'domcontentloaded' })
+  // Only a loopback origin is a secure context over plain http, so only there is a camera to grant; a
+  // page on another address (a network namespace's) needs no loopback candidate either.
+  if (!/^(127\.|localhost$|\[::1\]$)/.test(new URL(origin).hostname)) return page
   const granted = await page.evaluate(async () => {
     try {
       const stream = await (globalThis as any).navigator.mediaDevices.getUserMedia({ video: true }) // the page's (no DOM types here)

@@ -40,13 +40,17 @@ export interface ConsoleOptions {
   /** More flags for the service (`--token`, `--simulate fleet`). */
   args?: string[]
   viewport?: { width: number; height: number }
+  /** Starts the service another way (inside the NetworkManager lab's namespace); `args` is then unused. */
+  service?: () => Promise<Service>
+  /** Launches the browser another way (inside that namespace). */
+  browser?: () => Promise<Browser>
 }
 
 export async function openConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
-  const service = await startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })
+  const service = await (options.service ?? (() => startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })))()
   let browser: Browser | undefined
   try {
-    browser = await launchBrowser()
+    browser = await (options.browser ?? launchBrowser)()
     // openPage grants the fake camera that lets WebRTC offer loopback candidates (the preview).
     const page = await openPage(browser, service.url)
     await page.setViewport(options.viewport ?? { width: 1280, height: 800 })

@@ -85,14 +85,17 @@ export async function request(method: string, url: string, body?: { type: string
     if (body) headers['content-type'] = body.type
     const token = savedToken()
     if (token) headers.authorization = `Bearer ${token}`
+    // Another origin (the vehicle at a new address, network page) says nothing about this page's link.
+    const own = new URL(url, location.href).origin === location.origin
     let res: Response
     try {
       res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store' })
     } catch (e) {
+      if (!own) throw new ApiError(0, `${new URL(url, location.href).host} did not answer (${(e as Error).message})`)
       reachable.set(false)
       throw new ApiError(0, `The service did not answer (${(e as Error).message}); the page reconnects by itself`)
     }
-    reachable.set(true)
+    if (own) reachable.set(true)
     const text = await res.text()
     if (res.ok) return { status: res.status, headers: res.headers, text }
     if (res.status === 401) {

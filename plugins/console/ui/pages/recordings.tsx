@@ -1,7 +1,19 @@
-// Recordings: the files in the recordings folder, newest first, and the disk they fill.
-import { useResource, whenChanged } from '../resource'
+// Recordings: the files in the recordings folder (newest first, as the service lists them) with their
+// size, duration and creation time, the one being written marked; play one in the page, rename it
+// (the service's name rules shown), delete it (after a confirmation), select several and download
+// them as one zip with a progress bar, and the disk they fill. Kept current by events: a recording
+// starting, growing or ending (`recording`, and a RECORDING stream's `stream_error` state changes)
+// reloads the list; nothing polls.
+import { useEffect, useState } from 'preact/hooks'
+import { api } from '../api'
+import { useResource } from '../resource'
 import type { Recording } from '../types'
-import { ErrorLine } from '../widgets'
+import { ConfirmDialog, ErrorLine, useAction } from '../widgets'
+import { bytes } from './recordings/format'
+import { Player } from './recordings/player'
+import './recordings/recordings.css'
+import { RenameDialog } from './recordings/rename'
+import { useZipJob, ZipProgress } from './recordings/zip'
 
 type Listed = Recording & { in_progress?: boolean }
 interface Disk {
@@ -10,46 +22,163 @@ interface Disk {
   free: number
 }
 
-const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
+/** The file's own name (its extension as written on disk): the name every recording route takes. */
+export const fileNameOf = (r: Recording) => r.path.slice(r.path.lastIndexOf('/') + 1) || `${r.name}.${r.format}`
+
+const REFRESH_ON = ['recording', 'stream_error'] as const
+
+function DiskUsage({ disk }: { disk: Disk }) {
+  const share = disk.total > 0 ? disk.used / disk.total : 0
+  return (
+    <div class="disk" data-disk>
+      <meter min={0} max={1} value={share} low={0.8} high={0.95} optimum={0} aria-label="Disk used" />
+      <span>
+        {bytes(disk.free)} free of {bytes(disk.total)} ({Math.round(share * 100)} % used)
+      </span>
+    </div>
+  )
+}
 
 export function RecordingsPage() {
-  // Reloaded when a recording starts or ends, not at each second it grows.
-  const list = useResource<Listed[]>('/api/recordings', [['recording', whenChanged('active')]])
-  const disk = useResource<Disk>('/api/recordings/disk', [['recording', whenChanged('active')]])
-  const rows = [...(list.data ?? [])].sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : 0))
+  const list = useResource<Listed[]>('/api/recordings', [...REFRESH_ON])
+  const disk = useResource<Disk>('/api/recordings/disk', [...REFRESH_ON])
+  const rows = list.data ?? []
+  const [selected, setSelected] = useState<Set<string>>(new Set())
+  const [playing, setPlaying] = useState<string | null>(null)
+  const [renaming, setRenaming] = useState<string | null>(null)
+  const [deleting, setDeleting] = useState<Listed | null>(null)
+  const [run, action] = useAction()
+  const zip = useZipJob()
+
+  // What is no longer listed (renamed, deleted, elsewhere) cannot stay selected or playing.
+  useEffect(() => {
+    if (!list.data) return
+    const names = new Set(list.data.map(fileNameOf))
+    setSelected((s) => (([...s].every((n) => names.has(n)) ? s : new Set([...s].filter((n) => names.has(n))))))
+    setPlaying((p) => (p && names.has(p) ? p : null))
+  }, [list.data])
+
+  const selectable = rows.filter((r) => !r.in_progress).map(fileNameOf)
+  const allSelected = selectable.length > 0 && selectable.every((n) => selected.has(n))
+  const toggle = (name: string, on: boolean) =>
+    setSelected((s) => {
+      const next = new Set(s)
+      if (on) next.add(name)
+      else next.delete(name)
+      return next
+    })
+  const reloadAll = () => Promise.all([list.reload(), disk.reload()])
+
+  const remove = (r: Listed) => {
+    const name = fileNameOf(r)
+    setDeleting(null)
+    void run(async () => {
+      try {
+        await api('DELETE', `/api/recordings/${encodeURIComponent(name)}`)
+      } finally {
+        // Refused or not, the list shows what the service has now (a 404: someone else removed it).
+        void reloadAll()
+      }
+    }, `Deleted ${name}`)
+  }
+
+  const zipping = zip.status?.state === 'preparing' || zip.busy
   return (
-    <section aria-labelledby="recordings-title">
+    <section aria-labelledby="recordings-title" class="recordings">
       <h1 id="recordings-title">Recordings</h1>
-      {disk.data && (
-        <p class="muted" data-disk>
-          {gib(disk.data.used)} used of {gib(disk.data.total)}, {gib(disk.data.free)} free
-        </p>
-      )}
+      {disk.data && <DiskUsage disk={disk.data} />}
       <ErrorLine error={list.error ?? disk.error} />
+      {playing && <Player fileName={playing} onClose={() => setPlaying(null)} />}
+      <div class="actions toolbar">
+        <span class="muted" data-selected-count>
+          {selected.size ? `${selected.size} selected` : 'Select recordings to download them as one zip'}
+        </span>
+        <button type="button" class="primary" data-zip disabled={!selected.size || zipping} onClick={() => void zip.start([...selected])}>
+          Download {selected.size > 1 ? `${selected.size} recordings` : 'selected'} as zip
+        </button>
+        {selected.size > 0 && (
+          <button type="button" onClick={() => setSelected(new Set())}>
+            Clear selection
+          </button>
+        )}
+      </div>
+      <ZipProgress job={zip} />
+      <ErrorLine error={action.error} />
       {list.data && !rows.length && <p class="muted">No recordings yet: start one from a camera's card.</p>}
       {rows.length > 0 && (
-        <table class="table" data-recordings>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Size</th>
-              <th scope="col">Duration</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.path} data-recording={`${r.name}.${r.format}`}>
-                <td>
-                  {r.name}.{r.format} {r.in_progress && <span class="tag live">recording</span>}
-                </td>
-                <td>{r.size}</td>
-                <td>{r.duration}</td>
-                <td>{r.created}</td>
+        <div class="table-scroll">
+          <table class="table" data-recordings>
+            <thead>
+              <tr>
+                <th scope="col" class="check">
+                  <input
+                    type="checkbox"
+                    aria-label="Select every recording"
+                    checked={allSelected}
+                    disabled={!selectable.length}
+                    onChange={(e) => setSelected(e.currentTarget.checked ? new Set(selectable) : new Set())}
+                  />
+                </th>
+                <th scope="col">Name</th>
+                <th scope="col">Size</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map((r) => {
+                const name = fileNameOf(r)
+                const busy = r.in_progress ? 'It is still being recorded' : undefined
+                return (
+                  <tr key={r.path} data-recording={name} data-in-progress={r.in_progress ? 'true' : undefined} class={playing === name ? 'playing' : undefined}>
+                    <td class="check">
+                      <input type="checkbox" data-select aria-label={`Select ${name}`} title={busy} disabled={!!busy} checked={selected.has(name)} onChange={(e) => toggle(name, e.currentTarget.checked)} />
+                    </td>
+                    <td class="name">
+                      {name} {r.in_progress && <span class="tag live">recording</span>}
+                    </td>
+                    <td data-size>{r.size}</td>
+                    <td data-duration>{r.duration}</td>
+                    <td data-created>{r.created}</td>
+                    <td class="row-actions">
+                      <button type="button" class="small" data-action="play" aria-label={`Play ${name}`} onClick={() => setPlaying(name)}>
+                        Play
+                      </button>
+                      <button type="button" class="small" data-action="rename" aria-label={`Rename ${name}`} title={busy} disabled={!!busy} onClick={() => setRenaming(name)}>
+                        Rename
+                      </button>
+                      <button type="button" class="small danger" data-action="delete" aria-label={`Delete ${name}`} title={busy} disabled={!!busy} onClick={() => setDeleting(r)}>
+                        Delete
+                      </button>
+                    </td>
+                  </tr>
+                )
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {renaming && (
+        <RenameDialog
+          fileName={renaming}
+          onCancel={() => setRenaming(null)}
+          onRenamed={(next) => {
+            setRenaming(null)
+            setSelected((s) => (s.has(renaming) ? new Set([...s].map((n) => (n === renaming ? next : n))) : s))
+            setPlaying((p) => (p === renaming ? next : p))
+            void reloadAll()
+          }}
+        />
+      )}
+      {deleting && (
+        <ConfirmDialog title="Delete this recording?" confirm="Delete" danger onCancel={() => setDeleting(null)} onConfirm={() => remove(deleting)}>
+          <p data-confirm-delete={fileNameOf(deleting)}>
+            <strong>{fileNameOf(deleting)}</strong> ({deleting.size}, {deleting.duration}) will be deleted from the vehicle. This cannot be undone.
+          </p>
+        </ConfirmDialog>
       )}
     </section>
   )

@@ -1,0 +1,48 @@
+// Playing a recording in the browser: a <video> on GET /api/recordings/{name} (served inline, with
+// Range, so the browser seeks). Chromium plays the Matroska H.264 files the service writes; a browser
+// that cannot says so, and the download link still works.
+import { useState } from 'preact/hooks'
+
+const MEDIA_ERRORS: Record<number, string> = {
+  1: 'playback was aborted',
+  2: 'the network failed while loading it',
+  3: 'the browser could not decode it',
+  4: 'this browser cannot play this file type (download it and play it with VLC)',
+}
+
+export const recordingUrl = (fileName: string) => `/api/recordings/${encodeURIComponent(fileName)}`
+
+export function Player({ fileName, onClose }: { fileName: string; onClose(): void }) {
+  const [error, setError] = useState<string | null>(null)
+  return (
+    <figure class="player" data-player={fileName}>
+      <video
+        key={fileName}
+        src={recordingUrl(fileName)}
+        controls
+        autoplay
+        muted
+        playsInline
+        preload="auto"
+        onError={(e) => {
+          const failure = e.currentTarget.error
+          setError(`${fileName} cannot be played here: ${failure ? (MEDIA_ERRORS[failure.code] ?? failure.message) : 'unknown error'}`)
+        }}
+      />
+      <figcaption class="actions">
+        <strong>{fileName}</strong>
+        <a href={`${recordingUrl(fileName)}/download`} download>
+          Download
+        </a>
+        <button type="button" class="small" onClick={onClose}>
+          Close player
+        </button>
+      </figcaption>
+      {error && (
+        <p class="error-line" role="alert" data-error>
+          {error}
+        </p>
+      )}
+    </figure>
+  )
+}
