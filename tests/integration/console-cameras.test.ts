@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { CID } from '../../drivers/mock/cameras'
 import { until } from '../helpers'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { press as pressIn, typeInto as typeIntoPage, watchNotices as watchPageNotices } from './console-page.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 and MJPG nodes, auto modes, a read-only control
 const LEADER = 'usb-0000:00:14.0-2' // stellarHD leader
@@ -30,44 +31,11 @@ async function openSection(bus: string, section: 'controls' | 'stream' | 'group'
   await c.page.$eval(selector, (d: any) => void (d.open = true))
 }
 
-/** Selects the text of an input, types `text` and presses `key` (none: the edit stays uncommitted), as a pilot at a keyboard would. */
-async function typeInto(selector: string, text: string, key: 'Enter' | 'Tab' | null = 'Enter'): Promise<void> {
-  await c.page.focus(selector)
-  await c.page.keyboard.down('Control')
-  await c.page.keyboard.press('A')
-  await c.page.keyboard.up('Control')
-  await c.page.keyboard.type(text)
-  if (key) await c.page.keyboard.press(key)
-}
-
-/**
- * Presses a button (or toggles a switch) from the keyboard: focus, then Enter (Space for a checkbox).
- * The page is driven as a keyboard user would, and a notice floating over the button cannot take the click.
- */
-async function press(selector: string): Promise<void> {
-  await c.page.focus(selector)
-  const checkbox = await c.page.$eval(selector, (e: any) => e.type === 'checkbox')
-  await c.page.keyboard.press(checkbox ? 'Space' : 'Enter')
-}
-
-/** Every notice the page shows from now on, by kind (the page's own markup, watched from the test). */
-async function watchNotices(): Promise<() => Promise<{ kind: string; text: string }[]>> {
-  await c.page.evaluate(() => {
-    const w = globalThis as any
-    w.seenNotices = []
-    w.noticeObserver?.disconnect()
-    const before = new Set(w.document.querySelectorAll('[data-notice]'))
-    w.noticeObserver = new w.MutationObserver(() => {
-      for (const n of w.document.querySelectorAll('[data-notice]')) {
-        if (before.has(n)) continue
-        const entry = { kind: n.getAttribute('data-notice'), text: n.textContent }
-        if (!w.seenNotices.some((s: any) => s.kind === entry.kind && s.text === entry.text)) w.seenNotices.push(entry)
-      }
-    })
-    w.noticeObserver.observe(w.document.body, { childList: true, subtree: true, characterData: true })
-  })
-  return () => c.page.evaluate(() => (globalThis as any).seenNotices)
-}
+// The shared keyboard helpers (console-page.helpers.ts), bound to this file's page; a typed value is
+// committed with Enter unless the test says otherwise (null: the edit stays uncommitted).
+const typeInto = (selector: string, text: string, key: 'Enter' | 'Tab' | null = 'Enter') => typeIntoPage(c.page, selector, text, key ?? undefined)
+const press = (selector: string) => pressIn(c.page, selector)
+const watchNotices = () => watchPageNotices(c.page)
 
 test('a control changed in the page: the API holds it, the page shows the value the camera took, and after a reload; reset to defaults', async () => {
   await openSection(EHD, 'controls')
@@ -250,6 +218,8 @@ test('followers: one added and removed in the page (the API agrees); a refused o
     await press('dialog.dialog[open] button.primary')
     await until('the follower out of the group', () => device(LEADER), (d) => d.followers.length === 0)
     await c.page.waitForSelector(`${group} [data-follower="${FOLLOWER}"]`, { hidden: true })
+    // The removal's own success notice is shown before the watch below starts, so it is not taken for the refusal's.
+    await c.page.waitForFunction(() => [...(globalThis as any).document.querySelectorAll('[data-notice="ok"]')].some((n: any) => n.textContent.includes('no longer follows')))
 
     // An externally managed camera may not follow: the service says so, and the page shows its words.
     expect((await c.service.call('POST', '/api/devices/external/notify_camera', { bus_info: FOLLOWER, event: 'DEVICE_MANAGED' })).status).toBe(200)

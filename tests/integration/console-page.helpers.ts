@@ -1,5 +1,5 @@
 // Driving a console page as a pilot would (keyboard first), and watching what it tells them: used by
-// the console's page tests (console-recordings, console-network). The functions handed to
+// the console's page tests (console-cameras, console-recordings, console-network). The functions handed to
 // page.evaluate run in the page, where `globalThis` is the window (no DOM types in the tests' config).
 import type { Page } from 'puppeteer-core'
 
