@@ -3,6 +3,7 @@
 // says why: nothing is skipped. Prints one closing line: "N passed, N failed".
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { echoAndCollect, testCounts } from './child-output'
 
 const ROOT = join(import.meta.dir, '..')
 const SETUP = join(ROOT, 'scripts', 'setup')
@@ -34,29 +35,14 @@ const TIERS: Tier[] = [
 
 async function run(command: string[], minutes: number): Promise<{ code: number; output: string; timedOut: boolean }> {
   const child = Bun.spawn(command, { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` } })
-  let output = ''
-  const pump = async (stream: ReadableStream<Uint8Array>, sink: NodeJS.WriteStream) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      const text = decoder.decode(chunk, { stream: true })
-      output += text
-      sink.write(text)
-    }
-  }
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
     child.kill(9)
   }, minutes * 60_000)
-  await Promise.all([pump(child.stdout, process.stdout), pump(child.stderr, process.stderr), child.exited])
+  const output = await echoAndCollect(child)
   clearTimeout(timer)
   return { code: child.exitCode ?? 1, output, timedOut }
-}
-
-function counts(output: string): { passed: number; failed: number } | null {
-  const pass = [...output.matchAll(/^\s*(\d+) pass(?:ed)?\s*$/gm)].at(-1)
-  const fail = [...output.matchAll(/^\s*(\d+) fail(?:ed)?\s*$/gm)].at(-1)
-  return pass ? { passed: Number(pass[1]), failed: Number(fail?.[1] ?? 0) } : null
 }
 
 const wanted = process.argv.slice(2)
@@ -83,7 +69,7 @@ for (const tier of tiers) {
   }
   if (!verdict) {
     const r = await run(tier.command, tier.minutes)
-    const c = counts(r.output)
+    const c = testCounts(r.output)
     if (c) {
       passed += c.passed
       failed += c.failed

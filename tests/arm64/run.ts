@@ -4,6 +4,7 @@
 // Child Bun processes of the tests run on arm64 too (PERISCOPE_TEST_BUN, tests/helpers.ts); python and
 // GStreamer helpers stay x86-64 binaries of this machine. Prints how long each part took.
 import { join } from 'node:path'
+import { echoAndCollect, testCounts } from '../../scripts/child-output'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const WRAPPER = join(import.meta.dir, 'bun')
@@ -35,18 +36,8 @@ for (const part of PARTS) {
   const t = performance.now()
   console.log(`\narm64 tier: ${part.name} (${part.paths.join(' ')})`)
   const child = Bun.spawn([WRAPPER, 'test', '--timeout', String(TEST_TIMEOUT_MS), '--preload', './tests/arm64/preload.ts', ...part.paths], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
-  let output = ''
-  const pump = async (stream: ReadableStream<Uint8Array>, sink: NodeJS.WriteStream) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      const text = decoder.decode(chunk, { stream: true })
-      output += text
-      sink.write(text)
-    }
-  }
-  await Promise.all([pump(child.stdout, process.stdout), pump(child.stderr, process.stderr), child.exited])
-  const pass = Number(output.match(/^\s*(\d+) pass$/m)?.[1] ?? 0)
-  const fail = Number(output.match(/^\s*(\d+) fail$/m)?.[1] ?? 0)
+  const output = await echoAndCollect(child)
+  const { passed: pass, failed: fail } = testCounts(output) ?? { passed: 0, failed: 0 }
   totals.pass += pass
   totals.fail += fail
   if (child.exitCode !== 0) failures.push(`${part.name}: bun test exited ${child.exitCode} (${fail} failed)`)
