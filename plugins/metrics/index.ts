@@ -103,7 +103,7 @@ export default definePlugin({
     const sentBytes = new Counter(camera('periscope_stream_sent_bytes_total', "RTP bytes the camera's pipeline sent since the stream was last started, one copy (each UDP endpoint receives as many): rate() is the stream's bitrate"))
     const viewers = new Gauge(camera('periscope_viewers', 'Viewers watching the camera now, by protocol (rtsp, whep, mjpeg; only those whose plugin is loaded)', ['protocol']))
     const recording = new Gauge(camera('periscope_recording_active', '1 while a recording made while streaming (start_recording) runs for the camera (a group: on each of its cameras)'))
-    const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, updated every second; 0 when none runs'))
+    const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, as the scrape finds it; 0 when none runs'))
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
     const perCamera = [info, state, restarts, drops, frames, sentBytes, viewers, recording, recordingBytes]

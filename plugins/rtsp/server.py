@@ -65,7 +65,9 @@ class Viewers:
     """Who watches each camera, held to the cap: a client counts from its first SETUP on one of the
     camera's paths (its bus_info, or its nickname alias: they count together) until it tears down or its
     connection ends (the library then ends its sessions). Counted here, under a lock, because clients
-    run in threads of their own and two SETUPs may race for the last place."""
+    run in threads of their own and two SETUPs may race for the last place. Each count is reported
+    under the same lock as it changed, so the reports come out in the order of the changes: the last one
+    said is the count now (else a thread held up between the two could report a count gone stale)."""
 
     def __init__(self, limit):
         self.limit = limit
@@ -85,21 +87,17 @@ class Viewers:
             if len(clients) >= self.limit:
                 return False
             clients.add(client)
-            count = len(clients)
-        say(event="viewers", camera=camera, count=count)
+            say(event="viewers", camera=camera, count=len(clients))
         return True
 
     def release(self, client, camera=None):
-        changed = []
         with self.lock:
             for cam, clients in list(self.watching.items()):
                 if (camera is None or cam == camera) and client in clients:
                     clients.discard(client)
-                    changed.append((cam, len(clients)))
+                    say(event="viewers", camera=cam, count=len(clients))
                     if not clients:
                         del self.watching[cam]
-        for cam, count in changed:
-            say(event="viewers", camera=cam, count=count)
 
 
 class Mount:

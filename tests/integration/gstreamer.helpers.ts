@@ -15,6 +15,16 @@ export function requireGStreamer(): void {
   }
 }
 
+/** GStreamer, the RTSP server's GstRtspServer, and Debian ffmpeg's clients (ffprobe, ffmpeg): scripts/setup/rtsp.sh. */
+export function requireRtspClients(): void {
+  requireGStreamer()
+  for (const tool of ['ffprobe', 'ffmpeg']) {
+    if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/rtsp.sh (Debian ffmpeg)`)
+  }
+  const gi = Bun.spawnSync(['/usr/bin/python3', '-c', "import gi; gi.require_version('GstRtspServer', '1.0')"])
+  if (gi.exitCode !== 0) throw new Error('GstRtspServer is not importable by /usr/bin/python3: run scripts/setup/rtsp.sh')
+}
+
 export const tempDir = (prefix = 'periscope-gst-') => mkdtempSync(join(tmpdir(), prefix))
 
 let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2

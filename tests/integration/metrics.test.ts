@@ -8,17 +8,12 @@ import type { Subprocess } from 'bun'
 import { loadPlugin } from '../../core/loader'
 import { parseMetrics, startTestServer, until, type TestServer } from '../helpers'
 import { freePort, requireGStreamer, RtpCounter } from './gstreamer.helpers'
+import { promtoolCheck, requirePromtool, scrape as scrapeAt } from './metrics.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // simulated exploreHD: H.264
 
 let s: TestServer
 const spawned: Subprocess[] = []
-
-function requirePromtool(): string {
-  const promtool = Bun.which('promtool')
-  if (!promtool) throw new Error('promtool is missing: run scripts/setup/metrics.sh (Debian package prometheus)')
-  return promtool
-}
 
 beforeAll(async () => {
   requireGStreamer()
@@ -32,19 +27,7 @@ afterAll(async () => {
   await s?.stop()
 })
 
-async function scrape(): Promise<{ text: string; m: ReturnType<typeof parseMetrics> }> {
-  const res = await fetch(`${s.url}/metrics`)
-  expect(res.status).toBe(200)
-  const text = await res.text()
-  return { text, m: parseMetrics(text) }
-}
-
-/** promtool's verdict on the text: it parses it and lints names, types, units and help. */
-async function promtoolCheck(text: string): Promise<{ code: number; output: string }> {
-  const proc = Bun.spawn([requirePromtool(), 'check', 'metrics'], { stdin: new Blob([text]), stdout: 'pipe', stderr: 'pipe' })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  return { code, output: (out + err).trim() }
-}
+const scrape = () => scrapeAt(s.url)
 
 test('promtool accepts the idle service, and refuses a broken exposition (the check can fail)', async () => {
   const { text } = await scrape()

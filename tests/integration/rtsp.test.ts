@@ -11,19 +11,12 @@ import { join } from 'node:path'
 import type { Config } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
-import { alive, ffprobe, freePort, freeTcpPort, Receiver, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
+import { alive, ffprobe, freePort, freeTcpPort, Receiver, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264
 const LEADER = 'usb-0000:00:14.0-2' // stellarHD leader
 const FOLLOWER = 'usb-0000:00:14.0-3' // stellarHD follower
 const WEBCAM = 'usb-0000:00:14.0-4' // MJPG only
-
-function requireClients(): void {
-  requireGStreamer()
-  if (!Bun.which('ffprobe')) throw new Error('ffprobe is missing: run scripts/setup/rtsp.sh (Debian ffmpeg)')
-  const gi = Bun.spawnSync(['/usr/bin/python3', '-c', "import gi; gi.require_version('GstRtspServer', '1.0')"])
-  if (gi.exitCode !== 0) throw new Error('GstRtspServer is not importable by /usr/bin/python3: run scripts/setup/rtsp.sh')
-}
 
 type Service = { server: TestServer; rtspPort: number }
 
@@ -113,7 +106,7 @@ const call = (method: string, path: string, body?: unknown) => shared.server.cal
 const url = (path: string, service: Service = shared) => `rtsp://127.0.0.1:${service.rtspPort}/${path}`
 
 beforeAll(async () => {
-  requireClients()
+  requireRtspClients()
   shared = await startService()
 }, 40_000)
 
