@@ -1,5 +1,5 @@
 // Test helpers: an isolated Periscope on port 0 with its own temporary data dir.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, type PeriscopeApp } from '../core/app'
@@ -30,6 +30,39 @@ export function freeTcpPort(): number {
   const port = probe.port
   probe.stop(true)
   return port
+}
+
+/** Local ports some socket holds now, IPv4 and IPv6, as the kernel lists them. */
+function portsInUse(): Set<number> {
+  const used = new Set<number>()
+  for (const table of ['udp', 'udp6', 'tcp', 'tcp6']) {
+    let text = ''
+    try {
+      text = readFileSync(`/proc/net/${table}`, 'utf8')
+    } catch {
+      continue
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const local = line.trim().split(/\s+/)[1]
+      if (local) used.add(parseInt(local.slice(local.lastIndexOf(':') + 1), 16))
+    }
+  }
+  return used
+}
+
+let nextUdpPort = 21000 + Math.floor(Math.random() * 20000) * 2
+/**
+ * An even UDP port whose odd neighbour is free too (RTP and RTCP), for a receiver a test binds: a random
+ * base so concurrent suites rarely meet, and ports a socket already holds skipped.
+ */
+export function freeUdpPortPair(): number {
+  const used = portsInUse()
+  for (let tries = 0; tries < 1000; tries++) {
+    nextUdpPort += 4
+    if (nextUdpPort > 60000) nextUdpPort = 21000
+    if (!used.has(nextUdpPort) && !used.has(nextUdpPort + 1)) return nextUdpPort
+  }
+  throw new Error('no free UDP port pair found between 21000 and 60000')
 }
 
 export function tempDir(prefix = 'periscope-test-'): string {

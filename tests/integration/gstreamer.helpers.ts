@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { createLogger } from '../../core/log'
+import { freeUdpPortPair } from '../helpers'
 import type { EncodeType, StreamJob, StreamType } from '../../core/types'
 import { simulatedSource } from '../../drivers/gstreamer/simulated'
 import { GstStreamer, type GstStreamerOptions } from '../../drivers/gstreamer/streamer'
@@ -27,9 +28,8 @@ export function requireRtspClients(): void {
 
 export const tempDir = (prefix = 'periscope-gst-') => mkdtempSync(join(tmpdir(), prefix))
 
-let nextPort = 21000 + Math.floor(Math.random() * 20000) * 2
-/** A pair of free-looking UDP ports per call (random base; loopback only). */
-export const freePort = () => (nextPort += 4)
+/** An even UDP port with its odd neighbour free (RTP and RTCP), on loopback. */
+export const freePort = freeUdpPortPair
 
 /** A TCP port nobody listens on now (suites run concurrently: never a fixed one like 8554). */
 export { freeTcpPort } from '../helpers'
