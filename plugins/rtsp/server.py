@@ -60,7 +60,7 @@ def send_without_delay(_server, client):
     # Interleaved RTP leaves on the client's RTSP connection, a small write per packet, from the
     # stream's send thread. The library leaves Nagle's algorithm on, so a frame written while the
     # previous one is unacknowledged waits for that ACK, and viewers delay ACKs (40 ms on Linux): the
-    # frame after a delayed ACK came 6-13 ms late, the TCP tail of bench/rtsp.bench.ts. Packets are
+    # frame after a delayed ACK came 7-15 ms late, the TCP tail of bench/rtsp.bench.ts. Packets are
     # written as they are made, never worth holding back to coalesce.
     connection = client.get_connection()
     sock = connection.get_write_socket() if connection else None
