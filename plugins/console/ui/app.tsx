@@ -1,6 +1,6 @@
 // The console's shell and entry point: navigation between the pages (one file each in pages/, chosen
 // by the URL's hash so any page can be bookmarked and the service needs no route per page), the theme,
-// the banner while the service is unreachable, the token prompt, and the notices.
+// the previews switch, the banner while the service is unreachable, the token prompt, and the notices.
 import { render, type FunctionComponent } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { reachable, tokenPrompt } from './api'
@@ -9,6 +9,7 @@ import { connectEvents } from './events'
 import { CamerasPage } from './pages/cameras'
 import { NetworkPage } from './pages/network'
 import { PreferencesPage } from './pages/preferences'
+import { PreviewsSwitch } from './preview'
 import { RecordingsPage } from './pages/recordings'
 import { StatusPage } from './pages/status'
 import { useValue } from './state'
@@ -150,6 +151,7 @@ function App() {
             </a>
           ))}
         </nav>
+        <PreviewsSwitch />
         <ThemeToggle />
       </header>
       <Banner />

@@ -2,8 +2,11 @@
 // here): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
 // MJPEG in an <img> for an MJPG stream, and a snapshot refreshed every few seconds when neither works.
 // The decoded frames and size are read from the browser (getStats, naturalWidth) and shown.
+// A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
+// (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, request } from './api'
+import { ApiError, request, whyRefused } from './api'
+import { useValue, Value } from './state'
 import type { Device } from './types'
 
 type Mode = 'whep' | 'mjpeg' | 'snapshot'
@@ -78,9 +81,24 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
 
 function MjpegView({ url, onFail }: { url: string; onFail(why: string): void }) {
   const [size, setSize] = useState<string | null>(null)
+  const img = useRef<HTMLImageElement>(null)
+  const closed = useRef(false)
+  // Chromium goes on loading a multipart <img> taken out of the page (the service would count a viewer
+  // that is gone); dropping its src ends the request now. The element is held from the mount: Preact
+  // clears the ref before this cleanup runs.
+  useEffect(() => {
+    const element = img.current
+    return () => {
+      closed.current = true
+      element?.removeAttribute('src')
+    }
+  }, [])
+  const failed = () => {
+    if (!closed.current) void whyRefused(url).then((why) => !closed.current && onFail(why ?? 'the MJPEG stream ended'))
+  }
   return (
     <div class="preview-box" data-preview="mjpeg">
-      <img src={url} alt="live picture" onLoad={(e) => setSize(`${e.currentTarget.naturalWidth}×${e.currentTarget.naturalHeight}`)} onError={() => onFail('the MJPEG stream ended')} />
+      <img ref={img} src={url} alt="live picture" onLoad={(e) => setSize(`${e.currentTarget.naturalWidth}×${e.currentTarget.naturalHeight}`)} onError={failed} />
       {size && <span class="overlay">{size} · MJPEG</span>}
     </div>
   )
@@ -111,7 +129,96 @@ function SnapshotView({ url, every }: { url: string; every: number | null }) {
   )
 }
 
+// ---- previews on or off, for this browser ----
+
+/** 'off' while every preview is off. */
+const PREVIEWS_KEY = 'periscope.previews'
+/** The bus_info of each camera whose own preview is off, as a JSON list. */
+const HIDDEN_KEY = 'periscope.previews.hidden'
+
+function readHidden(): string[] {
+  try {
+    const list: unknown = JSON.parse(localStorage.getItem(HIDDEN_KEY) ?? '[]')
+    return Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : []
+  } catch {
+    return []
+  }
+}
+
+/** Whether live previews are on in this browser (the switch at the top). */
+export const previewsOn = new Value(localStorage.getItem(PREVIEWS_KEY) !== 'off')
+/** Cameras whose preview is off on its own card. */
+const hiddenPreviews = new Value<readonly string[]>(readHidden())
+
+export function setPreviewsOn(on: boolean): void {
+  if (on) localStorage.removeItem(PREVIEWS_KEY)
+  else localStorage.setItem(PREVIEWS_KEY, 'off')
+  previewsOn.set(on)
+}
+
+function setCardPreview(bus_info: string, on: boolean): void {
+  const next = readHidden().filter((b) => b !== bus_info)
+  if (!on) next.push(bus_info)
+  if (next.length) localStorage.setItem(HIDDEN_KEY, JSON.stringify(next))
+  else localStorage.removeItem(HIDDEN_KEY)
+  hiddenPreviews.set(next)
+}
+
+// Another tab of this browser changed them: follow, so no tab keeps a preview the pilot turned off.
+addEventListener('storage', (e: StorageEvent) => {
+  if (e.key === PREVIEWS_KEY || e.key === null) previewsOn.set(localStorage.getItem(PREVIEWS_KEY) !== 'off')
+  if (e.key === HIDDEN_KEY || e.key === null) hiddenPreviews.set(readHidden())
+})
+
+/** The switch at the top of every page: all previews on or off. */
+export function PreviewsSwitch() {
+  const on = useValue(previewsOn)
+  return (
+    <button
+      type="button"
+      class="plain previews-switch"
+      role="switch"
+      aria-checked={on}
+      data-action="previews"
+      title={on ? 'Turn every live preview off (for a thin tether): no video is sent to this browser' : 'Turn live previews back on'}
+      onClick={() => setPreviewsOn(!on)}
+    >
+      Previews <span class="state">{on ? 'on' : 'off'}</span>
+    </button>
+  )
+}
+
+/** The card's preview, or a note that it is off, and the card's own on/off button. */
 export function Preview({ d }: { d: Device }) {
+  const allOn = useValue(previewsOn)
+  const cardOn = !useValue(hiddenPreviews).includes(d.bus_info)
+  if (!allOn)
+    return (
+      <div class="preview-box empty" data-preview="off">
+        <span class="muted">Previews are off in this browser (switch at the top)</span>
+      </div>
+    )
+  const toggle = (
+    <button type="button" class="small" data-action="card-preview" aria-pressed={!cardOn} onClick={() => setCardPreview(d.bus_info, !cardOn)}>
+      {cardOn ? 'Hide preview' : 'Show preview'}
+    </button>
+  )
+  if (!cardOn)
+    return (
+      <div class="preview-box empty" data-preview="off">
+        <span class="muted">Preview off for this camera</span>
+        {toggle}
+      </div>
+    )
+  return (
+    <div class="preview">
+      <LivePreview d={d} />
+      <div class="preview-bar">{toggle}</div>
+    </div>
+  )
+}
+
+function LivePreview({ d }: { d: Device }) {
   const running = d.stream_status?.state === 'running'
   const watch = d.watch
   const encode = d.stream.encode_type

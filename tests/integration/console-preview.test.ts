@@ -1,0 +1,240 @@
+// The Cameras page's live preview in real Chromium against the real service (simulated cameras, real
+// GStreamer), started with --max-viewers 1 so a live view can really be refused: another client (a
+// second page of the browser) takes the one place, and the card falls back to snapshots that refresh
+// and says why. The previews switch (all cards, and one card) stops every WHEP, MJPEG and snapshot
+// request, as the service's own viewer counts (/metrics) and the page's requests show, across a reload.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { Page } from 'puppeteer-core'
+import { parseMetrics, until } from '../helpers'
+import { openPage, openSession, showImage } from './browser'
+import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { press } from './console-page.helpers'
+import { requireGStreamer } from './gstreamer.helpers'
+
+const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 (WHEP preview)
+const WEBCAM = 'usb-0000:00:14.0-4' // Logitech, MJPG (MJPEG preview)
+
+let c: ConsoleSession
+
+const card = (bus: string) => `[data-device="${bus}"]`
+const device = async (bus: string) => ((await c.service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
+
+/** The service's own count of a camera's viewers over `protocol` (whep, mjpeg). */
+async function viewers(bus_info: string, protocol: 'whep' | 'mjpeg'): Promise<number> {
+  const text = await (await fetch(`${c.origin}/metrics`)).text()
+  return parseMetrics(text).value('periscope_viewers', { bus_info, protocol }) ?? 0
+}
+
+/** Runs the camera's stream (UDP to loopback) in `encode` at its smallest size (15 fps if offered), until it runs. */
+async function stream(bus: string, encode: 'H264' | 'MJPG'): Promise<void> {
+  const d = await device(bus)
+  const size = d.cameras.flatMap((cam: any) => cam.formats[encode] ?? []).sort((a: any, b: any) => a.width - b.width)[0]
+  const interval = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
+  const r = await c.service.call('POST', '/api/devices/configure_stream', {
+    bus_info: bus,
+    stream_type: 'UDP',
+    encode_type: encode,
+    stream_format: { width: size.width, height: size.height, interval },
+    enabled: true,
+    endpoints: d.stream.endpoints.length ? d.stream.endpoints : [{ host: '127.0.0.1', port: 5600 }],
+  })
+  expect(r.status).toBe(200)
+  await until(`${bus} streaming ${encode}`, () => device(bus), (x) => x.stream_status?.state === 'running' && Boolean(encode === 'H264' ? x.watch?.whep : x.watch?.mjpeg), 20_000)
+}
+
+async function stopStream(bus: string): Promise<void> {
+  const d = await device(bus)
+  if (!d?.stream.enabled) return
+  await c.service.call('POST', '/api/devices/configure_stream', { bus_info: bus, stream_type: d.stream.stream_type, encode_type: d.stream.encode_type, stream_format: { width: d.stream.width, height: d.stream.height, interval: d.stream.interval }, enabled: false, endpoints: d.stream.endpoints })
+}
+
+/**
+ * Checks the card shows snapshots in place of its live view, saying `why`: a picture the browser decoded,
+ * then another (a new request and a new capture), each a whole JPEG when fetched again independently.
+ */
+async function expectSnapshotFallback(bus: string, why: string): Promise<void> {
+  const hint = `${card(bus)} [data-preview-fallback]`
+  await c.page.waitForSelector(hint, { timeout: 20_000 })
+  expect(await c.page.$eval(hint, (e: any) => e.textContent)).toContain(why)
+  const img = `${card(bus)} [data-preview="snapshot"] img`
+  const decoded = (after: string | null) =>
+    c.page.waitForFunction(
+      (sel: string, previous: string | null) => {
+        const i = (globalThis as any).document.querySelector(sel)
+        return i && i.complete && i.naturalWidth > 0 && i.currentSrc !== previous ? i.currentSrc : false
+      },
+      { timeout: 20_000, polling: 100 },
+      img,
+      after,
+    )
+  const first = (await (await decoded(null)).jsonValue()) as string
+  const second = (await (await decoded(first)).jsonValue()) as string
+  expect(second).not.toBe(first)
+  expect(new URL(second).pathname).toBe(new URL((await device(bus)).watch.snapshot).pathname)
+  // The picture is a whole JPEG (SOI … EOI), and each refresh is a new capture of the camera.
+  const captures: string[] = []
+  for (const src of [first, second]) {
+    const res = await fetch(src)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('image/jpeg')
+    const bytes = new Uint8Array(await res.arrayBuffer())
+    expect([bytes[0], bytes[1], bytes.at(-2), bytes.at(-1)]).toEqual([0xff, 0xd8, 0xff, 0xd9])
+    captures.push(res.headers.get('x-capture-id') ?? '')
+  }
+  expect(await c.page.$eval(img, (i: any) => i.naturalWidth)).toBeGreaterThan(0)
+  expect(await c.page.$(`${card(bus)} [data-preview="whep"], ${card(bus)} [data-preview="mjpeg"]`)).toBeNull()
+}
+
+/** A second page in the same browser: the other viewer that takes the camera's one place. */
+async function otherViewer(): Promise<Page> {
+  return openPage(c.browser, c.origin)
+}
+
+describe('with --max-viewers 1', () => {
+  beforeAll(async () => {
+    requireGStreamer()
+    c = await openConsole({ args: ['--max-viewers', '1'] })
+  }, 60_000)
+  afterAll(() => c?.close())
+
+  test('WHEP refused (503: the camera already has its one WebRTC viewer): the card shows refreshed snapshots and says why', async () => {
+    let other: Page | undefined
+    let held: string | undefined
+    try {
+      await c.open('status') // no preview open while the other viewer takes the place
+      await stream(EHD, 'H264')
+      other = await otherViewer()
+      const whep = new URL((await device(EHD)).watch.whep).pathname
+      const holder = await openSession(other, whep, 'holder')
+      expect(holder.status).toBe(201)
+      held = holder.location
+      expect(await viewers(EHD, 'whep')).toBe(1)
+      // What the service says to one more viewer (a real offer, from the other page): the sentence the card must show.
+      const refused = await openSession(other, whep, 'one-too-many')
+      expect(refused.status).toBe(503)
+      const why = refused.detail!
+      expect(why).toContain('--max-viewers')
+
+      await c.open('cameras')
+      await expectSnapshotFallback(EHD, why)
+      await c.screenshot('cameras-preview-fallback')
+      // The page's offer was among the refused, and the one viewer is still the other page.
+      expect(c.refusals.some((r) => r.method === 'POST' && new URL(r.url).pathname === whep && r.status === 503)).toBe(true)
+      expect(await viewers(EHD, 'whep')).toBe(1)
+      expect(c.errors()).toEqual([])
+    } finally {
+      // Ended, not left to time out: the next test needs the camera's one place.
+      if (held) await fetch(new URL(held, c.origin), { method: 'DELETE' })
+      await other?.close()
+      await stopStream(EHD)
+    }
+  }, 90_000)
+
+  test('MJPEG refused (503: the camera already has its one MJPEG viewer): the card shows refreshed snapshots and says why', async () => {
+    let other: Page | undefined
+    try {
+      await c.open('status') // no preview open while the other viewer takes the place
+      await stream(WEBCAM, 'MJPG')
+      other = await otherViewer()
+      const mjpeg = new URL((await device(WEBCAM)).watch.mjpeg).pathname
+      await showImage(other, mjpeg, 15_000)
+      await until('the other page counted as the MJPEG viewer', () => viewers(WEBCAM, 'mjpeg'), (n) => n === 1)
+      const refused = await fetch(`${c.origin}${mjpeg}`)
+      expect(refused.status).toBe(503)
+      const why = ((await refused.json()) as { detail: string }).detail
+
+      await c.open('cameras')
+      await expectSnapshotFallback(WEBCAM, why)
+      expect(await viewers(WEBCAM, 'mjpeg')).toBe(1)
+      expect(c.errors()).toEqual([])
+    } finally {
+      await other?.close()
+      await stopStream(WEBCAM)
+    }
+  }, 90_000)
+})
+
+/** Requests the page makes for previews (WHEP offers and sessions, MJPEG, snapshots), from now on. */
+function watchPreviewRequests(): { seen: string[]; stop(): void } {
+  const seen: string[] = []
+  const listener = (r: any) => /\/api\/streams\/[^/]+\/(whep|mjpeg|snapshot\.jpg)/.test(r.url()) && seen.push(`${r.method()} ${r.url()}`)
+  c.page.on('request', listener)
+  return { seen, stop: () => c.page.off('request', listener) }
+}
+
+describe('the previews switch', () => {
+  // The default --max-viewers: a reload's new preview never waits for the old one's place to free.
+  beforeAll(async () => {
+    requireGStreamer()
+    c = await openConsole()
+  }, 60_000)
+  afterAll(() => c?.close())
+
+  test('previews off (all, then one card): no WHEP, MJPEG or snapshot request and no viewer, kept across a reload; back on, they play', async () => {
+    const whepShows = () => waitInPage(c.page, 'WebRTC frames decoded in the exploreHD preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000)
+    const mjpegShows = () => waitInPage(c.page, 'the webcam MJPEG preview showing', () => ((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-4"] [data-preview="mjpeg"] img')?.naturalWidth ?? 0) > 0, 20_000)
+    const previewsSwitch = 'button[data-action="previews"]'
+    try {
+      await stream(EHD, 'H264')
+      await stream(WEBCAM, 'MJPG')
+      await c.open('cameras')
+      await whepShows()
+      await mjpegShows()
+      await until('both viewers counted', async () => [await viewers(EHD, 'whep'), await viewers(WEBCAM, 'mjpeg')].join(), (v) => v === '1,1', 15_000)
+      expect(await c.page.$eval(previewsSwitch, (b: any) => b.getAttribute('aria-checked'))).toBe('true')
+
+      // All off, from the keyboard: the service's viewers go, the cards say so.
+      await press(c.page, previewsSwitch)
+      await c.page.waitForSelector(`${card(EHD)} [data-preview="off"]`)
+      await c.page.waitForSelector(`${card(WEBCAM)} [data-preview="off"]`)
+      expect(await c.page.$eval(previewsSwitch, (b: any) => b.getAttribute('aria-checked'))).toBe('false')
+      await until('no viewer left', async () => [await viewers(EHD, 'whep'), await viewers(WEBCAM, 'mjpeg')].join(), (v) => v === '0,0', 15_000)
+      await c.screenshot('cameras-previews-off')
+
+      // Kept across a reload: the cards come with no preview request at all.
+      const requests = watchPreviewRequests()
+      try {
+        await c.open('cameras')
+        await c.page.waitForSelector(`${card(EHD)} [data-preview="off"]`)
+        await c.page.waitForSelector(`${card(WEBCAM)} [data-preview="off"]`)
+        // A window of observation (absence cannot be waited for): longer than the 3 s snapshot refresh.
+        await Bun.sleep(4000)
+        expect(requests.seen).toEqual([])
+      } finally {
+        requests.stop()
+      }
+      expect(await c.page.evaluate(() => (globalThis as any).localStorage.getItem('periscope.previews'))).toBe('off')
+      expect([await viewers(EHD, 'whep'), await viewers(WEBCAM, 'mjpeg')]).toEqual([0, 0])
+
+      // On again, then off for the exploreHD's card alone: the webcam plays on, the exploreHD asks nothing.
+      await press(c.page, previewsSwitch)
+      await whepShows()
+      await mjpegShows()
+      await press(c.page, `${card(EHD)} button[data-action="card-preview"]`)
+      await c.page.waitForSelector(`${card(EHD)} [data-preview="off"]`)
+      await until('the exploreHD viewer gone, the webcam one kept', async () => [await viewers(EHD, 'whep'), await viewers(WEBCAM, 'mjpeg')].join(), (v) => v === '0,1', 15_000)
+      const ehdRequests = watchPreviewRequests()
+      try {
+        await c.open('cameras')
+        await c.page.waitForSelector(`${card(EHD)} [data-preview="off"]`)
+        await mjpegShows()
+        await Bun.sleep(4000) // a window of observation, as above
+        expect(ehdRequests.seen.filter((r) => r.includes(encodeURIComponent(EHD)) || r.includes(EHD))).toEqual([])
+        expect(ehdRequests.seen.some((r) => r.includes('/mjpeg'))).toBe(true)
+      } finally {
+        ehdRequests.stop()
+      }
+      expect(await viewers(EHD, 'whep')).toBe(0)
+
+      // Shown again from its card: it plays.
+      await press(c.page, `${card(EHD)} button[data-action="card-preview"]`)
+      await whepShows()
+      await until('the exploreHD viewer back', () => viewers(EHD, 'whep'), (n) => n === 1, 15_000)
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.page.evaluate(() => (globalThis as any).localStorage.clear()).catch(() => {})
+      await stopStream(EHD)
+      await stopStream(WEBCAM)
+    }
+  }, 120_000)
+})
