@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { until } from '../helpers'
 import { launchBrowser } from './browser'
 import { openConsole, type ConsoleSession } from './console.helpers'
-import { press, textOf, typeInto, watchNotices, type SeenNotice } from './console-page.helpers'
+import { answerTokenPrompt, keptToken, press, textOf, typeInto, waitForTokenRefused, watchNotices, type SeenNotice } from './console-page.helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 import { startServiceInLab, type LabService } from './nm/service'
 
@@ -69,7 +69,7 @@ const savedOnDisk = () =>
     .join('\n')
 /** The page's console errors, less the browser's lines for requests that could not reach the vehicle (expected while cut off;
  * Chromium says INTERNET_DISCONNECTED when the namespace's only address is the one being changed). */
-const unexpectedErrors = () => c.errors().filter((e) => !/net::ERR_(ADDRESS_UNREACHABLE|CONNECTION_|NETWORK_CHANGED|INTERNET_DISCONNECTED|EMPTY_RESPONSE|TIMED_OUT)/.test(e))
+const unexpectedErrors = (session: ConsoleSession = c) => session.errors().filter((e) => !/net::ERR_(ADDRESS_UNREACHABLE|CONNECTION_|NETWORK_CHANGED|INTERNET_DISCONNECTED|EMPTY_RESPONSE|TIMED_OUT)/.test(e))
 
 async function openNetwork(): Promise<void> {
   await c.open('network')
@@ -255,4 +255,58 @@ test('a page that reaches the vehicle by another address keeps the change by ask
   await c.page.reload({ waitUntil: 'domcontentloaded' })
   await c.page.waitForFunction((s: string) => (globalThis as any).document.querySelector('tr[data-interface="eth0"] [data-address]')?.textContent === s, { timeout: 20_000 }, `${NEW}/24`)
   expect(unexpectedErrors()).toEqual([])
+})
+
+test('with --token: a profile saved in the page asks for the token once; a wrong one is never a success; the right one lands and is kept for the tab', async () => {
+  const TOKEN = 'network-sesame'
+  // A second service in the lab, started with the token, and its own browser there: the first stays as it is.
+  let guarded: LabService | undefined
+  const t = await openConsole({
+    service: async () => (guarded = await startServiceInLab(lab, OLD, ['--token', TOKEN])),
+    browser: () => launchBrowser({ netns: lab.ns }),
+  })
+  try {
+    const spare = async () => ((await guarded!.call('GET', '/api/network/connection_profiles')).body as any[]).find((p) => p.id === 'spare').ipv4_settings
+    const form = '[data-ipv4-editor="spare"]'
+    const unauthorized = () => t.refusals.filter((r) => r.status === 401).length
+    const openSpare = async () => {
+      await t.open('network')
+      await t.page.waitForSelector('[data-profile="spare"]')
+      await press(t.page, '[data-edit="spare"]')
+      await t.page.waitForFunction((sel: string) => [...((globalThis as any).document.querySelector(sel)?.options ?? [])].some((o: any) => o.value === 'manual'), {}, `${form} select[name="method"]`)
+    }
+    await openSpare()
+    const notices = await watchNotices(t.page)
+    await t.page.select(`${form} select[name="method"]`, 'manual')
+    await press(t.page, `${form} [data-add-address]`)
+    await typeInto(t.page, `${form} input[name="address-0"]`, '10.77.6.6')
+    await typeInto(t.page, `${form} input[name="prefix-0"]`, '16', 'Enter')
+
+    // Asked; a wrong token is refused by the service and the page asks again: nothing saved, no success.
+    await answerTokenPrompt(t.page, 'wrong')
+    await waitForTokenRefused(t.page)
+    expect((await spare()).method).toBe('auto')
+    expect((await notices()).filter((n) => n.kind === 'ok')).toEqual([])
+    expect(await keptToken(t.page)).toBeNull()
+
+    await answerTokenPrompt(t.page, TOKEN)
+    await until('the profile saved', spare, (s) => s.method === 'manual')
+    expect((await spare()).ip_addresses).toEqual([{ address: '10.77.6.6', prefix: 16 }])
+    expect((await lab.nmcli('-g', 'ipv4.method,ipv4.addresses', 'connection', 'show', 'spare')).trim().split('\n')).toEqual(['manual', '10.77.6.6/16'])
+    await t.page.waitForFunction((s: string) => (globalThis as any).document.querySelector(s)?.textContent === '10.77.6.6/16', { timeout: 15_000 }, '[data-profile="spare"] [data-addresses]')
+    expect(await notices()).toContainEqual({ kind: 'ok', text: expect.stringContaining('Saved the IPv4 settings of spare') })
+    expect(await keptToken(t.page)).toBe(TOKEN)
+    expect(unauthorized()).toBe(2) // the first try without a token and the wrong one
+
+    // Kept for the tab: after a reload the next change goes through, with no prompt and no refusal.
+    await openSpare()
+    await typeInto(t.page, `${form} input[name="prefix-0"]`, '24', 'Enter')
+    await until('the second change saved', spare, (s) => s.ip_addresses[0]?.prefix === 24)
+    expect(await t.page.$('dialog[open] #token-input')).toBeNull()
+    expect(unauthorized()).toBe(2)
+    expect((await lab.ipv4('eth0')).join()).toBe(`${OLD}/24`)
+    expect(unexpectedErrors(t)).toEqual([])
+  } finally {
+    await t.close()
+  }
 })

@@ -50,3 +50,21 @@ export async function watchNotices(page: Page): Promise<() => Promise<SeenNotice
 /** The text of the first element matching `selector` (trimmed), or null when there is none. */
 export const textOf = (page: Page, selector: string): Promise<string | null> =>
   page.evaluate((s) => (globalThis as any).document.querySelector(s)?.textContent?.trim() ?? null, selector)
+
+// ---- the token (--token): the prompt the console opens at a 401 ----
+
+/** Types `token` into the console's token prompt once it is open, and sends it (Enter). */
+export async function answerTokenPrompt(page: Page, token: string): Promise<void> {
+  await page.waitForSelector('dialog[open] #token-input', { timeout: 15_000 })
+  await page.type('#token-input', token)
+  await page.keyboard.press('Enter')
+}
+
+/** Waits until the prompt is open again, saying the token just typed was refused. */
+export async function waitForTokenRefused(page: Page): Promise<void> {
+  // The token's own dialog: another (the rename dialog) may be open beneath it.
+  await page.waitForFunction(() => (globalThis as any).document.getElementById('token-title')?.closest('dialog[open]')?.textContent.includes('refused that token'), { timeout: 15_000, polling: 50 })
+}
+
+/** The token the console keeps for this tab (sessionStorage), or null. */
+export const keptToken = (page: Page): Promise<string | null> => page.evaluate(() => (globalThis as any).sessionStorage.getItem('periscope.token'))

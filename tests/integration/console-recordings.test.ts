@@ -3,12 +3,12 @@
 // (GET /api/recordings, the recordings folder, a real zip reader), and in the page again after a
 // reload. A refused request must never show as success. Each test makes the recordings it changes.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir, until } from '../helpers'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
-import { press, textOf, typeInto, watchNotices } from './console-page.helpers'
-import { pythonZip, requireTools, run } from './fixtures/recordings/support'
+import { answerTokenPrompt, keptToken, press, textOf, typeInto, waitForTokenRefused, watchNotices } from './console-page.helpers'
+import { copyFixtures, pythonZip, requireTools, run } from './fixtures/recordings/support'
 import { requireGStreamer } from './gstreamer.helpers'
 import { h264Device } from './service.helpers'
 
@@ -290,3 +290,51 @@ test('select two recordings and download them as one zip: progress from the job 
   expect(readdirSync(downloads).filter((f) => !before.has(f))).toEqual([zip!])
   expect(c.errors()).toEqual([])
 }, 120_000)
+
+test('with --token: a rename asks for the token once; a wrong one is never a success; the right one lands and is kept for the tab', async () => {
+  const TOKEN = 'recordings-sesame'
+  const t = await openConsole({ args: ['--token', TOKEN] })
+  try {
+    // A real recording (a fixture of the recordings tier) put where the service keeps them: no change asked of it.
+    const dir = join(t.service.dataDir, 'recordings')
+    mkdirSync(dir, { recursive: true })
+    copyFixtures(dir, ['finished.mkv'])
+    const names = async () => ((await t.service.call('GET', '/api/recordings')).body as any[]).map((r) => r.path.split('/').pop())
+    const rename = async (from: string, to: string) => {
+      await t.page.waitForSelector(row(from))
+      await press(t.page, `${row(from)} [data-action="rename"]`)
+      await t.page.waitForSelector('[data-rename-dialog] [data-rules]')
+      await typeInto(t.page, '[data-rename-dialog] input[name="new_name"]', to, 'Enter')
+    }
+    const unauthorized = () => t.refusals.filter((r) => r.status === 401).length
+    await t.open('recordings')
+    const notices = await watchNotices(t.page)
+    await rename('finished.mkv', 'dive-1.mkv')
+
+    // Asked; a wrong token is refused by the service, and the page says so and asks again: nothing renamed.
+    await answerTokenPrompt(t.page, 'wrong')
+    await waitForTokenRefused(t.page)
+    expect(await names()).toEqual(['finished.mkv'])
+    expect((await notices()).filter((n) => n.kind === 'ok')).toEqual([])
+    expect(await keptToken(t.page)).toBeNull()
+
+    await answerTokenPrompt(t.page, TOKEN)
+    await until('the rename landed', names, (n) => n.join() === 'dive-1.mkv')
+    await t.page.waitForSelector(row('dive-1.mkv'))
+    expect(await notices()).toContainEqual({ kind: 'ok', text: expect.stringContaining('Renamed finished.mkv to dive-1.mkv') })
+    expect(await keptToken(t.page)).toBe(TOKEN)
+    // The first try without a token and the wrong one: the only refusals.
+    expect(unauthorized()).toBe(2)
+
+    // Kept for the tab: after a reload the next rename goes through, with no prompt and no refusal.
+    await t.open('recordings')
+    await rename('dive-1.mkv', 'dive-2.mkv')
+    await until('the second rename landed', names, (n) => n.join() === 'dive-2.mkv')
+    await t.page.waitForSelector(row('dive-2.mkv'))
+    expect(await t.page.$('dialog[open] #token-input')).toBeNull()
+    expect(unauthorized()).toBe(2)
+    expect(t.errors()).toEqual([])
+  } finally {
+    await t.close()
+  }
+}, 90_000)

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { CONSOLE_PAGES, openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { answerTokenPrompt, waitForTokenRefused } from './console-page.helpers'
 import { startService, type Service } from './service.helpers'
 
 describe('one console', () => {
@@ -78,12 +79,9 @@ test('with --token: the page asks for it at the first change, says when it is wr
       await c.page.keyboard.press('Enter')
     }
     await save('1.5')
-    await c.page.waitForSelector('#token-input')
-    await c.page.type('#token-input', 'wrong')
-    await c.page.keyboard.press('Enter')
-    await waitInPage(c.page, 'the prompt saying the token was refused', () => (globalThis as any).document.querySelector('dialog[open]')?.textContent.includes('refused that token'))
-    await c.page.type('#token-input', 'sesame')
-    await c.page.keyboard.press('Enter')
+    await answerTokenPrompt(c.page, 'wrong')
+    await waitForTokenRefused(c.page)
+    await answerTokenPrompt(c.page, 'sesame')
     await until('the preferences saved with the token', () => c.service.call('GET', '/api/preferences'), (r) => r.body.frequency_offset === 1.5)
     // Kept for the tab: after a reload, the next change goes through without asking.
     await c.open('preferences')
