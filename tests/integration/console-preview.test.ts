@@ -91,11 +91,13 @@ async function otherViewer(): Promise<Page> {
 }
 
 describe('with --max-viewers 1', () => {
+  // Each block closes its own console, whatever order the hooks of the two blocks run in.
+  let own: ConsoleSession | undefined
   beforeAll(async () => {
     requireGStreamer()
-    c = await openConsole({ args: ['--max-viewers', '1'] })
+    own = c = await openConsole({ args: ['--max-viewers', '1'] })
   }, 60_000)
-  afterAll(() => c?.close())
+  afterAll(() => own?.close())
 
   test('WHEP refused (503: the camera already has its one WebRTC viewer): the card shows refreshed snapshots and says why', async () => {
     let other: Page | undefined
@@ -152,6 +154,26 @@ describe('with --max-viewers 1', () => {
       await stopStream(WEBCAM)
     }
   }, 90_000)
+
+  test('a reload gives the WebRTC place back as the page goes: with --max-viewers 1 the reloaded card plays again, not snapshots', async () => {
+    const framesDecoded = () => waitInPage(c.page, 'WebRTC frames decoded in the exploreHD preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000)
+    try {
+      await c.open('status')
+      await stream(EHD, 'H264')
+      await c.open('cameras')
+      await framesDecoded()
+      await until('the page counted as the one viewer', () => viewers(EHD, 'whep'), (n) => n === 1)
+      await c.open('cameras') // a reload: no cleanup of the page runs
+      await framesDecoded()
+      expect(await c.page.$(`${card(EHD)} [data-preview-fallback]`)).toBeNull()
+      expect(await viewers(EHD, 'whep')).toBe(1)
+      expect(c.refusals.filter((r) => r.url.endsWith('/whep') && r.status === 503)).toHaveLength(1) // the first test's own, no more
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.open('status')
+      await stopStream(EHD)
+    }
+  }, 90_000)
 })
 
 /** Requests the page makes for previews (WHEP offers and sessions, MJPEG, snapshots), from now on. */
@@ -164,11 +186,12 @@ function watchPreviewRequests(): { seen: string[]; stop(): void } {
 
 describe('the previews switch', () => {
   // The default --max-viewers: a reload's new preview never waits for the old one's place to free.
+  let own: ConsoleSession | undefined
   beforeAll(async () => {
     requireGStreamer()
-    c = await openConsole()
+    own = c = await openConsole()
   }, 60_000)
-  afterAll(() => c?.close())
+  afterAll(() => own?.close())
 
   test('previews off (all, then one card): no WHEP, MJPEG or snapshot request and no viewer, kept across a reload; back on, they play', async () => {
     const whepShows = () => waitInPage(c.page, 'WebRTC frames decoded in the exploreHD preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000)
@@ -189,7 +212,13 @@ describe('the previews switch', () => {
       await c.page.waitForSelector(`${card(WEBCAM)} [data-preview="off"]`)
       expect(await c.page.$eval(previewsSwitch, (b: any) => b.getAttribute('aria-checked'))).toBe('false')
       await until('no viewer left', async () => [await viewers(EHD, 'whep'), await viewers(WEBCAM, 'mjpeg')].join(), (v) => v === '0,0', 15_000)
-      await c.screenshot('cameras-previews-off')
+      // Both themes show the switch's state (screenshots).
+      const theme = await c.page.$eval(':root', (e: any) => e.dataset.theme as string)
+      await c.screenshot(`cameras-previews-off-${theme}`)
+      const other = theme === 'dark' ? 'light' : 'dark'
+      await press(c.page, 'button.theme')
+      await c.page.waitForSelector(`:root[data-theme="${other}"]`)
+      await c.screenshot(`cameras-previews-off-${other}`)
 
       // Kept across a reload: the cards come with no preview request at all.
       const requests = watchPreviewRequests()

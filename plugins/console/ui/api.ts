@@ -79,7 +79,7 @@ export interface RawAnswer {
  * the one typed was wrong) and sends the request again, until the pilot cancels. Rejects with an
  * ApiError for any status outside 2xx, and for no answer at all.
  */
-export async function request(method: string, url: string, body?: { type: string; text: string }): Promise<RawAnswer> {
+export async function request(method: string, url: string, body?: { type: string; text: string }, options: { keepalive?: boolean } = {}): Promise<RawAnswer> {
   for (;;) {
     const headers: Record<string, string> = {}
     if (body) headers['content-type'] = body.type
@@ -89,7 +89,8 @@ export async function request(method: string, url: string, body?: { type: string
     const own = new URL(url, location.href).origin === location.origin
     let res: Response
     try {
-      res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store' })
+      // keepalive: sent even as the page goes (a reload, a closed tab).
+      res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store', keepalive: options.keepalive })
     } catch (e) {
       if (!own) throw new ApiError(0, `${new URL(url, location.href).host} did not answer (${(e as Error).message})`)
       reachable.set(false)

@@ -29,9 +29,12 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
       if (!closed && pc.connectionState === 'failed') onFail('the WebRTC connection failed')
     }
     const end = () => {
-      if (session) void request('DELETE', session).catch(() => {})
+      if (session) void request('DELETE', session, undefined, { keepalive: true }).catch(() => {})
       session = null
     }
+    // A reload or a closed tab runs no cleanup: the session is ended as the page goes, or the service
+    // would count a viewer that is gone (taking a --max-viewers place) until --whep-idle-timeout.
+    addEventListener('pagehide', end)
     ;(async () => {
       await pc.setLocalDescription(await pc.createOffer())
       // All candidates in the offer (WHEP without trickle).
@@ -63,6 +66,7 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
     return () => {
       closed = true
       clearInterval(timer)
+      removeEventListener('pagehide', end)
       pc.close()
       end()
     }
