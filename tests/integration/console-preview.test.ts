@@ -5,11 +5,12 @@
 // request, as the service's own viewer counts (/metrics) and the page's requests show, across a reload.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'puppeteer-core'
-import { parseMetrics, until } from '../helpers'
+import { until } from '../helpers'
 import { openPage, openSession, showImage } from './browser'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { press } from './console-page.helpers'
 import { requireGStreamer } from './gstreamer.helpers'
+import { scrape } from './metrics.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 (WHEP preview)
 const WEBCAM = 'usb-0000:00:14.0-4' // Logitech, MJPG (MJPEG preview)
@@ -21,8 +22,7 @@ const device = async (bus: string) => ((await c.service.call('GET', '/api/device
 
 /** The service's own count of a camera's viewers over `protocol` (whep, mjpeg). */
 async function viewers(bus_info: string, protocol: 'whep' | 'mjpeg'): Promise<number> {
-  const text = await (await fetch(`${c.origin}/metrics`)).text()
-  return parseMetrics(text).value('periscope_viewers', { bus_info, protocol }) ?? 0
+  return (await scrape(c.origin)).m.value('periscope_viewers', { bus_info, protocol }) ?? 0
 }
 
 /** Runs the camera's stream (UDP to loopback) in `encode` at its smallest size (15 fps if offered), until it runs. */
