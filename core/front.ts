@@ -59,6 +59,13 @@ export function hangUpSignal(request: Request): AbortSignal {
   return arrivals.get(request)?.hangUp() ?? request.signal
 }
 
+/**
+ * The header of an answer that never ends (the event stream, MJPEG): nginx, which BlueOS puts in front
+ * of an extension's page and others at a sub-path, buffers what it proxies unless told not to, and
+ * would hold events and pictures back (its `proxy_buffering off` does the same, where one can set it).
+ */
+export const UNBUFFERED_BY_PROXIES = { 'x-accel-buffering': 'no' } as const
+
 const sources = new WeakMap<Response, AsyncIterable<Uint8Array>>()
 
 /**

@@ -1,7 +1,7 @@
 // GET /api/events: the event bus as server-sent events, one `event:` per change.
 import { Elysia, t } from 'elysia'
 import type { EventBus } from '../events'
-import { hangUpSignal } from '../front'
+import { hangUpSignal, UNBUFFERED_BY_PROXIES } from '../front'
 import { docs } from '../openapi'
 
 export function eventStream(events: EventBus) {
@@ -49,5 +49,5 @@ function sse(events: EventBus, signal: AbortSignal): Response {
       clearInterval(heartbeat)
     },
   })
-  return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' } })
+  return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...UNBUFFERED_BY_PROXIES } })
 }

@@ -9,17 +9,19 @@ import { definePlugin } from '../../core/plugin'
 import { ASSET_PREFIX, buildConsole, type Asset, type ConsoleBundle } from './bundle'
 
 /**
- * Only the page's own scripts and styles; pictures also from blob:/data:. Requests may also go to other
- * http(s) origins: after an address change the network page confirms it by reaching the vehicle at its
- * new address (CORS), while the page itself was loaded from the old one.
+ * Only the page's own scripts and styles (and its one inline script, by hash: bundle.ts); pictures also
+ * from blob:/data:. Requests may also go to other http(s) origins: after an address change the network
+ * page confirms it by reaching the vehicle at its new address (CORS), while the page itself was loaded
+ * from the old one.
  */
-const POLICY = "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'"
+const policy = (inlineScriptHash: string) =>
+  `default-src 'self'; script-src 'self' ${inlineScriptHash}; connect-src 'self' http: https:; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'`
 
-function answer(request: Request, asset: Asset, cache: string): Response {
+function answer(request: Request, asset: Asset, cache: string, csp?: string): Response {
   const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')
   const headers: Record<string, string> = { 'content-type': asset.type, 'cache-control': cache, vary: 'accept-encoding', 'x-content-type-options': 'nosniff' }
   if (gzip) headers['content-encoding'] = 'gzip'
-  if (asset.type.startsWith('text/html')) headers['content-security-policy'] = POLICY
+  if (csp) headers['content-security-policy'] = csp
   const body = gzip ? asset.gzip : asset.bytes
   // Stated, so that a HEAD (answered by the front with headers only) says it too.
   headers['content-length'] = String(body.byteLength)
@@ -51,9 +53,16 @@ export default definePlugin({
     })
 
     return new Elysia({ name: 'periscope:console' })
-      .get('/', ({ request }) => answer(request, ready().html, 'no-cache'), {
-        ...docs({ tag: 'system', summary: 'The web console (an HTML page; its scripts come from /console/…)', ok: { content: { 'text/html': { schema: t.String() } } }, errors: [503] }),
-      })
+      .get(
+        '/',
+        ({ request }) => {
+          const { html, inlineScriptHash } = ready()
+          return answer(request, html, 'no-cache', policy(inlineScriptHash))
+        },
+        {
+          ...docs({ tag: 'system', summary: 'The web console (an HTML page; its scripts come from console/…, relative to it)', ok: { content: { 'text/html': { schema: t.String() } } }, errors: [503] }),
+        },
+      )
       .get(
         `${ASSET_PREFIX}:file`,
         ({ request, params }) => {

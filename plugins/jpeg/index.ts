@@ -5,7 +5,7 @@
 // camera's MJPEG is its own JPEGs, depayloaded in the service, never re-encoded.
 import { Elysia, t } from 'elysia'
 import { conflict, HttpError, notFound, unavailable } from '../../core/errors'
-import { hangUpSignal, isHead } from '../../core/front'
+import { hangUpSignal, isHead, UNBUFFERED_BY_PROXIES } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import type { LiveTap } from '../../core/types'
@@ -173,7 +173,7 @@ export default definePlugin({
           registry.require('streamer') // 503 when nothing can stream
           const live = liveOf(bus_info)
           if (!live) throw notRunning(bus_info)
-          const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
+          const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...UNBUFFERED_BY_PROXIES }
           if (isHead(request)) return new Response(null, { headers })
           const clients = mjpegClients.get(bus_info) ?? 0
           if (clients >= maxViewers) throw unavailable(`'${bus_info}' already has ${maxViewers} MJPEG viewers, the most allowed (--max-viewers); close one (or watch over RTSP/WebRTC)`)

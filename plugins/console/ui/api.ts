@@ -1,8 +1,61 @@
-// The only place the console calls fetch(). JSON in and out; every failure becomes an ApiError that
-// carries the service's `detail` sentence (a 422's list mapped to the fields it names by `loc`), so no
-// refused request can pass for a success. A 401 asks the pilot for the token (core/http/token.ts: with
-// --token, every change needs it), keeps it for the session, and sends the request again.
+// The only place the console calls fetch(), and the one place its URLs are resolved (serviceUrl: under
+// the page's base). JSON in and out; every failure becomes an ApiError that carries the service's
+// `detail` sentence (a 422's list mapped to the fields it names by `loc`), so no refused request can
+// pass for a success. A 401 asks the pilot for the token (core/http/token.ts: with --token, every
+// change needs it), keeps it for the session, and sends the request again.
 import { Value } from './state'
+import type { Device } from './types'
+
+// ---- where the service is, seen from this page ----
+// The page may be served under a prefix that a reverse proxy strips (BlueOS shows an extension at
+// http://blueos.local/extensionv2/periscope/, proxied to the service's `/`; nginx at a sub-path), so
+// nothing here is sent to the host's root: the service's own paths (`/api/…`, as it names them) are
+// taken from the page's base, the directory of the page (document.baseURI). At `/` it is the same thing.
+
+/** The service's `/` for this page: its base, ending in `/` (`http://blueos.local/extensionv2/periscope/`). */
+export const serviceBase = (): string => new URL('.', document.baseURI).href
+
+/** The page's base as it is on another host (the vehicle at a new address): same scheme, port and prefix. */
+export function serviceBaseAt(hostname: string): string {
+  const base = new URL(serviceBase())
+  base.hostname = hostname
+  return base.href
+}
+
+/**
+ * The URL of a service path for this page: `/api/devices` is `api/devices` under the page's base. A full
+ * URL (the vehicle at a new address, network page) is left as it is; `base`: another base than the page's
+ * (serviceBaseAt).
+ */
+export function serviceUrl(pathOrUrl: string, base: string = serviceBase()): string {
+  const servicePath = pathOrUrl.startsWith('/') && !pathOrUrl.startsWith('//')
+  return new URL(servicePath ? pathOrUrl.slice(1) : pathOrUrl, base).href
+}
+
+/**
+ * A Location the service answered a request with (a WHEP session's): a path from its root, as the
+ * service sees it, is one of its own paths, so under the page's base; anything else is taken relative
+ * to the request, as HTTP says.
+ */
+export const answeredLocation = (value: string, requestUrl: string): string => (value.startsWith('/') && !value.startsWith('//') ? serviceUrl(value) : new URL(value, requestUrl).href)
+
+/**
+ * A device's `watch` links as this page reaches them. The service writes them on the host its request
+ * came to, which behind a proxy is the proxy's upstream (often 127.0.0.1), not the pilot's: the HTTP
+ * ones (WHEP, MJPEG, snapshot) keep their path under the page's base; the RTSP one, which no proxy
+ * carries, keeps its port and path on the host this page was loaded from (the vehicle, for BlueOS).
+ */
+export function watchLinksForPage(watch: NonNullable<Device['watch']>): NonNullable<Device['watch']> {
+  const http = (link: string | null) => {
+    if (!link) return link
+    const url = new URL(link)
+    return serviceUrl(url.pathname + url.search)
+  }
+  // By text: not every browser parses the host of a URL whose scheme it does not know. (location.hostname
+  // has an IPv6 address in its brackets, as a URL needs it.)
+  const rtsp = watch.rtsp && watch.rtsp.replace(/^(rtsp:\/\/)(\[[^\]]*\]|[^/:?#]*)/i, (_, scheme: string) => scheme + location.hostname)
+  return { rtsp, whep: http(watch.whep), mjpeg: http(watch.mjpeg), snapshot: http(watch.snapshot) }
+}
 
 export interface FieldErrors {
   /** The message for each field, keyed by its loc without the leading 'body'/'query'/'path': 'endpoints.0.port'. */
@@ -77,22 +130,24 @@ export interface RawAnswer {
 /**
  * One request, the token added when the session has one; a 401 prompts for it (again, saying so, when
  * the one typed was wrong) and sends the request again, until the pilot cancels. Rejects with an
- * ApiError for any status outside 2xx, and for no answer at all.
+ * ApiError for any status outside 2xx, and for no answer at all. `path`: a service path (`/api/…`) or a
+ * full URL, as serviceUrl takes them.
  */
-export async function request(method: string, url: string, body?: { type: string; text: string }, options: { keepalive?: boolean } = {}): Promise<RawAnswer> {
+export async function request(method: string, path: string, body?: { type: string; text: string }, options: { keepalive?: boolean } = {}): Promise<RawAnswer> {
+  const url = serviceUrl(path)
   for (;;) {
     const headers: Record<string, string> = {}
     if (body) headers['content-type'] = body.type
     const token = savedToken()
     if (token) headers.authorization = `Bearer ${token}`
     // Another origin (the vehicle at a new address, network page) says nothing about this page's link.
-    const own = new URL(url, location.href).origin === location.origin
+    const own = new URL(url).origin === location.origin
     let res: Response
     try {
       // keepalive: sent even as the page goes (a reload, a closed tab).
       res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store', keepalive: options.keepalive })
     } catch (e) {
-      if (!own) throw new ApiError(0, `${new URL(url, location.href).host} did not answer (${(e as Error).message})`)
+      if (!own) throw new ApiError(0, `${new URL(url).host} did not answer (${(e as Error).message})`)
       reachable.set(false)
       throw new ApiError(0, `The service did not answer (${(e as Error).message}); the page reconnects by itself`)
     }
@@ -112,10 +167,10 @@ export async function request(method: string, url: string, body?: { type: string
  * tells the page nothing): asked again, its `detail` sentence; null when it answers now (the body, a
  * stream, is not read but dropped at once).
  */
-export async function whyRefused(url: string): Promise<string | null> {
+export async function whyRefused(path: string): Promise<string | null> {
   const abort = new AbortController()
   try {
-    const res = await fetch(url, { cache: 'no-store', signal: abort.signal })
+    const res = await fetch(serviceUrl(path), { cache: 'no-store', signal: abort.signal })
     if (res.ok) return null
     return refusal(res, await res.text()).detail
   } catch (e) {

@@ -2,7 +2,7 @@
 // once from the event alone; events carry devices without their `watch` links (those name the host the
 // page reached the service on), so a change also asks GET /api/devices once, shortly after, for them.
 // Nothing here polls: with no event, no request.
-import { ApiError, get } from './api'
+import { ApiError, get, watchLinksForPage } from './api'
 import { on } from './events'
 import { Value } from './state'
 import type { Device, DeviceRecording, StreamStatus } from './types'
@@ -24,7 +24,7 @@ export function reloadDevices(): Promise<void> {
   }
   loading = (async () => {
     try {
-      devices.set(await get<Device[]>('/api/devices'))
+      devices.set((await get<Device[]>('/api/devices')).map(withPageLinks))
       devicesError.set(null)
     } catch (e) {
       devicesError.set((e as ApiError).detail ?? String(e))
@@ -46,7 +46,13 @@ function reloadSoon(): void {
   soon = setTimeout(() => void reloadDevices(), 150)
 }
 
-/** A device as the service reported it in an answer (keeps the watch links it had until the reload). */
+/** The device with its watch links as this page reaches them (under a proxy's prefix too); once only. */
+const withPageLinks = (d: Device): Device => (d.watch ? { ...d, watch: watchLinksForPage(d.watch) } : d)
+
+/**
+ * A device as an event or an answer reported it (keeps the watch links it had until the reload: events
+ * carry none, and a device handed back from this list has them already for this page).
+ */
 export function replaceDevice(next: Device): void {
   const list = devices.get()
   if (!list) return

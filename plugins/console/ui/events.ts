@@ -1,10 +1,10 @@
-// The service's server-sent events (GET /api/events, core/http/events.ts), one EventSource for the
-// page. The browser reconnects by itself after a dropped stream; when it gives up (the service
-// answered something else, e.g. while restarting) a new one is opened after a growing pause. Every
-// (re)connection is announced, since events missed while away are not replayed: whoever keeps state
-// reloads it then.
+// The service's server-sent events (GET /api/events, under the page's base: serviceUrl), one
+// EventSource for the page. The browser reconnects by itself after a dropped stream; when it gives up
+// (the service answered something else, e.g. while restarting) a new one is opened after a growing
+// pause. Every (re)connection is announced, since events missed while away are not replayed: whoever
+// keeps state reloads it then.
 import type { EventType } from '../../../core/events'
-import { reachable } from './api'
+import { reachable, serviceUrl } from './api'
 
 /** The service's event names, from the one list in core/events.ts (a type: nothing of it is bundled). */
 export type EventName = EventType
@@ -54,7 +54,7 @@ export function connectEvents(): void {
 }
 
 function open(): void {
-  const es = new EventSource('/api/events')
+  const es = new EventSource(serviceUrl('/api/events'))
   source = es
   es.onopen = () => {
     retryMs = 1000

@@ -1,11 +1,11 @@
 // A camera's live picture, from the links the service lists in the device's `watch` (never a URL built
-// here): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
+// here; devices.ts has them as this page reaches them, watchLinksForPage): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
 // MJPEG in an <img> for an MJPG stream, and a snapshot refreshed every few seconds when neither works.
 // The decoded frames and size are read from the browser (getStats, naturalWidth) and shown.
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, request, whyRefused } from './api'
+import { answeredLocation, ApiError, request, whyRefused } from './api'
 import { useValue, Value } from './state'
 import type { Device } from './types'
 
@@ -47,7 +47,7 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
       if (closed) return
       const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
       const location = answer.headers.get('location')
-      session = location ? new URL(location, url).href : null
+      session = location ? answeredLocation(location, url) : null
       if (closed) return void end()
       await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
     })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))

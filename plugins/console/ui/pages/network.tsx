@@ -7,7 +7,8 @@ import { useResource } from '../resource'
 import { useValue } from '../state'
 import type { ConnectionProfile, IpConfiguration, WiredDevice } from '../types'
 import { ErrorLine } from '../widgets'
-import { dismiss, keep, watch, type Watch } from './network/change'
+import { serviceBase } from '../api'
+import { dismiss, keep, shownBase, watch, type Watch } from './network/change'
 import { Ipv4Editor } from './network/editor'
 import './network/network.css'
 
@@ -51,9 +52,9 @@ function ChangePanel({ w }: { w: Watch }) {
           <strong>Kept.</strong> <span data-change-message>{w.message}</span>
         </p>
         <div class="actions">
-          {w.target && w.target !== location.origin && (
-            <a class="button primary" href={`${w.target}/#/network`} data-new-address>
-              Open the console at {w.target}
+          {w.target && w.target !== serviceBase() && (
+            <a class="button primary" href={new URL('#/network', w.target).href} data-new-address>
+              Open the console at {shownBase(w.target)}
             </a>
           )}
           <button type="button" onClick={dismiss}>
@@ -100,7 +101,7 @@ function ChangePanel({ w }: { w: Watch }) {
         <div class="actions">
           {w.target ? (
             <button type="button" class="primary" data-keep disabled={w.phase === 'keeping'} onClick={() => void keep()}>
-              {w.phase === 'keeping' ? `Reaching ${w.target}…` : `Keep this setting (reach the vehicle at ${w.target})`}
+              {w.phase === 'keeping' ? `Reaching ${shownBase(w.target)}…` : `Keep this setting (reach the vehicle at ${shownBase(w.target)})`}
             </button>
           ) : (
             <span class="muted">The new address is not known here ({w.after.method}): reach the vehicle at it from any client to keep the setting.</span>
@@ -159,7 +160,7 @@ export function NetworkPage() {
   // Once a watched change has settled, what the vehicle has now (its events may not have reached this page).
   const outcome = settledPhase(current) ? (current?.phase ?? null) : null
   // While the change is open, and once kept at another address, what this page read may be the past.
-  const stale = current && (!outcome || (outcome === 'kept' && current.target !== null && current.target !== location.origin))
+  const stale = current && (!outcome || (outcome === 'kept' && current.target !== null && current.target !== serviceBase()))
   useEffect(() => {
     if (!outcome) return
     void wired.reload()

@@ -13,7 +13,7 @@
 //   tells from the interface's addresses (or from the `network_changed` event, when it arrives)
 //   whether the change was rolled back. A late answer to the change itself is never taken for success.
 // Kept in a module, not in the page, so leaving the page does not lose the watch.
-import { ApiError, get, post } from '../../api'
+import { ApiError, get, post, serviceBase, serviceBaseAt, serviceUrl } from '../../api'
 import { on } from '../../events'
 import { Value } from '../../state'
 import type { ConnectionProfile, IpConfiguration, WiredDevice } from '../../types'
@@ -42,7 +42,11 @@ export interface Watch {
   before: string
   /** What was asked for. */
   after: IpConfiguration
-  /** Where "keep" reaches the vehicle: http://<first new address>:<this page's port>, or this page's origin when the change does not touch it; null when unknown (DHCP). */
+  /**
+   * Where "keep" reaches the vehicle, as a base (ending in `/`): this page's base on the first new
+   * address (same port, same proxy prefix), or this page's own base when the change does not touch it;
+   * null when unknown (DHCP).
+   */
   target: string | null
   windowSeconds: number
   /** When the service restores the previous configuration unless a client is heard from (ms, this clock). */
@@ -99,7 +103,7 @@ export async function applyChange(profile: ConnectionProfile, after: IpConfigura
   // page's own origin, a way to the vehicle that the change does not touch.
   const first = after.method === 'manual' ? after.ip_addresses[0]?.address : undefined
   const moving = using.some((w) => w.active_ip_configuration?.ip_addresses.some((a) => a.address === location.hostname))
-  const target = !moving ? location.origin : first ? `${location.protocol}//${first}${location.port ? `:${location.port}` : ''}` : null
+  const target = !moving ? serviceBase() : first ? serviceBaseAt(first) : null
   const sentAt = Date.now()
   watch.set({
     profile: profile.id,
@@ -158,26 +162,29 @@ export async function keep(): Promise<void> {
   const target = w.target
   update({ phase: 'keeping', problem: null })
   try {
-    const first = await within(get<RollbackStatus>(`${target}/api/network/rollback`), KEEP_WAIT_MS)
+    const first = await within(get<RollbackStatus>(serviceUrl('/api/network/rollback', target)), KEEP_WAIT_MS)
     if (!first) throw new ApiError(0, `${new URL(target).host} did not answer within ${KEEP_WAIT_MS / 1000} s`)
     // Heard: the service confirms on its next tick and writes the profile to disk.
     for (let i = 0; i < 20; i++) {
-      const now = await get<RollbackStatus>(`${target}/api/network/rollback`)
+      const now = await get<RollbackStatus>(serviceUrl('/api/network/rollback', target))
       if (!now.pending) {
-        if (!settled(watch.get())) update({ phase: 'kept', message: `The vehicle answers at ${target}: the change is kept.` })
+        if (!settled(watch.get())) update({ phase: 'kept', message: `The vehicle answers at ${shownBase(target)}: the change is kept.` })
         return
       }
       await sleep(500)
     }
-    throw new ApiError(0, `the vehicle answers at ${target} but has not settled the change yet`)
+    throw new ApiError(0, `the vehicle answers at ${shownBase(target)} but has not settled the change yet`)
   } catch (e) {
     if (settled(watch.get())) return
     update({
       phase: 'counting',
-      problem: `Could not reach the vehicle at ${target}: ${detailOf(e)}. If the new address is on another subnet, this computer needs an address on that subnet too; otherwise the previous setting comes back when the countdown ends.`,
+      problem: `Could not reach the vehicle at ${shownBase(target)}: ${detailOf(e)}. If the new address is on another subnet, this computer needs an address on that subnet too; otherwise the previous setting comes back when the countdown ends.`,
     })
   }
 }
+
+/** A base as the pilot reads it: `http://10.0.0.2:8080`, `http://blueos.local/extensionv2/periscope`. */
+export const shownBase = (base: string) => base.replace(/\/$/, '')
 
 export const dismiss = () => settled(watch.get()) && watch.set(null)
 

@@ -2,6 +2,7 @@
 // Range, so the browser seeks). Chromium plays the Matroska H.264 files the service writes; a browser
 // that cannot says so, and the download link still works.
 import { useState } from 'preact/hooks'
+import { serviceUrl } from '../../api'
 
 const MEDIA_ERRORS: Record<number, string> = {
   1: 'playback was aborted',
@@ -10,7 +11,8 @@ const MEDIA_ERRORS: Record<number, string> = {
   4: 'this browser cannot play this file type (download it and play it with VLC)',
 }
 
-export const recordingUrl = (fileName: string) => `/api/recordings/${encodeURIComponent(fileName)}`
+/** A recording's URL for this page, or one of its sub-resources (`download`): under the page's base (serviceUrl). */
+export const recordingUrl = (fileName: string, sub?: 'download') => serviceUrl(`/api/recordings/${encodeURIComponent(fileName)}${sub ? `/${sub}` : ''}`)
 
 export function Player({ fileName, onClose }: { fileName: string; onClose(): void }) {
   const [error, setError] = useState<string | null>(null)
@@ -31,7 +33,7 @@ export function Player({ fileName, onClose }: { fileName: string; onClose(): voi
       />
       <figcaption class="actions">
         <strong>{fileName}</strong>
-        <a href={`${recordingUrl(fileName)}/download`} download>
+        <a href={recordingUrl(fileName, 'download')} download>
           Download
         </a>
         <button type="button" class="small" onClick={onClose}>

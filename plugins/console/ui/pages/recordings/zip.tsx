@@ -5,7 +5,7 @@
 import type { Static } from '@sinclair/typebox'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { ZipStatusModel } from '../../../../../core/schemas'
-import { api, ApiError, get, post, request } from '../../api'
+import { api, ApiError, get, post, request, serviceUrl } from '../../api'
 import { on } from '../../events'
 import { ErrorLine, notify } from '../../widgets'
 import { bytes } from './format'
@@ -27,10 +27,10 @@ function newer<T extends ZipReport>(current: T | null, next: ZipReport): T {
   return { ...current, ...next }
 }
 
-/** Starts the browser's download of `url` (an attachment: the page stays). */
-function download(url: string): void {
+/** Starts the browser's download of `path`, a service path (an attachment: the page stays). */
+function download(path: string): void {
   const link = document.createElement('a')
-  link.href = url
+  link.href = serviceUrl(path)
   link.download = ''
   document.body.appendChild(link)
   link.click()
