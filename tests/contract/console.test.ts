@@ -1,6 +1,7 @@
 // The console plugin's HTTP side: the page at `/` and its hashed, gzipped assets, open without the
 // token, never in the way of the API (405, 404 JSON); without the plugin `/` is the API's 404.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { createHash } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import { DEFAULT_PLUGINS } from '../../core/config'
 import type { TestServer } from '../helpers'
@@ -12,7 +13,8 @@ beforeAll(async () => {
 })
 afterAll(() => s.stop())
 
-const assetsOf = (html: string) => [...html.matchAll(/(?:src|href)="(\/console\/[^"]+)"/g)].map((m) => m[1]!)
+/** The page's assets as it names them: relative (`console/…`), so that a proxy's prefix is kept. */
+const assetsOf = (html: string) => [...html.matchAll(/(?:src|href)="(console\/[^"]+)"/g)].map((m) => m[1]!)
 
 test('loaded by default', () => {
   expect(DEFAULT_PLUGINS).toContain('console')
@@ -26,15 +28,27 @@ test('`/` is the page, naming its script and styles by content hash; no token ne
   const html = await res.text()
   expect(html).toStartWith('<!doctype html>')
   const assets = assetsOf(html)
-  expect(assets.filter((a) => /^\/console\/app\.[a-z0-9]+\.js$/.test(a))).toHaveLength(1)
-  expect(assets.filter((a) => /^\/console\/app\.[a-z0-9]+\.css$/.test(a))).toHaveLength(1)
+  expect(assets.filter((a) => /^console\/app\.[a-z0-9]+\.js$/.test(a))).toHaveLength(1)
+  expect(assets.filter((a) => /^console\/app\.[a-z0-9]+\.css$/.test(a))).toHaveLength(1)
   // No CDN: nothing but the page's own assets (and the favicon stand-in, so no request 404s).
   expect(html).not.toMatch(/https?:\/\//)
+  // Nothing named from the host's root, which behind a proxy's prefix is not the service.
+  expect(html).not.toMatch(/(?:src|href)="\//)
+})
+
+test("the page's one inline script (to `…/prefix/` when loaded without the final slash) is allowed by its hash, and nothing else inline", async () => {
+  const res = await fetch(`${s.url}/`)
+  const html = await res.text()
+  const inline = [...html.matchAll(/<script>([^<]*)<\/script>/g)].map((m) => m[1]!)
+  expect(inline).toHaveLength(1)
+  const hash = `'sha256-${createHash('sha256').update(inline[0]!).digest('base64')}'`
+  const scriptSrc = res.headers.get('content-security-policy')!.split(';').map((d) => d.trim()).find((d) => d.startsWith('script-src '))
+  expect(scriptSrc).toBe(`script-src 'self' ${hash}`)
 })
 
 test('assets: plain or gzipped as asked, cached for good, HEAD with the length', async () => {
   const html = await (await fetch(`${s.url}/`)).text()
-  for (const path of assetsOf(html)) {
+  for (const path of assetsOf(html).map((a) => `/${a}`)) {
     const plain = await fetch(s.url + path, { headers: { 'accept-encoding': 'identity' } })
     expect(plain.status).toBe(200)
     expect(plain.headers.get('content-encoding')).toBeNull()

@@ -24,8 +24,10 @@ export interface ConsoleSession {
   service: Service
   browser: Browser
   page: Page
-  /** http://127.0.0.1:<port> */
+  /** http://127.0.0.1:<port>: the service's own origin (where the tests check the API independently). */
   origin: string
+  /** Where the browser opens the console: the service's `/`, or the front's URL with its prefix. */
+  pageUrl: string
   /** Console errors and uncaught exceptions, less Chromium's line for each refused request (those are in `refusals`). */
   errors(): string[]
   refusals: Refusal[]
@@ -44,15 +46,28 @@ export interface ConsoleOptions {
   service?: () => Promise<Service>
   /** Launches the browser another way (inside that namespace). */
   browser?: () => Promise<Browser>
+  /** A reverse proxy in front of the service (nginx.helpers.ts): the page is opened through it. */
+  front?: (service: Service) => Promise<Front>
+}
+
+/** What stands between the browser and the service. */
+export interface Front {
+  /** The page's URL through it (ending in `/`). */
+  pageUrl: string
+  stop(): Promise<void>
 }
 
 export async function openConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
   const service = await (options.service ?? (() => startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })))()
   let browser: Browser | undefined
+  let front: Front | undefined
   try {
+    front = await options.front?.(service)
+    const pageUrl = front?.pageUrl ?? `${service.url}/`
     browser = await (options.browser ?? launchBrowser)()
-    // openPage grants the fake camera that lets WebRTC offer loopback candidates (the preview).
-    const page = await openPage(browser, service.url)
+    // openPage grants the fake camera that lets WebRTC offer loopback candidates (the preview), on the
+    // page's own origin and prefix.
+    const page = await openPage(browser, pageUrl.replace(/\/$/, ''))
     await page.setViewport(options.viewport ?? { width: 1280, height: 800 })
     const logged: { text: string; url: string }[] = []
     const refusals: Refusal[] = []
@@ -69,10 +84,11 @@ export async function openConsole(options: ConsoleOptions = {}): Promise<Console
       browser,
       page,
       origin: service.url,
+      pageUrl,
       refusals,
       errors: () => logged.filter((entry) => !refused(entry)).map((entry) => entry.text),
       async open(name) {
-        await page.goto(`${service.url}/#/${name}`, { waitUntil: 'domcontentloaded' })
+        await page.goto(`${pageUrl}#/${name}`, { waitUntil: 'domcontentloaded' })
         // A hash change alone would not reload: a reload makes each open a first load.
         await page.reload({ waitUntil: 'domcontentloaded' })
         await page.waitForSelector(`main[data-page="${name}"] h1`, { timeout: 15_000 })
@@ -85,12 +101,14 @@ export async function openConsole(options: ConsoleOptions = {}): Promise<Console
       },
       async close() {
         await browser?.close().catch(() => {})
+        await front?.stop()
         await service.kill()
       },
     }
     return session
   } catch (e) {
     await browser?.close().catch(() => {})
+    await front?.stop()
     await service.kill()
     throw e
   }
