@@ -87,7 +87,8 @@ try {
 
   // 1. bytes
   const html = await sent('/')
-  const assets = [...html.text.matchAll(/(?:src|href)="(\/console\/[^"]+)"/g)].map((m) => m[1]!)
+  // Named relative to the page (so a proxy's prefix is kept): from `/`, a leading slash makes them the service's paths.
+  const assets = [...html.text.matchAll(/(?:src|href)="(console\/[^"]+)"/g)].map((m) => `/${m[1]!}`)
   const js = await Promise.all(assets.filter((a) => a.endsWith('.js')).map(sent))
   const css = await Promise.all(assets.filter((a) => a.endsWith('.css')).map(sent))
   const sum = (xs: { bytes: number }[]) => xs.reduce((s, x) => s + x.bytes, 0)
