@@ -13,8 +13,15 @@ export async function typeInto(page: Page, selector: string, text: string, key?:
   if (key) await page.keyboard.press(key)
 }
 
-/** Presses a button (or toggles a checkbox) from the keyboard: focus, then Enter (Space for a checkbox). */
+/**
+ * Presses a button (or toggles a checkbox) from the keyboard: focus, then Enter (Space for a checkbox),
+ * once it can be pressed — as a person waits for a button greyed while a change is in flight.
+ */
 export async function press(page: Page, selector: string): Promise<void> {
+  await page.waitForFunction((s: string) => {
+    const e = (globalThis as any).document.querySelector(s)
+    return e && !e.disabled
+  }, {}, selector)
   await page.focus(selector)
   const checkbox = await page.$eval(selector, (e: any) => e.type === 'checkbox')
   await page.keyboard.press(checkbox ? 'Space' : 'Enter')
