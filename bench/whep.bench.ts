@@ -16,7 +16,8 @@
 //     processes share; this process only pairs the lists afterwards. (Eight werift clients in one
 //     process delayed each other's arrivals: each decrypts its SRTP in JavaScript on the one event loop.)
 //     Frames are paired by the end of the last packet's payload (the service rewrites the RTP header,
-//     never the payload); with n viewers, every viewer's frames count;
+//     never the payload); with n viewers, every viewer's frames count. A second plain receiver (the
+//     control), measured against the first the same way, shows what the machine's load alone adds;
 //  4. CPU and RSS of the service process alone per extra viewer (target ≤ 2 % of a core each), with 0
 //     and then each of --viewers werift WHEP clients, each in its own process (Chromium decoding 1080p
 //     eight times would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send).
@@ -114,6 +115,23 @@ async function startService(root: string, name: string, alsoTo: number[] = []) {
 }
 type Service = Awaited<ReturnType<typeof startService>>
 
+/** Packets per frame of a run of the stream's RTP (a frame ends at the marker bit), key frames apart. */
+function packetsPerFrame(packets: Uint8Array[]) {
+  const keyFrame: number[] = []
+  const otherFrame: number[] = []
+  let count = 0
+  let key = false
+  for (const packet of packets) {
+    if (count === 0) key = startsKeyFrame(packet)
+    count++
+    if (packet[1]! & 0x80) {
+      ;(key ? keyFrame : otherFrame).push(count)
+      count = 0
+    }
+  }
+  return { keyFrame, otherFrame }
+}
+
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
 const pct = (xs: number[], p: number) => sorted(xs)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
@@ -123,10 +141,13 @@ const children = () => Bun.spawnSync(['ps', '-o', 'pid=', '--ppid', String(servi
 
 /** Every receiver process started, closed at the end whatever happens. */
 const opened: Receiver[] = []
-/** The plain RTP/UDP receiver the latency is measured against: one more endpoint of the stream. */
-const plain = await Receiver.spawn(['udp'])
-opened.push(plain)
-const service = await startService(ROOT, 'this tree', [plain.port!])
+/**
+ * The plain RTP/UDP receiver the latency is measured against: one more endpoint of the stream; and a
+ * second one, the control, measured against it the same way as the viewers.
+ */
+const [plain, control] = [await Receiver.spawn(['udp']), await Receiver.spawn(['udp'])]
+opened.push(plain, control)
+const service = await startService(ROOT, 'this tree', [plain.port!, control.port!])
 /** `n` WHEP viewers of the simulated exploreHD, each in its own process, once each receives frames. */
 const openViewers = async (n: number) => {
   const viewers: Receiver[] = []
@@ -219,13 +240,14 @@ try {
 
   // 3. Latency: every werift viewer against the plain receiver, frame by frame, each in its own process.
   console.log(`\nlatency added per frame (werift WHEP client arrival − plain UDP receiver arrival of the same last packet; each receiver a process of its own), ${SECONDS} s`)
-  console.log('viewers  frames/viewer  matched   p50 ms   p99 ms   max ms   worst viewer p99   p99 / 5 ms target')
+  console.log('viewers  frames/viewer  matched   p50 ms   p99 ms   max ms   worst viewer p99   p99 / 5 ms target   control p50 / p99 ms')
   const latencyRow = async (n: number) => {
     const viewers = await openViewers(n)
     await Bun.sleep(2000) // steady: the join's key-frame burst is over
-    for (const r of [plain, ...viewers]) r.record()
+    for (const r of [plain, control, ...viewers]) r.record()
     await Bun.sleep(SECONDS * 1000)
-    const [base, ...seen] = await Promise.all([plain, ...viewers].map((r) => r.report()))
+    const [base, again, ...seen] = await Promise.all([plain, control, ...viewers].map((r) => r.report()))
+    const floor = sorted(added(base!, again!))
     await Promise.all(viewers.map((v) => v.close()))
     const perViewer = seen.map((arrivals) => added(base!, arrivals))
     const all = sorted(perViewer.flat())
@@ -233,10 +255,13 @@ try {
     const p99 = pct(all, 99)
     const worst = Math.max(...perViewer.map((xs) => (xs.length ? pct(xs, 99) : Infinity)))
     const frames = Math.min(...seen.map((a) => a.frames))
-    console.log(`${String(n).padStart(7)} ${String(frames).padStart(14)} ${String(all.length).padStart(8)} ${pct(all, 50).toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${all.at(-1)!.toFixed(2).padStart(8)} ${worst.toFixed(2).padStart(18)}   ${(p99 / 5).toFixed(2)}`)
+    console.log(`${String(n).padStart(7)} ${String(frames).padStart(14)} ${String(all.length).padStart(8)} ${pct(all, 50).toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${all.at(-1)!.toFixed(2).padStart(8)} ${worst.toFixed(2).padStart(18)}   ${(p99 / 5).toFixed(2).padStart(17)}   ${pct(floor, 50).toFixed(2).padStart(8)} / ${pct(floor, 99).toFixed(2)}`)
   }
   for (const n of VIEWERS) await latencyRow(n)
-  console.log('(p50/p99/max over every viewer\'s frames together; "worst viewer p99" is the highest of each viewer\'s own p99)')
+  const { keyFrame, otherFrame } = packetsPerFrame(service.sample)
+  console.log(`(the stream: ${keyFrame.length} key frames of ${mean(keyFrame).toFixed(0)} packets on average (max ${Math.max(...keyFrame)}), other frames ${mean(otherFrame).toFixed(1)}; one frame in ${FPS} is a key frame, so the p99 is the key frames': their packets leave the service in one burst, one SRTP packet per viewer each)`)
+  console.log('(p50/p99/max over every viewer\'s frames together; "worst viewer p99" is the highest of each viewer\'s own p99;')
+  console.log(' "control": a second plain UDP receiver process against the first, over the same frames — what the machine\'s load alone puts on the measurement, no service in between)')
 
   // 4. CPU and RSS of the service process by number of viewers.
   console.log(`\nCPU (% of one core) and RSS of the service process, by werift WHEP viewers (one process each) of the one stream, ${SECONDS} s per row`)
