@@ -387,7 +387,7 @@ try {
   // 4. CPU and RSS of the service process by number of viewers.
   if (!SKIP.includes('cpu')) {
   console.log(`\nCPU (% of one core) and RSS of the service process, by werift WHEP viewers (one process each) of the one stream, ${SECONDS} s per row`)
-  console.log('viewers   cpu %                per extra viewer   rss MB   children   frames/s at each viewer (min)')
+  console.log('viewers   cpu %   per extra viewer   rss MB   children   frames/s at each viewer (min)')
   let baseline = 0
   let baselineRss = 0
   for (const n of [0, ...VIEWERS]) {
@@ -402,11 +402,9 @@ try {
     const rss = rssKb(service.proc.pid) / 1024
     const seen = await Promise.all(viewers.map((v) => v.report()))
     if (n === 0) [baseline, baselineRss] = [cpu, rss]
-    // A % of a core is 10 ms of CPU per second: per packet sent to one viewer, in µs.
-    const perPacket = (((cpu - baseline) / n) * 10_000) / packetRate()
-    const perViewer = n ? `${((cpu - baseline) / n).toFixed(2)} % (${perPacket.toFixed(0)} µs/packet), ${((rss - baselineRss) / n).toFixed(1)} MB` : '—'
+    const perViewer = n ? `${((cpu - baseline) / n).toFixed(2)} %, ${((rss - baselineRss) / n).toFixed(1)} MB` : '—'
     const slowest = n ? Math.min(...seen.map((a) => a.frames / a.seconds)).toFixed(1) : '—'
-    console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(35)} ${rss.toFixed(0).padStart(8)} ${String(children()).padStart(10)} ${slowest.padStart(10)}`)
+    console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)} ${String(children()).padStart(10)} ${slowest.padStart(10)}`)
     await Promise.all(viewers.map((v) => v.close()))
     await Bun.sleep(1000) // sessions gone before the next row
   }
