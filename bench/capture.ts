@@ -95,17 +95,21 @@ export function frameEnds(pcap: Buffer): Map<number, FrameEnd[]> {
 /**
  * How much later each frame crossed loopback towards a viewer than towards the plain receiver (ms). The
  * service rewrites RTP timestamps by a constant per session (its own clock base): the offset is the one
- * that pairs the most frames sent within a second of each other.
+ * most viewer frames agree on when each is set beside the plain frame sent nearest to it in time (a
+ * frame's two copies leave well under a frame interval apart; the next frame would be another offset).
  */
 export function addedInKernel(plain: FrameEnd[], viewer: FrameEnd[]): number[] {
   if (!plain.length || !viewer.length) return []
-  const plainAt = new Map(plain.map((f) => [f.rtpTime, f.at]))
   const votes = new Map<number, number>()
-  for (const v of viewer.slice(0, 60)) {
-    for (const p of plain) if (Math.abs(p.at - v.at) < 1000) votes.set((v.rtpTime - p.rtpTime) >>> 0, (votes.get((v.rtpTime - p.rtpTime) >>> 0) ?? 0) + 1)
+  let p = 0
+  for (const v of viewer) {
+    // Both lists are in time order: walk the plain one to the frame nearest this viewer frame.
+    while (p + 1 < plain.length && Math.abs(plain[p + 1]!.at - v.at) <= Math.abs(plain[p]!.at - v.at)) p++
+    const offset = (v.rtpTime - plain[p]!.rtpTime) >>> 0
+    votes.set(offset, (votes.get(offset) ?? 0) + 1)
   }
-  const offset = [...votes.entries()].sort((a, b) => b[1] - a[1])[0]?.[0]
-  if (offset === undefined) return []
+  const offset = [...votes.entries()].sort((a, b) => b[1] - a[1])[0]![0]
+  const plainAt = new Map(plain.map((f) => [f.rtpTime, f.at]))
   const added: number[] = []
   for (const v of viewer) {
     const then = plainAt.get((v.rtpTime - offset) >>> 0)
