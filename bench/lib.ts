@@ -76,3 +76,11 @@ export function rssKb(pid: number): number {
     return 0
   }
 }
+
+/**
+ * A time in ms on a clock every process of the machine shares, for arrivals timed in different
+ * processes: Bun's performance.timeOrigin + performance.now() reads as CLOCK_REALTIME to within a
+ * microsecond (its monotonic now() from an origin taken on the wall clock), with now()'s resolution.
+ * (A step of the wall clock during a run would show; NTP's slewing of a few ppm does not.)
+ */
+export const sharedNow = (): number => performance.timeOrigin + performance.now()

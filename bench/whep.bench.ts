@@ -10,25 +10,40 @@
 //     keeping the last group of pictures (drivers/gstreamer/tap.ts GopCache) per packet of this stream;
 //  2. what the browser adds per frame once it plays (getStats: mean jitter-buffer delay and decode time);
 //  3. the latency a WHEP viewer pays over a plain RTP/UDP receiver (issue 12's target: ≤ 5 ms at p99):
-//     per frame, when its last packet reaches a werift WHEP client in this process minus when the same
-//     packet reached the stream's UDP endpoint (also in this process). Frames are paired by the end of
-//     the last packet's payload (the service rewrites the RTP header, never the payload);
+//     per frame, when its last packet reaches a werift WHEP client minus when the same packet reached
+//     the stream's plain UDP endpoint. Every receiver — the plain one and each viewer — runs in a
+//     process of its own (bench/whep-receiver.ts) and times arrivals the same way, on a clock the
+//     processes share; this process only pairs the lists afterwards. (Eight werift clients in one
+//     process delayed each other's arrivals: each decrypts its SRTP in JavaScript on the one event loop.)
+//     Frames are paired by the end of the last packet's payload (the service rewrites the RTP header,
+//     never the payload); with n viewers, every viewer's frames count. A second plain receiver (the
+//     control), measured against the first the same way, shows what the machine's load alone adds.
+//     The same frames are also timed in the kernel (tcpdump on loopback, bench/capture.ts: root): when
+//     the service sent each frame's last SRTP packet to each viewer against when the camera's child sent
+//     it to the plain receiver — the service's own delay, with no receiving process's work in it;
 //  4. CPU and RSS of the service process alone per extra viewer (target ≤ 2 % of a core each), with 0
-//     and then each of --viewers werift WHEP clients in this process (Chromium decoding 1080p eight times
-//     would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send).
-// `bun run bench/whep.bench.ts [--trials 10] [--seconds 20] [--viewers 1,4,8] [--width 1920 --height 1080 --fps 30] [--baseline DIR]`
+//     and then each of --viewers werift WHEP clients, each in its own process (Chromium decoding 1080p
+//     eight times would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send);
+//  5. the send path alone, with neither the camera nor the receivers in the figure: the stream's real key
+//     frames handed by a stand-in tap to n WhepSessions (plugins/whep/session.ts) in this process, whose
+//     werift peers run in processes of their own; the time until every session has sent the whole frame
+//     (the sends all happen before the event loop's next turn) beside plain node:dgram sending the same
+//     packets to n loopback ports. A key frame is what the p99 of 3. is made of: one frame in FPS.
+// `bun run bench/whep.bench.ts [--trials 10] [--seconds 20] [--viewers 1,4,8] [--width 1920 --height 1080 --fps 30] [--baseline DIR] [--profile DIR] [--skip firstframe,latency,cpu,send] [--bursts 60] [--idle-receivers]`
 // The simulated camera encodes with x264 (key-int-max = fps: a key frame every second).
 import { createSocket } from 'node:dgram'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser } from 'puppeteer-core'
-import { RTCPeerConnection, type RtpPacket } from 'werift'
+import type { LiveTap } from '../core/types'
 import { GopCache } from '../drivers/gstreamer/tap'
-import { payloadOffset, startsKeyFrame } from '../plugins/whep/h264'
-import { H264_CODEC } from '../plugins/whep/session'
+import { WhepSession } from '../plugins/whep/session'
+import { startsKeyFrame } from '../plugins/whep/h264'
 import { launchBrowser, openPage, openSession, watch } from '../tests/integration/browser'
 import { TICK, argOf, cpuTicks, freePort, numberArg, rssKb, waitHttp } from './lib'
+import { Receiver, type Arrivals } from './whep-receiver'
+import { Capture, addedInKernel } from './capture'
 
 const TRIALS = numberArg('trials', 10)
 const WIDTH = numberArg('width', 1920)
@@ -37,24 +52,29 @@ const FPS = numberArg('fps', 30)
 const SECONDS = numberArg('seconds', 20)
 const VIEWERS = argOf('viewers', '1,4,8').split(',').map(Number)
 const BASELINE = argOf('baseline', '')
+/** A directory for a CPU profile of this tree's service (Bun's --cpu-prof, in Markdown), written when it stops. */
+const PROFILE = argOf('profile', '')
+/** Sections to leave out: firstframe, latency, cpu, send. */
+const SKIP = argOf('skip', '').split(',')
+/** Key frames handed to the sessions per row of the send-path section. */
+const BURSTS = numberArg('bursts', 60)
+/** Receivers under SCHED_IDLE, out of the service's way: then only the kernel-timed figures are the service's. */
+Receiver.idle = process.argv.includes('--idle-receivers')
 const ROOT = join(import.meta.dir, '..')
 const EHD = 'usb-0000:00:14.0-1' // the default preset's exploreHD: it has an H.264 node
 /** Packets of the stream kept to time the GOP cache on (a minute of 1080p30 at 2 Mbit/s is ~12 000). */
 const SAMPLE_PACKETS = 20_000
 
-/** A frame by the end of its last packet's payload: the service rewrites RTP headers, never payloads. */
-const frameKey = (payload: Uint8Array) => Buffer.from(payload.subarray(Math.max(0, payload.length - 64))).toString('base64')
-
 /**
  * A service (from the tree `root`) streaming the simulated exploreHD to a plain receiver of its own: the
- * stream's UDP endpoint on loopback, which notes when each key frame arrives, and when each frame's last
- * packet (marker bit) arrives, by frame.
+ * stream's UDP endpoint on loopback, which notes when each key frame arrives; and to `alsoTo`, more
+ * loopback UDP ports (the plain receiver process the latency is measured against).
  */
-async function startService(root: string, name: string) {
+async function startService(root: string, name: string, alsoTo: number[] = []) {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const proc = Bun.spawn(
-    [process.execPath, join(root, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--rtsp-port', '0', '--log-level', 'error'],
+    [process.execPath, ...(PROFILE && root === ROOT ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${PROFILE}`] : []), join(root, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--rtsp-port', '0', '--log-level', 'error'],
     { cwd: root, stdout: 'ignore', stderr: 'inherit' },
   )
   const keyFrames: number[] = []
@@ -70,7 +90,6 @@ async function startService(root: string, name: string) {
     sample,
     sampled,
     udp,
-    onUdpFrame: null as ((key: string, at: number) => void) | null,
     call: (method: string, path: string, body?: unknown) =>
       fetch(url + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined }),
     async stop() {
@@ -87,8 +106,6 @@ async function startService(root: string, name: string) {
       sampled.to = at
     }
     if (startsKeyFrame(packet)) keyFrames.push(at)
-    const offset = payloadOffset(packet)
-    if (offset > 0 && (packet[1]! & 0x80) !== 0) service.onUdpFrame?.(frameKey(packet.subarray(offset)), at)
   })
   try {
     await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve))
@@ -99,7 +116,7 @@ async function startService(root: string, name: string) {
       stream_format: { width: WIDTH, height: HEIGHT, interval: { numerator: 1, denominator: FPS } },
       encode_type: 'H264',
       enabled: true,
-      endpoints: [{ host: '127.0.0.1', port: udp.address().port }],
+      endpoints: [udp.address().port, ...alsoTo].map((port) => ({ host: '127.0.0.1', port })),
     })
     if (r.status !== 200) throw new Error(`configure_stream (${name}): ${r.status} ${await r.text()}`)
     const started = performance.now()
@@ -115,57 +132,109 @@ async function startService(root: string, name: string) {
 }
 type Service = Awaited<ReturnType<typeof startService>>
 
-/** A WHEP viewer in this process: werift offers recvonly H.264, POSTs it, and hands over each RTP packet. */
-class WhepViewer {
-  frames = 0
-  private constructor(private readonly pc: RTCPeerConnection, readonly location: string) {}
+/** Packets per second of the stream, over the sample kept so far. */
+const packetRate = () => service.sample.length / ((service.sampled.to - service.sampled.from) / 1000)
 
-  static async open(url: string, onRtp: (packet: RtpPacket, at: number) => void): Promise<WhepViewer> {
-    // Loopback only: its one candidate is 127.0.0.1, and the service (on 127.0.0.1) offers only its own.
-    const pc = new RTCPeerConnection({
-      codecs: { video: [H264_CODEC()], audio: [] },
-      iceUseIpv4: false,
-      iceUseIpv6: false,
-      iceAdditionalHostAddresses: ['127.0.0.1'],
-      iceInterfaceAddresses: { udp4: '127.0.0.1' },
-      iceFilterCandidatePair: (pair) => pair.remoteCandidate.host.startsWith('127.'),
-    })
-    let viewer!: WhepViewer
-    pc.onTrack.subscribe((track) =>
-      track.onReceiveRtp.subscribe((packet) => {
-        const at = performance.now()
-        if (packet.header.marker) viewer.frames++
-        onRtp(packet, at)
-      }),
-    )
-    pc.addTransceiver('video', { direction: 'recvonly' })
-    await pc.setLocalDescription(await pc.createOffer())
-    if (pc.iceGatheringState !== 'complete') {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 5_000)
-        pc.iceGatheringStateChange.subscribe((state) => state === 'complete' && (clearTimeout(timer), resolve()))
-      })
-    }
-    const res = await fetch(`${url}/api/streams/${encodeURIComponent(EHD)}/whep`, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
-    const text = await res.text()
-    if (res.status !== 201) throw new Error(`WHEP POST: ${res.status} ${text}`)
-    viewer = new WhepViewer(pc, url + res.headers.get('location')!)
-    await pc.setRemoteDescription({ type: 'answer', sdp: text })
-    return viewer
-  }
-
-  async playing(timeoutMs = 30_000): Promise<void> {
-    const started = performance.now()
-    while (this.frames < 2) {
-      if (performance.now() - started > timeoutMs) throw new Error(`a werift viewer got no frame within ${timeoutMs} ms`)
-      await Bun.sleep(50)
+/** The frames of a run of the stream's RTP (a frame ends at the marker bit), key frames apart. */
+function framesOf(packets: Uint8Array[]) {
+  const keyFrames: Uint8Array[][] = []
+  const otherFrames: Uint8Array[][] = []
+  let frame: Uint8Array[] = []
+  for (const packet of packets) {
+    frame.push(packet)
+    if (packet[1]! & 0x80) {
+      ;(startsKeyFrame(frame[0]!) ? keyFrames : otherFrames).push(frame)
+      frame = []
     }
   }
+  return { keyFrames, otherFrames }
+}
+/** Packets per frame, key frames apart. */
+function packetsPerFrame(packets: Uint8Array[]) {
+  const { keyFrames, otherFrames } = framesOf(packets)
+  return { keyFrame: keyFrames.map((f) => f.length), otherFrame: otherFrames.map((f) => f.length) }
+}
 
-  async close(): Promise<void> {
-    await fetch(this.location, { method: 'DELETE' })
-    await this.pc.close()
+/** A tap that hands out what the bench feeds it: the send-path section's stand-in for drivers/gstreamer/tap.ts. */
+class StandInTap implements LiveTap {
+  readonly encoding = 'H264' as const
+  readonly members = 1
+  readonly watchers = new Set<(packet: Uint8Array) => void>()
+  constructor(readonly width: number, readonly height: number, readonly fps: number) {}
+  subscribe(_member: number, onPacket: (packet: Uint8Array) => void) {
+    this.watchers.add(onPacket)
+    return () => void this.watchers.delete(onPacket)
   }
+  feed(packet: Uint8Array) {
+    for (const watch of this.watchers) watch(packet)
+  }
+  sent() {
+    return { bytes: 0, frames: 0 }
+  }
+  lastGop() {
+    return []
+  }
+}
+
+/** Resolves once what the current turn of the event loop queued (ticks, microtasks: the sends) has run. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+async function sendPath() {
+  const { keyFrames } = framesOf(service.sample)
+  if (!keyFrames.length) throw new Error('no key frame in the sample of the stream')
+  const packets = mean(keyFrames.map((f) => f.length))
+  console.log(`\nthe send path alone: one key frame of the stream (${packets.toFixed(0)} packets on average, ${keyFrames.length} different ones) handed at once to n WhepSessions in this`)
+  console.log(`process (their werift peers each in a process of their own), until the last SRTP packet is sent; beside node:dgram sending the same packets n times; ${BURSTS} key frames per row`)
+  console.log('viewers   WHEP p50 ms   p90 ms   max ms   plain fan-out p50 ms   ratio (p50)   CPU µs per packet per viewer: WHEP   plain   ratio')
+  const fanOut = createSocket('udp4')
+  await new Promise<void>((resolve) => fanOut.bind(0, '127.0.0.1', resolve))
+  for (const n of VIEWERS) {
+    const tap = new StandInTap(WIDTH, HEIGHT, FPS)
+    const sessions: WhepSession[] = []
+    const peers: Receiver[] = []
+    try {
+      for (let i = 0; i < n; i++) {
+        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, tap, member: 0, listenHost: '127.0.0.1', onEnd: () => {} })
+        sessions.push(session)
+        peers.push(await Receiver.spawn(['peer'], (offer) => session.answer(offer)))
+      }
+      const started = performance.now()
+      while (tap.watchers.size < n) {
+        if (performance.now() - started > 30_000) throw new Error(`${tap.watchers.size} of ${n} sessions connected within 30 s`)
+        await Bun.sleep(20)
+      }
+      const whep: number[] = []
+      const plainTimes: number[] = []
+      // CPU time of this process over the bursts (µs): unlike the wall time, not stretched by the machine's load.
+      let [whepCpu, plainCpu] = [0, 0]
+      const cpuOf = (from: NodeJS.CpuUsage) => {
+        const used = process.cpuUsage(from)
+        return used.user + used.system
+      }
+      for (let b = 0; b < BURSTS; b++) {
+        const frame = keyFrames[b % keyFrames.length]!
+        await Bun.sleep(1000 / FPS) // the peers take theirs in between
+        let [t0, c0] = [performance.now(), process.cpuUsage()]
+        for (const packet of frame) tap.feed(packet)
+        await nextTurn()
+        whep.push(performance.now() - t0)
+        whepCpu += cpuOf(c0)
+        await Bun.sleep(1000 / FPS)
+        ;[t0, c0] = [performance.now(), process.cpuUsage()]
+        for (const packet of frame) for (let k = 0; k < n; k++) fanOut.send(packet, control.port!, '127.0.0.1')
+        await nextTurn()
+        plainTimes.push(performance.now() - t0)
+        plainCpu += cpuOf(c0)
+      }
+      const p50 = pct(whep, 50)
+      const sends = BURSTS * packets * n
+      console.log(`${String(n).padStart(7)} ${p50.toFixed(2).padStart(13)} ${pct(whep, 90).toFixed(2).padStart(8)} ${Math.max(...whep).toFixed(2).padStart(8)} ${pct(plainTimes, 50).toFixed(2).padStart(22)} ${(p50 / pct(plainTimes, 50)).toFixed(2).padStart(13)} ${(whepCpu / sends).toFixed(1).padStart(36)} ${(plainCpu / sends).toFixed(1).padStart(7)} ${(whepCpu / plainCpu).toFixed(2).padStart(7)}`)
+    } finally {
+      await Promise.all(sessions.map((s) => s.close('stopped')))
+      await Promise.all(peers.map((p) => p.close()))
+    }
+  }
+  fanOut.close()
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
@@ -175,11 +244,43 @@ const ms = (x: number) => `${Math.round(x)} ms`
 /** The service's child processes (the camera's gst-launch-1.0): the same in every row, no encoder per viewer. */
 const children = () => Bun.spawnSync(['ps', '-o', 'pid=', '--ppid', String(service.proc.pid)]).stdout.toString().trim().split('\n').filter(Boolean).length
 
-const service = await startService(ROOT, 'this tree')
+/** Every receiver process started, closed at the end whatever happens. */
+const opened: Receiver[] = []
+/**
+ * The plain RTP/UDP receiver the latency is measured against: one more endpoint of the stream; and a
+ * second one, the control, measured against it the same way as the viewers.
+ */
+const [plain, control] = [await Receiver.spawn(['udp']), await Receiver.spawn(['udp'])]
+opened.push(plain, control)
+const service = await startService(ROOT, 'this tree', [plain.port!, control.port!])
+/** `n` WHEP viewers of the simulated exploreHD, each in its own process, once each receives frames. */
+const openViewers = async (n: number) => {
+  const viewers: Receiver[] = []
+  for (let i = 0; i < n; i++) {
+    const viewer = await Receiver.spawn(['whep', service.url, EHD])
+    opened.push(viewer)
+    viewers.push(viewer)
+  }
+  return viewers
+}
+/**
+ * Per frame a viewer and the plain receiver both saw, how much later it reached the viewer (ms). Either
+ * side may come first (the tap and the endpoint are two sends of the camera's child); a frame key seen
+ * more than a second apart is another frame.
+ */
+const added = (base: Arrivals, viewer: Arrivals) => {
+  const plainAt = new Map(base.keys.map((key, i) => [key, base.at[i]!]))
+  const out: number[] = []
+  viewer.keys.forEach((key, i) => {
+    const then = plainAt.get(key)
+    if (then !== undefined && Math.abs(viewer.at[i]! - then) <= 1000) out.push(viewer.at[i]! - then)
+  })
+  return out
+}
 let older: Service | null = null
 let browser: Browser | null = null
 try {
-  if (TRIALS > 0) {
+  if (TRIALS > 0 && !SKIP.includes('firstframe')) {
     browser = await launchBrowser()
     if (BASELINE) older = await startService(BASELINE, `baseline ${BASELINE}`)
     const services = older ? [service, older] : [service]
@@ -238,72 +339,82 @@ try {
       for (const packet of service.sample) cache.push(packet)
     }
     const perPacketUs = ((performance.now() - started) * 1000) / (rounds * service.sample.length)
-    const rate = service.sample.length / ((service.sampled.to - service.sampled.from) / 1000)
+    const rate = packetRate()
     console.log(`\nGOP cache (tap.ts): ${perPacketUs.toFixed(2)} µs per packet over ${service.sample.length} packets of this stream; at its ~${Math.round(rate)} packets/s that is ${((perPacketUs * rate) / 1e4).toFixed(3)} % of a core`)
   }
 
-  // 3. Latency: one werift viewer against the UDP endpoint, frame by frame.
-  console.log(`\nlatency added per frame (werift WHEP client arrival − UDP endpoint arrival of the same last packet), ${SECONDS} s`)
-  console.log('viewers  frames  matched   p50 ms   p99 ms   max ms   p99 / 5 ms target')
+  // 3. Latency: every werift viewer against the plain receiver, frame by frame, each in its own process.
+  if (!SKIP.includes('latency')) {
+  console.log(`\nlatency added per frame (werift WHEP client arrival − plain UDP receiver arrival of the same last packet; each receiver a process of its own), ${SECONDS} s`)
+  console.log('viewers  frames/viewer  matched   p50 ms   p99 ms   max ms   worst viewer p99   p99 / 5 ms target   control p50 / p99 ms')
+  const kernelRows: string[] = []
   const latencyRow = async (n: number) => {
-    // Either side may come first (the tap and the endpoint are two sends of the camera's child): pair
-    // each frame when its second arrival comes; what stays unpaired a second was another frame.
-    const udpAt = new Map<string, number>()
-    const whepAt = new Map<string, number>()
-    const added: number[] = []
-    const pair = (mine: Map<string, number>, other: Map<string, number>, sign: number) => (key: string, at: number) => {
-      const then = other.get(key)
-      if (then === undefined || Math.abs(at - then) > 1000) return void mine.set(key, at)
-      other.delete(key)
-      added.push(sign * (at - then))
-    }
-    service.onUdpFrame = pair(udpAt, whepAt, -1)
-    const onWhepFrame = pair(whepAt, udpAt, 1)
-    const onRtp = (packet: RtpPacket, at: number) => void (packet.header.marker && onWhepFrame(frameKey(packet.payload), at))
-    const viewers: WhepViewer[] = []
-    for (let i = 0; i < n; i++) viewers.push(await WhepViewer.open(service.url, i === 0 ? onRtp : () => {}))
-    await Promise.all(viewers.map((v) => v.playing()))
+    const viewers = await openViewers(n)
     await Bun.sleep(2000) // steady: the join's key-frame burst is over
-    added.length = 0
-    const framesBefore = viewers[0]!.frames
+    const capture = await Capture.start([plain.port!, ...viewers.map((v) => v.port!)])
+    for (const r of [plain, control, ...viewers]) r.record()
     await Bun.sleep(SECONDS * 1000)
-    const frames = viewers[0]!.frames - framesBefore
-    const matched = sorted(added)
-    service.onUdpFrame = null
+    const [base, again, ...seen] = await Promise.all([plain, control, ...viewers].map((r) => r.report()))
+    const captured = await capture.stop()
+    const inKernel = viewers.map((v) => addedInKernel(captured.get(plain.port!) ?? [], captured.get(v.port!) ?? []))
+    const kernelAll = sorted(inKernel.flat())
+    kernelRows.push(
+      kernelAll.length
+        ? `${String(n).padStart(7)} ${String(kernelAll.length).padStart(8)} ${pct(kernelAll, 50).toFixed(2).padStart(8)} ${pct(kernelAll, 99).toFixed(2).padStart(8)} ${kernelAll.at(-1)!.toFixed(2).padStart(8)} ${Math.max(...inKernel.map((xs) => (xs.length ? pct(xs, 99) : Infinity))).toFixed(2).padStart(18)}   ${(pct(kernelAll, 99) / 5).toFixed(2)}`
+        : `${String(n).padStart(7)}  no frame paired in the capture`,
+    )
+    const floor = sorted(added(base!, again!))
     await Promise.all(viewers.map((v) => v.close()))
-    if (!matched.length) throw new Error(`no frame of the WHEP viewer matched one of the UDP endpoint (${frames} frames)`)
-    const p99 = pct(matched, 99)
-    console.log(`${String(n).padStart(7)} ${String(frames).padStart(7)} ${String(matched.length).padStart(8)} ${pct(matched, 50).toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${matched.at(-1)!.toFixed(2).padStart(8)}   ${(p99 / 5).toFixed(2)}`)
+    const perViewer = seen.map((arrivals) => added(base!, arrivals))
+    const all = sorted(perViewer.flat())
+    if (!all.length) throw new Error(`no frame of a WHEP viewer matched one of the plain receiver (${seen.map((a) => a.frames).join(', ')} frames)`)
+    const p99 = pct(all, 99)
+    const worst = Math.max(...perViewer.map((xs) => (xs.length ? pct(xs, 99) : Infinity)))
+    const frames = Math.min(...seen.map((a) => a.frames))
+    console.log(`${String(n).padStart(7)} ${String(frames).padStart(14)} ${String(all.length).padStart(8)} ${pct(all, 50).toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(8)} ${all.at(-1)!.toFixed(2).padStart(8)} ${worst.toFixed(2).padStart(18)}   ${(p99 / 5).toFixed(2).padStart(17)}   ${pct(floor, 50).toFixed(2).padStart(8)} / ${pct(floor, 99).toFixed(2)}`)
   }
   for (const n of VIEWERS) await latencyRow(n)
-  console.log('(with n viewers, the first one is timed; the others load the service — and this process, which decrypts every viewer\'s SRTP)')
+  console.log(`\nthe same frames timed in the kernel (tcpdump on lo, bench/capture.ts): the service's sendto() of a frame's last SRTP packet to each viewer − the camera child's sendto() of it to the plain receiver; no receiver's own work in it`)
+  console.log('viewers  matched   p50 ms   p99 ms   max ms   worst viewer p99   p99 / 5 ms target')
+  for (const row of kernelRows) console.log(row)
+  const { keyFrame, otherFrame } = packetsPerFrame(service.sample)
+  console.log(`(the stream: ${keyFrame.length} key frames of ${mean(keyFrame).toFixed(0)} packets on average (max ${Math.max(...keyFrame)}), other frames ${mean(otherFrame).toFixed(1)}; one frame in ${FPS} is a key frame, so the p99 is the key frames': their packets leave the service in one burst, one SRTP packet per viewer each)`)
+  console.log('(p50/p99/max over every viewer\'s frames together; "worst viewer p99" is the highest of each viewer\'s own p99;')
+  console.log(' "control": a second plain UDP receiver process against the first, over the same frames — what the machine\'s load alone puts on the measurement, no service in between)')
+
+  }
 
   // 4. CPU and RSS of the service process by number of viewers.
-  console.log(`\nCPU (% of one core) and RSS of the service process, by werift WHEP viewers of the one stream, ${SECONDS} s per row`)
+  if (!SKIP.includes('cpu')) {
+  console.log(`\nCPU (% of one core) and RSS of the service process, by werift WHEP viewers (one process each) of the one stream, ${SECONDS} s per row`)
   console.log('viewers   cpu %   per extra viewer   rss MB   children   frames/s at each viewer (min)')
   let baseline = 0
   let baselineRss = 0
   for (const n of [0, ...VIEWERS]) {
-    const viewers: WhepViewer[] = []
-    for (let i = 0; i < n; i++) viewers.push(await WhepViewer.open(service.url, () => {}))
-    await Promise.all(viewers.map((v) => v.playing()))
+    const viewers = await openViewers(n)
     await Bun.sleep(2000) // joined and steady
-    const framesBefore = viewers.map((v) => v.frames)
+    for (const v of viewers) v.record()
     const t0 = cpuTicks(service.proc.pid)
     const started = performance.now()
     await Bun.sleep(SECONDS * 1000)
     const seconds = (performance.now() - started) / 1000
     const cpu = (100 * (cpuTicks(service.proc.pid) - t0)) / TICK / seconds
     const rss = rssKb(service.proc.pid) / 1024
+    const seen = await Promise.all(viewers.map((v) => v.report()))
     if (n === 0) [baseline, baselineRss] = [cpu, rss]
     const perViewer = n ? `${((cpu - baseline) / n).toFixed(2)} %, ${((rss - baselineRss) / n).toFixed(1)} MB` : '—'
-    const slowest = n ? Math.min(...viewers.map((v, i) => (v.frames - framesBefore[i]!) / seconds)).toFixed(1) : '—'
+    const slowest = n ? Math.min(...seen.map((a) => a.frames / a.seconds)).toFixed(1) : '—'
     console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)} ${String(children()).padStart(10)} ${slowest.padStart(10)}`)
     await Promise.all(viewers.map((v) => v.close()))
     await Bun.sleep(1000) // sessions gone before the next row
   }
   console.log("(the camera's gst child is the same in every row: viewers are sent the live tap's H.264, never re-encoded)")
+  }
+
+  // 5. The send path alone: key frames to n sessions, beside a plain fan-out of the same packets.
+  if (!SKIP.includes('send')) await sendPath()
 } finally {
+  await Promise.all(opened.map((r) => r.close()))
   await browser?.close()
   await older?.stop()
   await service.stop()

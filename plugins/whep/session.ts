@@ -189,17 +189,20 @@ export class WhepSession {
       this.needKeyFrame = false
       this.sender.replaceRTP(header, true, this.frameTicks)
     }
+    // Straight to the sender (it parses the packet once and rewrites its own copy of the header), not
+    // through the track, which would parse it and copy it once more per viewer on every packet.
+    const failed = () => {} // a packet werift cannot parse or send: skip it, the next key frame repairs the picture
     try {
       const bytes = Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)
-      if (timestamp === undefined) this.track.writeRtp(bytes)
+      if (timestamp === undefined) this.sender.sendRtp(bytes).catch(failed)
       else {
         // A parsed copy of the header: the packet's bytes are shared with the tap's other viewers.
         const rtp = RtpPacket.deSerialize(bytes)
         rtp.header.timestamp = timestamp
-        this.track.writeRtp(rtp)
+        this.sender.sendRtp(rtp).catch(failed)
       }
     } catch {
-      // a packet werift cannot parse: skip it, the next key frame repairs the picture
+      failed()
     }
   }
 
