@@ -101,27 +101,22 @@ export function cameraSettings(): common.CameraSettings {
 const streamFlags = (stream: StreamFacts) => (stream.running ? common.VideoStreamStatusFlags.RUNNING : (0 as common.VideoStreamStatusFlags))
 
 export function videoStreamInformation(camera: CameraFacts, stream: StreamFacts): common.VideoStreamInformation {
-  const msg = new common.VideoStreamInformation()
-  msg.streamId = STREAM_ID
+  const msg = withStreamFacts(new common.VideoStreamInformation(), stream)
   msg.count = 1
   msg.type = stream.uri.type === 'RTSP' ? common.VideoStreamType.RTSP : common.VideoStreamType.RTPUDP
-  msg.flags = streamFlags(stream)
-  msg.framerate = stream.fps
-  msg.resolutionH = stream.width
-  msg.resolutionV = stream.height
-  msg.bitrate = stream.bitrate >>> 0
-  msg.rotation = 0
-  msg.hfov = 0
   msg.name = charField(camera.streamName, 32)
   msg.uri = charField(stream.uri.uri, 160)
   // MJPG has no VIDEO_STREAM_ENCODING value.
   msg.encoding = stream.encoding === 'H264' ? common.VideoStreamEncoding.H264 : common.VideoStreamEncoding.UNKNOWN
-  msg.cameraDeviceId = 0
   return msg
 }
 
 export function videoStreamStatus(stream: StreamFacts): common.VideoStreamStatus {
-  const msg = new common.VideoStreamStatus()
+  return withStreamFacts(new common.VideoStreamStatus(), stream)
+}
+
+/** The fields VIDEO_STREAM_INFORMATION and VIDEO_STREAM_STATUS share, from the same facts. */
+function withStreamFacts<M extends common.VideoStreamInformation | common.VideoStreamStatus>(msg: M, stream: StreamFacts): M {
   msg.streamId = STREAM_ID
   msg.flags = streamFlags(stream)
   msg.framerate = stream.fps
