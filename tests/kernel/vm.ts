@@ -23,7 +23,7 @@ class VmHangError extends VmError {}
  * A guest CPU stuck in the kernel for a minute (seen under TCG with 2 vCPUs on a loaded host: it never came back).
  * Shorter reports can be a starved host thread that recovers, so they are left alone.
  */
-const lockedUp = (consoleText: string) => [...consoleText.matchAll(/soft lockup - CPU#\d+ stuck for (\d+)s/g)].some((m) => Number(m[1]) >= 60)
+export const lockedUp = (consoleText: string) => [...consoleText.matchAll(/soft lockup - CPU#\d+ stuck for (\d+)s/g)].some((m) => Number(m[1]) >= 60)
 /** Boot takes ~10 s here, ~20 s with another suite on the cores. */
 const BOOT_TIMEOUT_MS = 120_000
 
