@@ -8,8 +8,8 @@ import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
-import { children } from './children'
-import { DISK_FULL, endChild, pumpLines, reserveRecordingPath, syncToDisk } from './child'
+import { children, endChild, pumpLines } from '../../media/children'
+import { DISK_FULL, reserveRecordingPath, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -52,7 +52,7 @@ export class StreamRunner {
   private dropsReported = -1
   private readonly frameNs: number
 
-  /** `tapPorts`: per member, the loopback port of the job's live tap (tap.ts), which outlives child restarts. */
+  /** `tapPorts`: per member, the loopback port of the job's hub (media/hub.ts), which outlives child restarts. */
   constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks, private readonly tapPorts?: number[]) {
     this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
   }

@@ -1,11 +1,11 @@
 // WebRTC for browsers through WHEP (the WebRTC-HTTP egress protocol): a browser POSTs an SDP offer to
 // /api/streams/{bus_info}/whep and gets 201 Created, the session's Location and the SDP answer; DELETE
 // on the Location ends it; OPTIONS says what a POST takes (Accept-Post: application/sdp). The camera's
-// H.264 goes out as the pipeline made it (from the live tap), never re-encoded; an MJPG stream is
+// H.264 goes out as the pipeline made it (read from the stream's hub), never re-encoded; an MJPG stream is
 // refused (409) with a pointer to the MJPEG route. Host candidates only, no trickle (PATCH on a session
 // is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
-// --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
-// closed; at most --max-viewers per camera.
+// --whep-idle-timeout seconds (a closed tab) are closed; a session whose stream stops (the hub says
+// 'closed') ends, one whose stream restarts ('replaced') follows it; at most --max-viewers per camera.
 import { Elysia } from 'elysia'
 import { randomUUID } from 'node:crypto'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
@@ -14,10 +14,8 @@ import { definePlugin } from '../../core/plugin'
 import { readRawBody } from '../../core/validation'
 import { OfferError, WhepSession, type EndReason } from './session'
 
-/** How often sessions are checked for silence and for their stream's end. */
+/** How often sessions are checked for silence (a browser's RTCP stopped). */
 const REAP_INTERVAL_MS = 1_000
-/** A restart stops the old child before the new one runs: a stream missing this long has ended. */
-const STREAM_GONE_MS = 5_000
 
 const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
 
@@ -36,21 +34,12 @@ export default definePlugin({
     }
 
     /**
-     * Closes sessions that went silent (a session not yet heard from gets the same grace), whose camera
-     * was unplugged, or whose stream stopped; a restarted stream (a new tap) is followed.
+     * Closes sessions that went silent (a session not yet heard from gets the same grace). A stream's
+     * stop or restart reaches its sessions from the hub (session.ts), not from here.
      */
     const reap = () => {
-      const streamer = registry.get('streamer')
       const now = Date.now()
-      for (const session of sessions.values()) {
-        const live = streamer?.live(session.bus_info)
-        if (live?.tap.encoding === 'H264') {
-          session.streamSeenAt = now
-          if (live.tap !== session.tap) session.follow(live.tap, live.member)
-        }
-        if (!registry.deviceDirectory().device(session.bus_info) || now - session.streamSeenAt > STREAM_GONE_MS) void session.close('stream ended')
-        else if (now - session.lastHeardAt > idleMs) void session.close('idle')
-      }
+      for (const session of sessions.values()) if (now - session.lastHeardAt > idleMs) void session.close('idle')
     }
     let reaper: ReturnType<typeof setInterval> | null = null
 
@@ -69,7 +58,7 @@ export default definePlugin({
     // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
     registry.addWatchLink(
       'whep',
-      (bus_info, origin) => (registry.get('streamer')?.live(bus_info)?.tap.encoding === 'H264' ? `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/whep` : null),
+      (bus_info, origin) => (registry.get('streamer')?.live(bus_info)?.hub.encoding === 'H264' ? `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/whep` : null),
       'whep',
     )
 
@@ -116,14 +105,14 @@ export default definePlugin({
           const streamer = registry.require('streamer')
           const live = streamer.live(bus_info)
           if (!live) throw conflict(`The stream of '${bus_info}' is not running: start it with POST /api/devices/restart_stream {"bus_info": "${bus_info}"}`)
-          if (live.tap.encoding !== 'H264') {
+          if (live.hub.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
           const viewers = watching(bus_info)
           if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = randomUUID()
-          const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })
+          const session = new WhepSession({ id, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd })
           sessions.set(id, session)
           let answer: string
           try {
