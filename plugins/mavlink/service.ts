@@ -16,7 +16,7 @@ import type { Logger } from '../../core/log'
 import type { PluginHealth, Registry } from '../../core/plugin'
 import type { Device, DeviceDirectory, StreamHub } from '../../core/types'
 import { VERSION } from '../../core/version'
-import { diskUsage } from '../../drivers/storage/recordings'
+import { diskUsage } from '../../core/disk'
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
 

@@ -13,7 +13,7 @@ import { definePlugin } from '../../core/plugin'
 import { STREAM_STATES } from '../../core/schemas'
 import type { Device } from '../../core/types'
 import { VERSION } from '../../core/version'
-import { diskUsage } from '../../drivers/storage/recordings'
+import { diskUsage } from '../../core/disk'
 
 /**
  * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
