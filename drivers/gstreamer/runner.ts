@@ -8,7 +8,7 @@ import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
-import { children, endChild, pumpLines } from '../../media/children'
+import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { DISK_FULL, reserveRecordingPath, syncToDisk } from './child'
 
 export interface RunnerOptions {
@@ -132,22 +132,16 @@ export class StreamRunner {
     this.hooks.log.info('starting pipeline', { bus_info: this.job.bus_info, command: shellCommand(tokens) })
     try {
       // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages, which monitor.ts reads.
-      this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', ...tokens], {
-        stdin: 'ignore',
-        stdout: 'pipe',
-        stderr: 'pipe',
-      })
+      this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix)
     } catch (err) {
       this.child = null
       return this.failure(`cannot run ${this.options.gstLaunch}: ${(err as Error).message}`)
     }
     const child = this.child
-    children.add(child.pid)
     this.setState('starting', null)
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onLine(line))
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onStderr(line))
     void child.exited.then((code) => {
-      children.delete(child.pid)
       if (generation !== this.generation) return
       this.child = null
       if (!this.wanted) return
