@@ -313,8 +313,8 @@ export interface StreamHub {
    * the cache's bound. The packets are shared: copy one before changing it.
    */
   lastGop(member: number): readonly Uint8Array[]
-  /** Readers now, and what they lost to their queues' bounds since the hub opened, by reader name. */
-  readerStats(): { readers: number; dropped: Record<string, number>; failed: number }
+  /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
+  readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
   readonly closed: boolean
   /** The job restarted (restart_stream, a new configuration, a regrouping): `next` carries it now. */
   on(event: 'replaced', listener: (next: StreamHub) => void): () => void

@@ -263,8 +263,10 @@ export class MediaHub implements StreamHub {
     return this.gops[member]?.gop ?? []
   }
 
-  readerStats(): { readers: number; dropped: Record<string, number>; failed: number } {
-    return { readers: this.slots.reduce((n, s) => n + s.size, 0), dropped: { ...this.droppedBy }, failed: this.failures }
+  readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number } {
+    const byName: Record<string, number> = {}
+    for (const slots of this.slots) for (const slot of slots) byName[slot.reader.name] = (byName[slot.reader.name] ?? 0) + 1
+    return { readers: this.slots.reduce((n, s) => n + s.size, 0), byName, dropped: { ...this.droppedBy }, failed: this.failures }
   }
 
   on(event: 'replaced', listener: (next: StreamHub) => void): () => void
