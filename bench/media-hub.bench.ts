@@ -2,8 +2,10 @@
 // to N loopback readers (as the RTSP, recorder and transcoder feeders do) by three designs, each with
 // and without HTTP load on the same process:
 //   inline  — the old live tap: every reader called inside the socket's 'message' handler;
-//   hub     — media/hub.ts: each reader's bounded queue drained in its own setImmediate turn;
-//   worker  — the forwarding socket and its sends in a worker thread (UDP to UDP, off the HTTP loop).
+//   hub     — media/hub.ts without its relay: each reader's bounded queue drained in its own setImmediate turn;
+//   relay   — media/hub.ts as the streamer opens it: the relay thread (media/relay.ts) receives and sends
+//             to the loopback feeders, and relays to the hub on the main thread;
+//   worker  — a bare worker thread forwarding UDP to UDP (the relay's lower bound).
 // The sender (its own process) writes a 1 s GOP at 30 fps (a 200-packet key frame, then 10-packet
 // frames, 1200-byte packets), each packet stamped with the time (timeOrigin + now(), sub-millisecond, the same clock in every process); the receiver (its own process)
 // reads the stamp on arrival at each of the N ports: the forwarding delay, kernel hops included. The
@@ -23,7 +25,7 @@ const SECONDS = numberArg('seconds', 10)
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes (hrtime is per process in Bun). */
 const now = () => performance.timeOrigin + performance.now()
 
-type Mode = 'inline' | 'hub' | 'worker'
+type Mode = 'inline' | 'hub' | 'relay' | 'worker'
 const role = argOf('role', 'main')
 
 /** The UDP-to-UDP forwarder of the worker design: binds, then forwards every packet to every target. */
@@ -48,8 +50,8 @@ if (!isMainThread) {
   if (mode === 'worker') {
     const worker = new Worker(import.meta.path, { workerData: { targets } })
     port = await new Promise<number>((resolve) => worker.once('message', resolve))
-  } else if (mode === 'hub') {
-    const hub = new MediaHub({ encoding: 'H264', width: 1920, height: 1080, fps: 30, members: ['cam'], log })
+  } else if (mode === 'hub' || mode === 'relay') {
+    const hub = new MediaHub({ encoding: 'H264', width: 1920, height: 1080, fps: 30, members: ['cam'], log, relay: mode === 'relay' })
     port = (await hub.listen())[0]!
     const feeder = new LoopbackFeeder(log)
     for (const target of targets) feeder.feed(hub, 0, target, { name: 'bench' })
@@ -120,7 +122,7 @@ if (!isMainThread) {
 } else {
   console.log(`forwarding delay, sender → service → ${READERS} loopback readers (ms, send-time stamps), ${SECONDS} s per row; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   console.log('design   HTTP load   fwd p50   fwd p99   fwd max   packets (of sent×readers)   HTTP p50   HTTP p99   req/s')
-  for (const mode of ['inline', 'hub', 'worker'] as Mode[]) {
+  for (const mode of ['inline', 'hub', 'relay', 'worker'] as Mode[]) {
     for (const load of [false, true]) {
       const row = await run(mode, load)
       console.log(

@@ -1,10 +1,12 @@
 // The one way a child process that needs a stream's packets gets them: a reader of the hub that sends
 // each packet to the child's loopback UDP port (a udpsrc). The recorder, the MJPEG transcoder and the
-// RTSP server are fed this way. A feeder is a reader like any other: its own bounded queue, its own
-// failure, and the stream's end or restart reaches it as an event.
+// RTSP server are fed this way. The hub's relay thread (relay.ts) sends them when the hub has one, off
+// the main event loop; otherwise a feeder is a reader like any other, with its own bounded queue. Either
+// way the stream's end or restart reaches it as an event.
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
+import { MediaHub } from './hub'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
@@ -30,6 +32,9 @@ export class LoopbackFeeder {
 
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
   feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
+    // A hub with a relay sends from the relay's thread, off the main event loop.
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null
+    if (relayed) return relayed
     const reader: HubReader = {
       name: options.name,
       from: options.from,

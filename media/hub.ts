@@ -12,6 +12,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { ReaderQueue, type QueueLimits } from './queue'
+import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame } from './rtp'
 
 /** Bigger than the kernel's default (208 KiB): a 1080p key frame arrives as a burst of ~200 packets. */
@@ -71,6 +72,38 @@ export interface HubOptions {
   log: Logger
   /** Each reader's queue bounds (queue.ts has the defaults). */
   queue?: Partial<QueueLimits>
+  /**
+   * The child sends to the relay's thread (relay.ts), which forwards to this hub and to loopback
+   * feeders off the main event loop; without it the child sends to the hub's own sockets.
+   */
+  relay?: boolean
+}
+
+/** A loopback feeder served by the relay's thread: no queue here, the thread sends as packets come. */
+class RelayedReading implements Reading {
+  readonly dropped = 0
+  private done = false
+  constructor(
+    private readonly hub: MediaHub,
+    readonly member: number,
+    readonly reader: Pick<HubReader, 'name' | 'ended'>,
+    private readonly stop: () => void,
+  ) {}
+
+  end(end: ReaderEnd): void {
+    if (this.done) return
+    this.close()
+    try {
+      this.reader.ended?.(end)
+    } catch {}
+  }
+
+  close(): void {
+    if (this.done) return
+    this.done = true
+    this.stop()
+    this.hub.removeRelayed(this)
+  }
 }
 
 /** One reader at the hub: its queue, and whether a drain is scheduled or a promise it returned is pending. */
@@ -181,6 +214,10 @@ export class MediaHub implements StreamHub {
   private readonly limits: Partial<QueueLimits> | undefined
   private readonly droppedBy: Record<string, number> = {}
   private failures = 0
+  private readonly relayed: Set<RelayedReading>[]
+  private readonly useRelay: boolean
+  private relay: Relay | null = null
+  private relayIds: number[] = []
   closed = false
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
@@ -196,6 +233,8 @@ export class MediaHub implements StreamHub {
     this.slots = this.cameras.map(() => new Set())
     this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
+    this.relayed = this.cameras.map(() => new Set())
+    this.useRelay = options.relay ?? false
   }
 
   get members(): number {
@@ -206,28 +245,65 @@ export class MediaHub implements StreamHub {
     return this.cameras.indexOf(bus_info)
   }
 
-  /** Binds one loopback socket per member; the child sends member i's RTP to ports[i]. */
+  /** Binds one loopback socket per member (and the relay's, with `relay`); the child sends member i's RTP to ports[i]. */
   async listen(): Promise<number[]> {
     try {
-      for (let member = 0; member < this.members; member++) {
-        const socket = createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER })
-        this.sockets.push(socket)
-        socket.on('message', (packet) => this.receive(member, packet))
-        socket.on('error', (err) => this.log.warn('stream hub socket error', { member, error: err.message })) // loopback, ours: nothing to recover
-        await new Promise<void>((resolve, reject) => {
-          socket.once('error', reject)
-          socket.bind(0, '127.0.0.1', () => {
-            socket.off('error', reject)
-            resolve()
-          })
-        })
-        this.ports.push(socket.address().port)
+      await this.bind()
+      if (this.useRelay) {
+        const relay = (this.relay = Relay.shared())
+        const own = this.ports
+        this.ports = []
+        for (const port of own) {
+          const input = await relay.open(this.encoding, port)
+          this.relayIds.push(input.id)
+          this.ports.push(input.port)
+        }
+        if (this.closed) this.silence()
       }
     } catch (err) {
       this.close('the hub could not listen')
       throw err
     }
     return this.ports
+  }
+
+  private async bind(): Promise<void> {
+    for (let member = 0; member < this.members; member++) {
+      const socket = createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER })
+      this.sockets.push(socket)
+      socket.on('message', (packet) => this.receive(member, packet))
+      socket.on('error', (err) => this.log.warn('stream hub socket error', { member, error: err.message })) // loopback, ours: nothing to recover
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject)
+        socket.bind(0, '127.0.0.1', () => {
+          socket.off('error', reject)
+          resolve()
+        })
+      })
+      this.ports.push(socket.address().port)
+    }
+  }
+
+  /**
+   * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
+   * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
+   */
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>): Reading | null {
+    const relay = this.relay
+    const id = this.relayIds[member]
+    if (!relay || id === undefined) return null
+    const set = this.relayed[member]
+    if (!set) throw new RangeError(`member ${member} of ${this.members}`)
+    if (this.closed) return null
+    const target = relay.feed(id, port, reader.from === 'key')
+    const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target))
+    set.add(reading)
+    return reading
+  }
+
+  /** @internal (RelayedReading) */
+  removeRelayed(reading: RelayedReading): void {
+    this.relayed[reading.member]?.delete(reading)
   }
 
   /** One packet of member `member` (from its socket; tests call it directly). Only queues: readers run in their own turns. */
@@ -266,7 +342,9 @@ export class MediaHub implements StreamHub {
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number } {
     const byName: Record<string, number> = {}
     for (const slots of this.slots) for (const slot of slots) byName[slot.reader.name] = (byName[slot.reader.name] ?? 0) + 1
-    return { readers: this.slots.reduce((n, s) => n + s.size, 0), byName, dropped: { ...this.droppedBy }, failed: this.failures }
+    for (const set of this.relayed) for (const r of set) byName[r.reader.name] = (byName[r.reader.name] ?? 0) + 1
+    const readers = this.slots.reduce((n, s) => n + s.size, 0) + this.relayed.reduce((n, s) => n + s.size, 0)
+    return { readers, byName, dropped: { ...this.droppedBy }, failed: this.failures }
   }
 
   on(event: 'replaced', listener: (next: StreamHub) => void): () => void
@@ -295,6 +373,7 @@ export class MediaHub implements StreamHub {
 
   /** Closes the sockets now, without telling anyone yet (a restart: the next hub says 'replaced' once it listens). */
   silence(): void {
+    for (const id of this.relayIds.splice(0)) this.relay?.close(id)
     for (const socket of this.sockets.splice(0)) {
       try {
         socket.close()
@@ -306,6 +385,7 @@ export class MediaHub implements StreamHub {
     this.closed = true
     this.silence()
     for (const slots of this.slots) for (const slot of [...slots]) slot.end(end)
+    for (const set of this.relayed) for (const reading of [...set]) reading.end(end)
   }
 
   private forget(): void {

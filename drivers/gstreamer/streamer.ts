@@ -63,6 +63,7 @@ export class GstStreamer implements Streamer {
         fps: fps(job),
         members: job.members.map((m) => m.bus_info),
         log: log.child({ part: 'hub' }),
+        relay: true,
       })
       try {
         await hub.listen()
