@@ -250,7 +250,7 @@ export class MediaHub implements StreamHub {
     try {
       await this.bind()
       if (this.useRelay) {
-        const relay = (this.relay = Relay.shared())
+        const relay = (this.relay = Relay.shared(this.log))
         const own = this.ports
         this.ports = []
         for (const port of own) {

@@ -4,6 +4,7 @@
 // event loop (bench/media-hub.bench.ts measured why: docs/media.md).
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
+import type { Logger } from '../core/log'
 import type { MediaEncoding } from './rtp'
 import type { RelayCommand } from './relay-worker'
 
@@ -14,7 +15,7 @@ export class Relay {
   private readonly opening = new Map<number, (port: number) => void>()
   private next = 1
 
-  private constructor() {
+  private constructor(private readonly log: Logger) {
     this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
     this.worker.unref() // never keeps the process alive
     this.worker.on('message', (m: { id: number; port: number }) => {
@@ -26,13 +27,13 @@ export class Relay {
       if (shared === this) shared = null
       for (const reject of this.opening.values()) reject(-1)
       this.opening.clear()
-      console.error(JSON.stringify({ level: 'error', msg: 'media relay thread failed', error: String(err) }))
+      this.log.error('the media relay thread failed: streams fed through it stop until they restart', { error: String(err) })
     })
   }
 
-  /** The process's relay, started on first use. */
-  static shared(): Relay {
-    shared ??= new Relay()
+  /** The process's relay, started on first use (its failure is logged to the first user's log). */
+  static shared(log: Logger): Relay {
+    shared ??= new Relay(log)
     return shared
   }
 
