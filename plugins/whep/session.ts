@@ -63,6 +63,8 @@ export class WhepSession {
   private readonly track = new MediaStreamTrack({ kind: 'video' })
   private sender: RTCRtpSender | null = null
   private reading: Reading | null = null
+  /** Stops listening to the hub's 'replaced'/'closed' (watch). */
+  private unwatch: () => void = () => {}
   private ended = false
   /** Forwarding waits for a key frame: on joining without a kept group of pictures, and after the camera's child restarted. */
   private needKeyFrame = true
@@ -169,7 +171,6 @@ export class WhepSession {
     this.unwatch = () => stops.forEach((stop) => stop())
   }
 
-  private unwatch: () => void = () => {}
 
   /**
    * Sends a group of pictures that is already past: its frames get timestamps one tick apart, ending at
