@@ -271,7 +271,7 @@ export class NetworkManagerBackend implements NetworkBackend {
   // ---- changes ----
 
   private async requireProfile(path: string): Promise<void> {
-    const unknown = new NetworkError('not_found', `No connection profile at '${path}' (GET /api/network/connection_profiles lists them)`)
+    const unknown = new NetworkError('not_found', `No connection profile at '${path}' (GET /api/network/connection_profiles lists them).`)
     if (!PROFILE_PATH.test(path)) throw unknown
     const [paths] = (await this.call(SETTINGS, I.settings, 'ListConnections', '', [], 'listing profiles')) as [string[]]
     if (!paths.includes(path)) throw unknown
@@ -308,7 +308,7 @@ export class NetworkManagerBackend implements NetworkBackend {
 
   private async deviceByInterface(iface: string): Promise<DeviceRecord> {
     const device = (await this.wiredRecords()).find((d) => d.props.Interface === iface)
-    if (!device) throw new NetworkError('not_found', `No wired network device named '${iface}' (GET /api/network/wired/devices lists them)`)
+    if (!device) throw new NetworkError('not_found', `No wired network device named '${iface}' (GET /api/network/wired/devices lists them).`)
     return device
   }
 
