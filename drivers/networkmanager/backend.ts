@@ -115,8 +115,8 @@ export class NetworkManagerBackend implements NetworkBackend {
 
   health(): { state: 'ok' | 'degraded'; detail?: string; bus: string; rollback: ReturnType<RollbackGuard['pending']> } {
     const base = { bus: this.bus.address, rollback: this.rollback.pending() }
-    if (!this.bus.connected) return { state: 'degraded', detail: `no system D-Bus connection: ${this.lastError ?? 'not connected yet'}`, ...base }
-    if (this.nmPresent === false) return { state: 'degraded', detail: 'NetworkManager is not running on the system bus', ...base }
+    if (!this.bus.connected) return { state: 'degraded', detail: this.lastError ?? 'Not connected to the system D-Bus yet; Periscope tries again every 5 s.', ...base }
+    if (this.nmPresent === false) return { state: 'degraded', detail: 'NetworkManager is not running on the system bus: the network routes answer 503 until it starts (systemctl start NetworkManager).', ...base }
     return { state: 'ok', ...base }
   }
 
