@@ -2,10 +2,10 @@
 // what failed, why in plain words, then NetworkManager's own text; never the D-Bus error name, which is
 // what the console's Network page used to show.
 import { describe, expect, test } from 'bun:test'
-import { fromDBusError } from '../../drivers/networkmanager/errors'
+import { fromDBusError, type NetworkErrorKind } from '../../drivers/networkmanager/errors'
 
 const NM = 'org.freedesktop.NetworkManager'
-const CASES: [name: string, text: string, kind: string][] = [
+const CASES: [name: string, text: string, kind: NetworkErrorKind][] = [
   ['org.freedesktop.DBus.Error.ServiceUnknown', 'The name org.freedesktop.NetworkManager was not provided by any .service files', 'unavailable'],
   ['org.freedesktop.DBus.Error.UnknownMethod', 'No such method “Update2”', 'unavailable'],
   ['org.freedesktop.DBus.Error.NoReply', '', 'unavailable'],
