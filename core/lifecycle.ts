@@ -1,6 +1,6 @@
 // Runs the plugin shape (core/plugin.ts) for one app instance: each plugin's setup() with its own
 // context, its routes, and the lifecycle it declared; then start, stop and health for all of them.
-import { Elysia, type AnyElysia } from 'elysia'
+import type { AnyElysia } from 'elysia'
 import type { AppContext, Lifecycle, PeriscopePlugin, PluginHealth } from './plugin'
 
 /** One plugin set up for one app instance. */
@@ -16,6 +16,7 @@ export interface MountedPlugin {
 /** Runs a plugin's setup() for an app and checks what it hands back. */
 export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Promise<MountedPlugin> {
   let hooks: Lifecycle | undefined
+  app.registry.mounting = plugin.name
   const routes: unknown = await plugin.setup({
     ...app,
     log: app.log.child({ plugin: plugin.name }),
@@ -23,9 +24,10 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
       if (hooks) throw new Error(`plugin '${plugin.name}' declared its lifecycle twice`)
       hooks = declared
     },
+    flags: pluginFlagValues(plugin, app.config.pluginFlags),
   })
   const name = `periscope:${plugin.name}`
-  if (!(routes instanceof Elysia) || routes.config.name !== name)
+  if (!isElysia(routes) || routes.config.name !== name)
     throw new Error(`plugin '${plugin.name}': setup() must return its routes as new Elysia({ name: '${name}' }) (empty when it has none)`)
   return {
     name: plugin.name,
@@ -34,6 +36,25 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
     stop: async () => void (await hooks?.stop?.()),
     health: () => hooks?.health?.() ?? { state: 'ok' },
   }
+}
+
+/**
+ * Elysia by its shape, not `instanceof`: a plugin outside the checkout may hold another copy of the
+ * class (core/loader.ts maps its imports to the service's, but a bundled plugin carries its own).
+ */
+function isElysia(value: unknown): value is AnyElysia {
+  const v = value as AnyElysia | null
+  return typeof v === 'object' && v !== null && typeof v.config === 'object' && Array.isArray(v.routes) && typeof v.handle === 'function' && typeof v.use === 'function'
+}
+
+/** A plugin's flags as the config parsed them (core/config.ts), else their defaults (an app made in a test). */
+function pluginFlagValues(plugin: PeriscopePlugin, parsed: Record<string, unknown> = {}): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(plugin.flags ?? {}).map(([flag, def]) => {
+      if (flag in parsed) return [flag, parsed[flag]]
+      return [flag, typeof def.default === 'string' && def.parse ? def.parse(def.default) : def.default]
+    }),
+  )
 }
 
 /** The app's plugins, set up in the order given. */

@@ -19,7 +19,7 @@ import { PRESETS } from '../../drivers/mock/cameras'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 
 const ACME = join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')
-const RING_CAM = 'usb-0000:00:14.0-5' // the simulated Acme RingCam of the 'acme' preset
+const RING_CAM = 'usb-0000:00:14.0-5' // the simulated Acme RingCam the example plugin declares, after the default preset's four
 
 const servers: TestServer[] = []
 const contexts: AppContext[] = []
@@ -143,9 +143,9 @@ describe('backends have one owner', () => {
   test('state is per app instance: the example plugin of two services keeps two sets of ring lights', async () => {
     const acme = await loadPlugin(ACME)
     const plugins = await Promise.all(['mock', 'cameras', 'dwe'].map(loadPlugin))
-    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
+    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
     servers.push(a)
-    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
+    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
     servers.push(b)
     expect(await a.call('POST', '/api/devices/set_uvc_control', { bus_info: RING_CAM, control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
     expect((await a.call('GET', '/api/acme/ring_light')).body).toEqual({ [RING_CAM]: 40 })
