@@ -94,7 +94,7 @@ const ABSENT: Record<keyof Backends, string> = {
 export class Registry {
   private single = new Map<keyof Backends, { plugin: string; backend: unknown }>()
   private cameras: { plugin: string; backend: CameraBackend }[] = []
-  private vendorDefs: RegisteredVendor[] = []
+  private vendorDefs: (RegisteredVendor & { withControls: VendorDefinition })[] = []
   /** The plugin whose setup() runs now (core/lifecycle.ts), so a refusal can name who registered what. */
   mounting = 'unknown'
   private directory: DeviceDirectory | null = null
@@ -136,11 +136,17 @@ export class Registry {
     const clash = clashWith(definition, plugin, this.vendorDefs)
     if (clash) throw new Error(clash)
     const declared = (definition.extensionUnits ?? []).flatMap(xuControls)
-    this.vendorDefs.push({ plugin, definition: { ...definition, controls: [...(definition.controls ?? []), ...declared] } })
+    this.vendorDefs.push({ plugin, definition, withControls: { ...definition, controls: [...(definition.controls ?? []), ...declared] } })
   }
 
+  /** The registered vendors, their extension units' controls among `controls` (what the cameras plugin lists). */
   vendors(): readonly VendorDefinition[] {
-    return this.vendorDefs.map((v) => v.definition)
+    return this.vendorDefs.map((v) => v.withControls)
+  }
+
+  /** The definitions as their plugins registered them, with the plugin's name. */
+  registeredVendors(): readonly RegisteredVendor[] {
+    return this.vendorDefs.map(({ plugin, definition }) => ({ plugin, definition }))
   }
 
   /** Whether a plugin provided a backend (it then starts before the plugins that use it). */
