@@ -1,6 +1,6 @@
 // Runs the plugin shape (core/plugin.ts) for one app instance: each plugin's setup() with its own
 // context, its routes, and the lifecycle it declared; then start, stop and health for all of them.
-import type { AnyElysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import type { AppContext, Lifecycle, PeriscopePlugin, PluginHealth } from './plugin'
 
 /** One plugin set up for one app instance. */
@@ -29,6 +29,9 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
   const name = `periscope:${plugin.name}`
   if (!isElysia(routes) || routes.config.name !== name)
     throw new Error(`plugin '${plugin.name}': setup() must return its routes as new Elysia({ name: '${name}' }) (empty when it has none)`)
+  // Elysia composes only its own instances: routes of another copy would be dropped without a word.
+  if (!(routes instanceof Elysia))
+    throw new Error(`plugin '${plugin.name}': its routes are made with another copy of Elysia (bundled into the plugin?); import Elysia from 'periscope/plugin' and leave it out of the bundle`)
   return {
     name: plugin.name,
     routes,
@@ -39,8 +42,8 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
 }
 
 /**
- * Elysia by its shape, not `instanceof`: a plugin outside the checkout may hold another copy of the
- * class (core/loader.ts maps its imports to the service's, but a bundled plugin carries its own).
+ * Elysia by its shape first, so that routes made with another copy of the class (a plugin that bundled
+ * its own) are told apart from no routes at all, and each gets its own sentence.
  */
 function isElysia(value: unknown): value is AnyElysia {
   const v = value as AnyElysia | null

@@ -54,6 +54,13 @@ describe('the shape', () => {
     }
   })
 
+  test('routes made with another copy of Elysia (a plugin that bundled its own) are refused with a sentence saying so, not dropped', async () => {
+    const other = await import(Bun.resolveSync('elysia', import.meta.dir) + '?another-copy')
+    const plugin = definePlugin({ name: 'bundled', setup: () => new other.Elysia({ name: 'periscope:bundled' }).get('/api/bundled', () => 'hi') })
+    const refused = await mountPlugin(plugin, appContext()).then(() => null, (e: Error) => e.message)
+    expect(refused).toBe("plugin 'bundled': its routes are made with another copy of Elysia (bundled into the plugin?); import Elysia from 'periscope/plugin' and leave it out of the bundle")
+  })
+
   test('a lifecycle is declared once', async () => {
     const twice = definePlugin({
       name: 'twice',
