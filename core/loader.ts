@@ -7,7 +7,7 @@
 // service's Elysia and needs no install (Bun's auto-install is off: bunfig.toml, npm start's --no-install).
 import { plugin as bunPlugin } from 'bun'
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import type { Config, PluginFlagSpec } from './config'
 import type { PeriscopePlugin } from './plugin'
 
@@ -38,14 +38,16 @@ const served = new Set<string>()
 function serveSharedImports(dir: string): void {
   if (served.has(dir) || (dir + '/').startsWith(ROOT + '/')) return // inside the checkout: tsconfig paths do it
   served.add(dir)
-  const escaped = dir.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+  const escape = (path: string) => path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+  // Not the service's own files (a plugin in the checkout's parent directory), nor installed packages.
+  const notOurs = (ROOT + '/').startsWith(dir + '/') ? `(?!${escape(relative(dir, ROOT))}/)` : ''
+  const filter = new RegExp(`^${dir === '/' ? '' : escape(dir)}/${notOurs}(?!.*/node_modules/).*\\.[cm]?[jt]sx?$`)
   bunPlugin({
     name: `periscope-sdk:${dir}`,
     setup(build) {
-      build.onLoad({ filter: new RegExp(`^${escaped}/.*\\.[cm]?[jt]sx?$`) }, ({ path }) => {
-        const source = readFileSync(path, 'utf8')
+      build.onLoad({ filter }, ({ path }) => {
         const ext = path.slice(path.lastIndexOf('.') + 1) as keyof typeof LOADERS
-        const contents = path.includes('/node_modules/') ? source : source.replace(SHARED_IMPORT, (_m, head, quote, spec) => `${head}${quote}${SHARED[spec]}${quote}`)
+        const contents = readFileSync(path, 'utf8').replace(SHARED_IMPORT, (_m, head, quote, spec) => `${head}${quote}${SHARED[spec]}${quote}`)
         return { contents, loader: LOADERS[ext] ?? 'ts' }
       })
     },

@@ -5,6 +5,7 @@
 // sentence naming the plugin. A definition that clashes with a shipped vendor is refused naming both.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Server, Subprocess } from 'bun'
+import * as fs from 'node:fs'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BUN, tempDir, until } from '../helpers'
@@ -116,6 +117,21 @@ describe('a plugin outside the checkout, written from docs/plugins.md', () => {
       await stop(run)
     }
     expect(registryHits).toEqual([])
+  }, 60_000)
+
+  test('its own relative files may import the SDK too, and its routes answer', async () => {
+    const dir = join(outside, 'two-files')
+    fs.mkdirSync(join(dir, 'lib'), { recursive: true })
+    writeFileSync(join(dir, 'lib', 'routes.ts'), `import { Elysia, t } from 'periscope/plugin'\nexport const routes = () => new Elysia({ name: 'periscope:two' }).get('/api/two', () => ({ t: typeof t.String }))\n`)
+    writeFileSync(join(dir, 'two.ts'), `import { definePlugin } from "periscope/plugin"\nimport { routes } from './lib/routes.ts'\nexport default definePlugin({ name: 'two', setup: routes })\n`)
+    const run = service(['--simulate', 'off', '--plugins', `cameras,${join(dir, 'two.ts')}`])
+    try {
+      const listening = await until('the service to listen', async () => run.logs.find((l) => l.msg === 'listening'), (l) => l !== undefined || run.child.exitCode !== null, 30_000)
+      expect({ exit: run.child.exitCode, stderr: listening ? '' : run.stderr() }).toEqual({ exit: null, stderr: '' })
+      expect(await (await fetch(`${listening!.url}/api/two`)).json()).toEqual({ t: 'function' })
+    } finally {
+      await stop(run)
+    }
   }, 60_000)
 
   test('--help lists its flag with its variable and its plugin', () => {
