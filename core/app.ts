@@ -33,7 +33,9 @@ export interface PeriscopeApp {
 }
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
-  const events = new EventBus()
+  const events = new EventBus((event, err, unreported) =>
+    log.error('an event listener failed', { event: event.type, err, ...(unreported ? { failures_unreported_before: unreported } : {}) }),
+  )
   const recentLogs = new LogRing(LOG_RING_CAPACITY)
   const unsubscribeLog = keepLogs(log, recentLogs, events)
   const store = SettingsStore.open(config.dataDir)

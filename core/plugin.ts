@@ -12,6 +12,7 @@ import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
 import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, ViewerKind, WatchKind, WatchLink } from './types'
+import { checkVendor, clashWith, type RegisteredVendor } from './vendors'
 import { xuControls } from './xu'
 
 /** What one app instance shares with its plugins. */
@@ -43,6 +44,20 @@ export interface Lifecycle {
 export interface PluginContext extends AppContext {
   /** Declares this plugin's lifecycle for this app instance; at most once. */
   lifecycle(hooks: Lifecycle): void
+  /** The values of the flags this plugin declares (`flags`), parsed, by flag name. */
+  flags: Record<string, unknown>
+}
+
+/**
+ * A command-line flag a plugin declares: `--<name> value` or PERISCOPE_<NAME>, listed by --help. Its
+ * name must not be the core's or another loaded plugin's (refused at start).
+ */
+export interface PluginFlag {
+  help: string
+  /** The value when the flag is not given (a string is parsed like a given one). */
+  default?: unknown
+  /** Turns the raw string into the value; throws an Error whose message says what is expected. Default: the string. */
+  parse?(raw: string): unknown
 }
 
 export interface PeriscopePlugin {
@@ -59,6 +74,8 @@ export interface PeriscopePlugin {
    * not show that an API client is still there, which the network rollback watches for.
    */
   backgroundPaths?: string[]
+  /** Flags of this plugin, by name without the dashes ('acme-ring-max'); setup() reads them in ctx.flags. */
+  flags?: Record<string, PluginFlag>
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
@@ -77,7 +94,9 @@ const ABSENT: Record<keyof Backends, string> = {
 export class Registry {
   private single = new Map<keyof Backends, { plugin: string; backend: unknown }>()
   private cameras: { plugin: string; backend: CameraBackend }[] = []
-  private vendorDefs: VendorDefinition[] = []
+  private vendorDefs: (RegisteredVendor & { withControls: VendorDefinition })[] = []
+  /** The plugin whose setup() runs now (core/lifecycle.ts), so a refusal can name who registered what. */
+  mounting = 'unknown'
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
@@ -107,14 +126,27 @@ export class Registry {
     return this.cameras.map((c) => c.backend)
   }
 
-  /** A vendor's declared extension units become controls here, through the one interpreter (core/xu.ts). */
-  addVendor(definition: VendorDefinition): void {
+  /**
+   * A vendor's declared extension units become controls here, through the one interpreter (core/xu.ts).
+   * A malformed definition, or one whose USB ids or control ids another vendor declared, is refused.
+   */
+  addVendor(definition: VendorDefinition, plugin = this.mounting): void {
+    const problems = checkVendor(definition)
+    if (problems.length) throw new Error(`vendor '${definition?.vendor}' (plugin ${plugin}) is malformed: ${problems.join('; ')}`)
+    const clash = clashWith(definition, plugin, this.vendorDefs)
+    if (clash) throw new Error(clash)
     const declared = (definition.extensionUnits ?? []).flatMap(xuControls)
-    this.vendorDefs.push({ ...definition, controls: [...(definition.controls ?? []), ...declared] })
+    this.vendorDefs.push({ plugin, definition, withControls: { ...definition, controls: [...(definition.controls ?? []), ...declared] } })
   }
 
+  /** The registered vendors, their extension units' controls among `controls` (what the cameras plugin lists). */
   vendors(): readonly VendorDefinition[] {
-    return this.vendorDefs
+    return this.vendorDefs.map((v) => v.withControls)
+  }
+
+  /** The definitions as their plugins registered them, with the plugin's name. */
+  registeredVendors(): readonly RegisteredVendor[] {
+    return this.vendorDefs.map(({ plugin, definition }) => ({ plugin, definition }))
   }
 
   /** Whether a plugin provided a backend (it then starts before the plugins that use it). */

@@ -10,7 +10,7 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { DeviceRecording, LiveTap } from '../../core/types'
 import { children } from './children'
-import { DISK_FULL, endChild, pumpLines, syncToDisk } from './child'
+import { DISK_FULL, endChild, pumpLines, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, shellCommand } from './pipeline'
 
@@ -70,7 +70,7 @@ export class Recorder {
   }
 
   state(): DeviceRecording {
-    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error }
+    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error ?? (this.active ? syncProblem(this.spec.path) : null) }
   }
 
   /** Spawns the child, waits until it listens, then forwards the tap from each member's next key frame. */
@@ -128,7 +128,7 @@ export class Recorder {
       )
     }
     this.timer = setInterval(() => {
-      syncToDisk(this.spec.path)
+      syncToDisk(this.spec.path, this.options.log)
       this.spec.onProgress(this)
     }, 1000)
   }

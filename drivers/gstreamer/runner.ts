@@ -9,7 +9,7 @@ import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
 import { children } from './children'
-import { DISK_FULL, endChild, pumpLines, reserveRecordingPath, syncToDisk } from './child'
+import { DISK_FULL, endChild, pumpLines, reserveRecordingPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -58,7 +58,8 @@ export class StreamRunner {
   }
 
   status(): StreamStatus {
-    return { state: this.state, error: this.error, restarts: this.restarts }
+    const file = this.activeRecording
+    return { state: this.state, error: this.error ?? (file ? syncProblem(file) : null), restarts: this.restarts }
   }
 
   get drops(): number {
@@ -198,7 +199,7 @@ export class StreamRunner {
       this.hooks.onDrops(drops)
     }
     const file = this.activeRecording
-    if (file) syncToDisk(file)
+    if (file) syncToDisk(file, this.hooks.log)
   }
 
   private failure(reason: string): void {

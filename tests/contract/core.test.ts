@@ -11,7 +11,7 @@ import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
 beforeAll(async () => {
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')], config: { simulate: 'acme' } })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')], config: { simulate: 'default' } })
 })
 afterAll(async () => {
   await s.stop()
@@ -301,7 +301,7 @@ describe('configuration and plugins', () => {
 
   test('a third-party plugin from a module path adds a vendor camera type and a control', async () => {
     // examples/acme-plugin.ts declares its RingCam's USB ids as a leader-capable model with a vendor control
-    // in code and one declared on its extension unit; the 'acme' preset simulates a camera with those ids.
+    // in code and one declared on its extension unit; it declares a simulated camera with those ids.
     const RING_CAM = 'usb-0000:00:14.0-5'
     const ringCam = await device(s, RING_CAM)
     expect(ringCam.device_type).toBe(1)
