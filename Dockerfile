@@ -81,7 +81,7 @@ LABEL permissions='{\
     "DeviceCgroupRules": ["c 81:* rwm", "c 166:* rwm", "c 188:* rwm"]\
   }\
 }'
-LABEL authors='[{"name": "The Periscope developers"}]'
+LABEL authors='[{"name": "The Periscope developers", "email": "periscope@periscope.invalid"}]'
 LABEL company='{"name": "Periscope", "about": "Camera and network management for robots"}'
 LABEL readme="${PROJECT_URL}/README.md"
 LABEL links="{\"website\": \"${PROJECT_URL}\", \"support\": \"${PROJECT_URL}/issues\"}"

@@ -59,6 +59,11 @@ export interface PeriscopePlugin {
    * not show that an API client is still there, which the network rollback watches for.
    */
   backgroundPaths?: string[]
+  /**
+   * User-Agent values of machines that crawl the API (BlueOS's service scanner GETs every documented
+   * path): their requests do not show that a client is still there either.
+   */
+  backgroundAgents?: string[]
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
