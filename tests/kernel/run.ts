@@ -28,7 +28,7 @@ console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_dev
 try {
   // One bun process per file, in this order: the hot-plug, set-read and service tests unbind vivid, so they run after
   // the others (stream and rtsp need vivid bound, as booted). PERISCOPE_VM_TESTS=stream,rtsp runs only those.
-  const all = ['enumerate', 'controls', 'stream', 'rtsp', 'hotplug', 'set-read', 'service']
+  const all = ['enumerate', 'controls', 'stream', 'rtsp', 'held', 'hotplug', 'set-read', 'service']
   const only = process.env.PERISCOPE_VM_TESTS?.split(',').filter(Boolean)
   const unknown = only?.filter((f) => !all.includes(f)) ?? []
   if (unknown.length) throw new Error(`PERISCOPE_VM_TESTS: no VM test file ${unknown.join(', ')} (there are ${all.join(', ')})`)
