@@ -41,9 +41,11 @@ COPY examples examples
 FROM ${BASE_IMAGE} AS runtime
 # GStreamer (streams, recordings, JPEG) and its RTSP server through python3-gi: the packages
 # `npm start` installs on a Debian machine, from the same scripts.
-COPY scripts/setup/apt.sh scripts/setup/gstreamer.sh scripts/setup/rtsp.sh /tmp/setup/
-RUN apt-get update && bash /tmp/setup/gstreamer.sh && bash /tmp/setup/rtsp.sh --runtime \
- && apt-get clean && rm -rf /tmp/setup /var/lib/apt/lists/*
+# Then scripts/container/slim.sh removes what a headless service never loads (GTK, Mesa, LLVM: pulled by
+# plugins-bad) and checks that every element the service starts still loads.
+COPY scripts/setup/apt.sh scripts/setup/gstreamer.sh scripts/setup/rtsp.sh scripts/container/slim.sh /tmp/setup/
+RUN apt-get update && bash /tmp/setup/gstreamer.sh --runtime && bash /tmp/setup/rtsp.sh --runtime \
+ && bash /tmp/setup/slim.sh && apt-get clean && rm -rf /tmp/setup /var/lib/apt/lists/*
 
 FROM runtime
 COPY --from=app /opt/bun/bin/bun /usr/local/bin/bun
@@ -81,7 +83,7 @@ LABEL permissions='{\
     "DeviceCgroupRules": ["c 81:* rwm", "c 166:* rwm", "c 188:* rwm"]\
   }\
 }'
-LABEL authors='[{"name": "The Periscope developers"}]'
+LABEL authors='[{"name": "The Periscope developers", "email": "periscope@periscope.invalid"}]'
 LABEL company='{"name": "Periscope", "about": "Camera and network management for robots"}'
 LABEL readme="${PROJECT_URL}/README.md"
 LABEL links="{\"website\": \"${PROJECT_URL}\", \"support\": \"${PROJECT_URL}/issues\"}"

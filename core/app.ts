@@ -48,7 +48,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
   const requests = requestLog(log, ctx.requests)
   const app: AnyElysia = new Elysia()
     .use(requests.plugin)
-    .use(clientActivity(ctx.activity, mounted.backgroundPaths))
+    .use(clientActivity(ctx.activity, mounted.backgroundPaths, mounted.backgroundAgents))
     .use(bodyLimit(config.bodyLimit))
     .use(cors(config.corsOrigins, requests.early))
     .use(bearerToken(config.token, requests.early))

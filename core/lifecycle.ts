@@ -71,6 +71,8 @@ export class PluginSet {
     readonly exactLength: string[],
     /** Paths machines poll, which do not show that a client is there (core/http/activity.ts). */
     readonly backgroundPaths: string[],
+    /** User agents of machines that crawl the API (core/http/activity.ts). */
+    readonly backgroundAgents: string[],
   ) {}
 
   static async mount(plugins: PeriscopePlugin[], app: AppContext): Promise<PluginSet> {
@@ -81,6 +83,7 @@ export class PluginSet {
       app,
       plugins.flatMap((plugin) => plugin.exactLength ?? []),
       plugins.flatMap((plugin) => plugin.backgroundPaths ?? []),
+      plugins.flatMap((plugin) => plugin.backgroundAgents ?? []),
     )
   }
 

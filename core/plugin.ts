@@ -76,6 +76,11 @@ export interface PeriscopePlugin {
   backgroundPaths?: string[]
   /** Flags of this plugin, by name without the dashes ('acme-ring-max'); setup() reads them in ctx.flags. */
   flags?: Record<string, PluginFlag>
+  /**
+   * User-Agent values of machines that crawl the API (BlueOS's service scanner GETs every documented
+   * path): their requests do not show that a client is still there either.
+   */
+  backgroundAgents?: string[]
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
