@@ -1,0 +1,161 @@
+// One picture per access unit (H.264 7.4.1.2.3), for camera H.264 and software H.264, on every path: the
+// UDP endpoint and the live tap (read by our own RTP checker, h264-au.helpers.ts), the UDP endpoint
+// through its SDP description and RTSP over TCP and UDP (decoded by ffprobe, 300 frames: one picture
+// per packet, DTS strictly increasing, no concealed picture), GStreamer still decoding, and a recording
+// made while streaming (ffprobe: one picture per stored frame). SPS/PPS still come before every IDR, so a
+// receiver joining late decodes.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadPlugin } from '../../core/loader'
+import type { StreamJob } from '../../core/types'
+import { startTestServer, until, type TestServer } from '../helpers'
+import { freePort, freeTcpPort, Receiver, requireRtspClients, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { accessUnitProblems, decodeProblems, ffprobeDecode, lostPackets, NAL, RtpH264Reader, type AccessUnit, type Decoded } from './h264-au.helpers'
+
+const EHD = 'usb-0000:00:14.0-1' // the simulated exploreHD: an H.264 node and MJPG
+const FRAMES = 300
+const ENCODINGS = ['H264', 'SOFTWARE_H264'] as const
+
+const { streamer } = testStreamer()
+let service: TestServer
+let rtspPort = 0
+const receivers: Receiver[] = []
+
+beforeAll(async () => {
+  requireRtspClients()
+  rtspPort = freeTcpPort()
+  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'rtsp'].map(loadPlugin))
+  service = await startTestServer({ plugins, config: { simulate: 'default', rtspPort } })
+  await until('the RTSP server ready', () => service.call('GET', '/api/health'), (r) => r.body?.plugins?.rtsp?.state === 'ok', 30_000)
+}, 60_000)
+
+afterAll(async () => {
+  for (const r of receivers) await r.stop()
+  await streamer.stopAll()
+  await service?.stop()
+})
+
+/** Reads RTP H.264 from a loopback UDP port into access units. */
+async function rtpReader(port: number): Promise<{ reader: RtpH264Reader; close(): void }> {
+  const reader = new RtpH264Reader()
+  const socket = await Bun.udpSocket({ hostname: '127.0.0.1', port, socket: { data: (_s, buf) => reader.packet(buf) } })
+  return { reader, close: () => socket.close() }
+}
+
+/** The complete access units a reader saw (the first may have begun before it listened). */
+const complete = (reader: RtpH264Reader) => reader.units.slice(1)
+
+/** Every IDR access unit carries SPS and PPS before its first slice: a receiver joining there decodes. */
+function idrsWithoutParameterSets(units: AccessUnit[]): number {
+  return units.filter((u) => u.idr && !(u.types.includes(NAL.SPS) && u.types.includes(NAL.PPS))).length
+}
+
+async function running(job: StreamJob): Promise<void> {
+  await streamer.start(job)
+  await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 30_000)
+}
+
+describe.each(ENCODINGS)('%s', (encode_type) => {
+  test('the UDP endpoint and the live tap: one access unit per RTP timestamp, parameter sets only before the first slice of an IDR', async () => {
+    for (const stream_type of ['UDP', 'RECORDING'] as const) {
+      const port = freePort()
+      const endpoint = await rtpReader(port)
+      const job = simulatedJob({ encode_type, stream_type, ports: [port], width: 640, height: 480, fps: 30 })
+      const tapped = new RtpH264Reader()
+      try {
+        await running(job)
+        const { tap } = streamer.live(job.bus_info)!
+        const unsubscribe = tap.subscribe(0, (packet) => tapped.packet(packet))
+        // The tap of a RECORDING job is its own payloader branch; a UDP job's tap is the endpoint's copy.
+        const readers = stream_type === 'UDP' ? [endpoint.reader, tapped] : [tapped]
+        await waitFor('three key frames and 90 access units', () => readers.every((r) => complete(r).filter((u) => u.idr).length >= 3 && complete(r).length >= 90), 30_000)
+        unsubscribe()
+        for (const reader of readers) {
+          const units = complete(reader)
+          expect({ stream_type, problems: accessUnitProblems(units) }).toEqual({ stream_type, problems: [] })
+          expect(idrsWithoutParameterSets(units)).toBe(0)
+          expect([reader.malformed, reader.fuBroken]).toEqual([0, 0])
+        }
+        // The kept group of pictures (what a WHEP viewer or a snapshot starts from) opens on a whole key frame.
+        const gop = new RtpH264Reader()
+        for (const packet of tap.lastGop(0)) gop.packet(packet)
+        const units = [...gop.units, ...(gop.open ? [gop.open] : [])]
+        expect(units[0]?.idr).toBe(true)
+        expect(units[0]?.firstMbs[0]).toBe(0)
+        expect(accessUnitProblems(units.slice(0, -1))).toEqual([])
+      } finally {
+        endpoint.close()
+        await streamer.stop(job.bus_info)
+      }
+    }
+  }, 120_000)
+
+  test(`ffprobe decodes ${FRAMES} frames, one picture per packet with strictly increasing DTS, from the UDP endpoint's SDP and over RTSP/TCP and RTSP/UDP; GStreamer decodes both`, async () => {
+    const port = freePort()
+    const configure = (enabled: boolean) =>
+      service.call('POST', '/api/devices/configure_stream', {
+        bus_info: EHD,
+        stream_type: 'UDP',
+        encode_type,
+        stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 30 } },
+        enabled,
+        endpoints: [{ host: '127.0.0.1', port }],
+      })
+    expect((await configure(true)).status).toBe(200)
+    try {
+      await until('the RTSP mount', () => service.call('GET', '/api/rtsp'), (r) => r.body.mounts.some((m: any) => m.path === `/${EHD}`), 30_000)
+      const sdp = await fetch(`${service.url}/api/streams/${EHD}/sdp`)
+      expect(sdp.status).toBe(200)
+      const file = join(tempDir(), 'stream.sdp')
+      writeFileSync(file, await sdp.text())
+      const rtsp = `rtsp://127.0.0.1:${rtspPort}/${EHD}`
+      const inputs: Record<string, string[]> = {
+        sdp: ['-protocol_whitelist', 'file,udp,rtp', '-buffer_size', '4194304', '-i', file],
+        'rtsp/tcp': ['-rtsp_transport', 'tcp', '-i', rtsp],
+        'rtsp/udp': ['-rtsp_transport', 'udp', '-buffer_size', '4194304', '-i', rtsp],
+      }
+      // Up to a second before the first key frame, then the frames checked.
+      const decode = (name: string) => ffprobeDecode(inputs[name]!, FRAMES + 40, 90_000)
+      const results: Record<string, Decoded> = {}
+      await Promise.all(Object.keys(inputs).map(async (name) => (results[name] = await decode(name))))
+      // A loaded machine may drop a datagram at ffprobe's socket, and then a check says nothing: once more.
+      for (const name of Object.keys(inputs)) if (lostPackets(results[name]!)) results[name] = await decode(name)
+      const verdict = (name: string) => ({ lost: lostPackets(results[name]!), problems: decodeProblems(results[name]!, FRAMES) })
+      expect(Object.fromEntries(Object.keys(inputs).map((name) => [name, verdict(name)]))).toEqual(Object.fromEntries(Object.keys(inputs).map((name) => [name, { lost: false, problems: [] }])))
+
+      // GStreamer still decodes: rtspsrc over both transports, and udpsrc at the endpoint (ffprobe left it).
+      const t0 = Date.now()
+      const clients = [Receiver.rtsp(rtsp, 'tcp'), Receiver.rtsp(rtsp, 'udp'), new Receiver(port, 'H264')]
+      receivers.push(...clients)
+      await waitFor('30 frames decoded by each GStreamer client', () => clients.every((c) => c.frames.filter((f) => f >= t0).length >= 30), 30_000)
+      for (const c of clients) await c.stop()
+    } finally {
+      expect((await configure(false)).status).toBe(200)
+    }
+  }, 240_000)
+
+  test('a recording made while streaming holds one picture per stored frame (ffprobe)', async () => {
+    const job = simulatedJob({ encode_type, stream_type: 'UDP', width: 640, height: 480, fps: 30 })
+    try {
+      await running(job)
+      const started = await streamer.startRecording(job.bus_info)
+      const path = join(job.recordings_dir, started!.file!)
+      const { tap } = streamer.live(job.bus_info)!
+      const from = tap.sent(0).frames
+      await waitFor('four seconds of frames through the tap', () => tap.sent(0).frames - from >= 120, 30_000)
+      await streamer.stopRecording(job.bus_info)
+      const decoded = await ffprobeDecode(['-i', path], 100_000, 60_000)
+      expect(decoded.exitCode).toBe(0)
+      // The file starts at a key frame and holds whole frames: from its first packet on, everything counts.
+      expect(decoded.packets[0]?.key).toBe(true)
+      expect(decodeProblems(decoded, 90)).toEqual([])
+      // One stored frame per frame sent: the timestamps are 1/30 s apart, none twice, none missing.
+      const pts = decoded.packets.map((p) => p.pts!)
+      const steps = pts.slice(1).map((t, i) => t - pts[i]!)
+      expect(new Set(steps.map((s) => Math.round(s / (1000 / 30))))).toEqual(new Set([1]))
+    } finally {
+      await streamer.stop(job.bus_info)
+    }
+  }, 120_000)
+})
