@@ -204,17 +204,18 @@ export function decodeProblems(d: Decoded, minPictures: number): string[] {
   const firstKey = d.packets.findIndex((p) => p.key)
   if (firstKey < 0) return [`no key frame in ${d.packets.length} packets (ffprobe exited ${d.exitCode}: ${d.stderr.trim().split('\n').slice(-3).join(' / ')})`]
   const packets = d.packets.slice(firstKey)
-  const start = packets[0]!.dts
-  const frames = d.frames.slice(d.frames.findIndex((f) => f.key && f.pktDts !== null && f.pktDts >= (start ?? 0)))
-  const undated = packets.filter((p) => p.dts === null).length
+  // Nothing before the first key frame is shown (ffmpeg's decoder waits for it), so that is the first picture.
+  const frames = d.frames.slice(Math.max(0, d.frames.findIndex((f) => f.pictType === 'I')))
+  // ffmpeg's RTP demuxer gives the very first packet it reads no timestamp; any other must have one.
+  const dated = firstKey === 0 ? packets.slice(1) : packets
+  const undated = dated.filter((p) => p.dts === null).length
   if (undated) problems.push(`${undated} packets without a timestamp (a second access unit inside a frame)`)
-  const dts = packets.map((p) => p.dts).filter((t): t is number => t !== null)
+  const dts = dated.map((p) => p.dts).filter((t): t is number => t !== null)
   const backwards = dts.filter((t, i) => i > 0 && t <= dts[i - 1]!).length
   if (backwards) problems.push(`${backwards} packets whose DTS does not increase`)
   if (frames.length < minPictures) problems.push(`${frames.length} pictures decoded from the first key frame on, fewer than ${minPictures}`)
   if (frames.length !== packets.length) problems.push(`${frames.length} pictures from ${packets.length} packets (one access unit must be one picture)`)
-  const frameDts = frames.map((f) => f.pktDts)
-  if (frameDts.some((t, i) => t === null || (i > 0 && t <= frameDts[i - 1]!))) problems.push('picture timestamps missing or not strictly increasing')
+  else if (frames.some((f, i) => f.pktDts !== packets[i]!.dts)) problems.push('the pictures do not carry their packets\' timestamps, one each, in order')
   const keys = packets.filter((p) => p.key).length
   const intra = frames.filter((f) => f.pictType === 'I').length
   if (intra !== keys) problems.push(`${intra} I pictures for ${keys} key packets`)
