@@ -5,7 +5,7 @@
 // made while streaming (ffprobe: one picture per stored frame). SPS/PPS still come before every IDR, so a
 // receiver joining late decodes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { readdirSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
@@ -79,7 +79,7 @@ async function running(job: StreamJob): Promise<void> {
 }
 
 describe.each(ENCODINGS)('%s', (encode_type) => {
-  test('the UDP endpoint and the live tap: one access unit per RTP timestamp, parameter sets only before the first slice of an IDR', async () => {
+  test('the UDP endpoint and the live tap (UDP and RECORDING streams): one access unit per RTP timestamp, parameter sets only before the first slice of an IDR; the RECORDING file decodes clean', async () => {
     for (const stream_type of ['UDP', 'RECORDING'] as const) {
       const port = freePort()
       const endpoint = await rtpReader(port)
@@ -109,6 +109,13 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
       } finally {
         endpoint.close()
         await streamer.stop(job.bus_info)
+      }
+      if (stream_type === 'RECORDING') {
+        // The RECORDING stream's own file (h264parse's output, parameter sets in-band too) decodes clean.
+        const file = readdirSync(job.recordings_dir).find((f) => f.endsWith('.mkv'))!
+        const decoded = await ffprobeDecode(['-i', join(job.recordings_dir, file)], 100_000, 60_000)
+        expect(decoded.packets[0]?.key).toBe(true)
+        expect(decodeProblems(decoded, 60)).toEqual([])
       }
     }
   }, 120_000)
