@@ -1,9 +1,10 @@
 // One picture per access unit (H.264 7.4.1.2.3), for camera H.264 and software H.264, on every path: the
 // UDP endpoint and the live tap (read by our own RTP checker, h264-au.helpers.ts), the UDP endpoint
 // through its SDP description and RTSP over TCP and UDP (decoded by ffprobe, 300 frames: one picture
-// per packet, DTS strictly increasing, no concealed picture), GStreamer still decoding, and a recording
-// made while streaming (ffprobe: one picture per stored frame). SPS/PPS still come before every IDR, so a
-// receiver joining late decodes.
+// per packet, DTS strictly increasing, no concealed picture), GStreamer still decoding, a RECORDING
+// stream's file, and a recording made while streaming (ffprobe: one picture per frame sent; GStreamer's
+// depayloader already hid the fault there, so that test guards rather than reproduces). SPS/PPS still
+// come before every IDR, so a receiver joining late decodes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
