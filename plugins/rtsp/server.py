@@ -39,9 +39,12 @@ CAPS = {
     "JPEG": "application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26",
 }
 # Depayload and payload again: the clients get a clean timeline whatever the camera's child does (a
-# restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR.
+# restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR. As in
+# the camera's pipeline (drivers/gstreamer/pipeline.ts H264_PARSE): h264parse inserts them once per whole
+# access unit, before its first slice; rtph264pay's own config-interval would put them before every IDR
+# slice, and a parameter set between two slices starts a new access unit (two pictures for ffmpeg).
 REPAY = {
-    "H264": "rtph264depay ! h264parse config-interval=-1 ! rtph264pay name=pay{i} pt=96 config-interval=-1 aggregate-mode=zero-latency",
+    "H264": "rtph264depay ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay name=pay{i} pt=96 aggregate-mode=zero-latency",
     "JPEG": "rtpjpegdepay ! rtpjpegpay name=pay{i} pt=26",
 }
 RECEIVE_BUFFER = 4 << 20  # a 1080p key frame is a burst of ~200 packets
