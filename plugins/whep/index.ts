@@ -13,6 +13,7 @@ import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readRawBody } from '../../core/validation'
 import { OfferError, WhepSession, type EndReason } from './session'
+import { guardWeriftSockets } from './sockets'
 
 /** How often sessions are checked for silence and for their stream's end. */
 const REAP_INTERVAL_MS = 1_000
@@ -29,11 +30,16 @@ export default definePlugin({
     const idleMs = config.whepIdleTimeoutSeconds * 1000
     const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
 
-    const onEnd = (session: WhepSession, reason: EndReason) => {
+    guardWeriftSockets((err) => log.warn('whep: an error on a WebRTC socket of no session', { error: String(err) }))
+
+    const onEnd = (session: WhepSession, reason: EndReason, detail?: string) => {
       sessions.delete(session.id)
       ended[reason]++
-      log.info('whep session ended', { bus_info: session.bus_info, session: session.id, reason, seconds: Math.round((Date.now() - session.createdAt) / 1000) })
+      log.info('whep session ended', { bus_info: session.bus_info, session: session.id, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.createdAt) / 1000) })
     }
+
+    const onSocketError = (session: WhepSession, detail: string) =>
+      log.info('whep: a socket error, the viewer is still heard from and keeps watching', { bus_info: session.bus_info, session: session.id, detail })
 
     /**
      * Closes sessions that went silent (a session not yet heard from gets the same grace), whose camera
@@ -123,7 +129,7 @@ export default definePlugin({
           if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = randomUUID()
-          const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd })
+          const session = new WhepSession({ id, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd, onSocketError })
           sessions.set(id, session)
           let answer: string
           try {

@@ -9,6 +9,7 @@ import { networkInterfaces } from 'node:os'
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
 import type { LiveTap } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from './h264'
+import { gatherFor } from './sockets'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
 export const H264_CODEC = () =>
@@ -23,6 +24,9 @@ export class OfferError extends Error {}
 
 /** Why a session ended, for the log and the health counters. */
 export type EndReason = 'deleted' | 'idle' | 'failed' | 'stream ended' | 'stopped'
+
+/** A browser sends RTCP about every second: heard from this recently, it is still there. */
+const STILL_HEARD_MS = 2_000
 
 const isLoopback = (address: string) => address.startsWith('127.') || address === '::1'
 
@@ -45,7 +49,9 @@ export interface SessionOptions {
   tap: LiveTap
   member: number
   listenHost: string
-  onEnd: (session: WhepSession, reason: EndReason) => void
+  onEnd: (session: WhepSession, reason: EndReason, detail?: string) => void
+  /** A socket error that did not end the session (its browser is still heard from). */
+  onSocketError?: (session: WhepSession, detail: string) => void
 }
 
 export class WhepSession {
@@ -69,6 +75,9 @@ export class WhepSession {
   private lastSsrc: number | null = null
   private member: number
   private readonly onEnd: SessionOptions['onEnd']
+  private readonly onSocketError: SessionOptions['onSocketError']
+  /** The first error on one of its sockets, if any (said once). */
+  private socketError: string | null = null
   private readonly frameTicks: number
 
   constructor(options: SessionOptions) {
@@ -77,6 +86,7 @@ export class WhepSession {
     this.tap = options.tap
     this.member = options.member
     this.onEnd = options.onEnd
+    this.onSocketError = options.onSocketError
     this.frameTicks = Math.max(1, Math.round(90000 / (options.tap.fps || 30)))
     const { addresses, bind } = hostCandidates(options.listenHost)
     const loopbackOnly = addresses.every(isLoopback)
@@ -101,6 +111,24 @@ export class WhepSession {
 
   /** Answers the browser's offer (all host candidates included: no trickle). Throws OfferError for an unusable offer. */
   async answer(offer: string): Promise<string> {
+    // The sockets werift opens for this session report their errors to it (./sockets.ts).
+    return gatherFor((err) => this.socketFailed(err), () => this.answerOffer(offer))
+  }
+
+  /**
+   * An error on one of this viewer's sockets (an ICMP port-unreachable: a port of the browser, or of
+   * anyone who sent us a datagram, is closed) concerns this viewer only, and is said once. It ends the
+   * viewer when its browser has gone quiet too; a browser still heard from keeps watching (a stranger's
+   * datagram must not end a pilot's view), and the idle reaper ends it if it goes quiet later.
+   */
+  private socketFailed(err: Error): void {
+    if (this.ended || this.socketError) return
+    this.socketError = `socket error: ${(err as NodeJS.ErrnoException).code ?? err.message}`
+    if (Date.now() - this.lastHeardAt > STILL_HEARD_MS) void this.close('failed', this.socketError)
+    else this.onSocketError?.(this, this.socketError)
+  }
+
+  private async answerOffer(offer: string): Promise<string> {
     try {
       await this.pc.setRemoteDescription({ type: 'offer', sdp: offer })
     } catch (err) {
@@ -206,12 +234,13 @@ export class WhepSession {
     }
   }
 
-  async close(reason: EndReason): Promise<void> {
+  /** Ends the session once; `detail` says more than the reason (which socket error). */
+  async close(reason: EndReason, detail?: string): Promise<void> {
     if (this.ended) return
     this.ended = true
     this.unsubscribe?.()
     this.unsubscribe = null
-    this.onEnd(this, reason)
+    this.onEnd(this, reason, detail)
     try {
       await this.pc.close()
     } catch {}
