@@ -44,7 +44,10 @@ export function hostCandidates(listenHost: string): { addresses: string[]; bind?
 }
 
 export interface SessionOptions {
+  /** The secret its Location ends with: never logged. */
   id: string
+  /** How logs name it: short, not secret. */
+  label: string
   bus_info: string
   tap: LiveTap
   member: number
@@ -56,6 +59,7 @@ export interface SessionOptions {
 
 export class WhepSession {
   readonly id: string
+  readonly label: string
   readonly bus_info: string
   /** The tap it reads: a restart of the camera's stream makes a new one, which the session follows. */
   tap: LiveTap
@@ -82,6 +86,7 @@ export class WhepSession {
 
   constructor(options: SessionOptions) {
     this.id = options.id
+    this.label = options.label
     this.bus_info = options.bus_info
     this.tap = options.tap
     this.member = options.member
