@@ -20,6 +20,14 @@ export const H264_CODEC = () =>
     parameters: 'level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f',
   })
 
+/**
+ * Audio is never sent, but an offer's audio section must be answered, inactive, inside its bundle: one
+ * answered with port 0 moves the bundle to the video, which Chromium refuses for an audio-first
+ * max-bundle offer ("Failed to setup RTCP mux"). werift rejects a section it has no codec for, so it
+ * is given the codec every browser offers.
+ */
+const OPUS_CODEC = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2 })
+
 export class OfferError extends Error {}
 
 /** Why a session ended, for the log and the health counters. */
@@ -96,7 +104,7 @@ export class WhepSession {
     const { addresses, bind } = hostCandidates(options.listenHost)
     const loopbackOnly = addresses.every(isLoopback)
     this.pc = new RTCPeerConnection({
-      codecs: { video: [H264_CODEC()], audio: [] },
+      codecs: { video: [H264_CODEC()], audio: [OPUS_CODEC()] },
       // Only the addresses above (werift would add every interface's); sockets bound to the listen address.
       iceUseIpv4: false,
       iceUseIpv6: false,
@@ -139,9 +147,13 @@ export class WhepSession {
     } catch (err) {
       throw new OfferError(`The SDP offer could not be read: ${(err as Error).message}`)
     }
-    const transceiver = this.pc.getTransceivers().find((t) => t.kind === 'video')
-    if (!transceiver) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
-    if (!transceiver.codecs.length) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
+    const transceivers = this.pc.getTransceivers()
+    const videos = transceivers.filter((t) => t.kind === 'video')
+    if (!videos.length) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
+    // The first video section that takes H.264 is watched; every other section is answered inactive.
+    const transceiver = videos.find((t) => t.codecs.length)
+    if (!transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
+    for (const other of transceivers) if (other !== transceiver) other.setDirection('inactive')
     transceiver.setDirection('sendonly')
     this.sender = transceiver.sender
     await this.sender.replaceTrack(this.track)
