@@ -5,14 +5,15 @@
 // refused (409) with a pointer to the MJPEG route. Host candidates only, no trickle (PATCH on a session
 // is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
 // --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
-// closed; at most --max-viewers per camera.
+// closed; at most --max-viewers per camera. Offers are bounded and checked first (./offer.ts); a
+// session's Location ends in a secret that nothing else shows (docs/whep.md).
 import { Elysia } from 'elysia'
 import { randomBytes } from 'node:crypto'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readBodyText } from '../../core/validation'
-import { checkOffer, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
+import { checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
 import { OfferError, WhepSession, type EndReason } from './session'
 import { guardWeriftSockets } from './sockets'
 
@@ -182,7 +183,9 @@ export default definePlugin({
             tag: 'cameras',
             summary: 'Watch a camera in a browser over WebRTC (WHEP): an SDP offer in, 201 with the SDP answer and the session Location out',
             description:
-              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).",
+              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). " +
+              `An offer is at most ${MAX_OFFER_BYTES} bytes (413) and ${MAX_MEDIA_SECTIONS} media sections in at most one BUNDLE group, with a DTLS fingerprint and ICE credentials (400); the first H.264 video section is watched, the others are answered inactive. ` +
+              'The Location ends in a secret that ends the session: keep it. A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).',
             requestContent: SDP_CONTENT,
             okStatus: 201,
             ok: {
@@ -190,7 +193,7 @@ export default definePlugin({
               content: SDP_CONTENT,
               headers: { Location: { description: 'The session, to DELETE when done', schema: { type: 'string' } } },
             },
-            errors: [400, 404, 409, 415, 503],
+            errors: [400, 404, 409, 413, 415, 503],
             pathParams: ['bus_info'],
           }),
         },
@@ -208,7 +211,7 @@ export default definePlugin({
           ...docs({
             tag: 'cameras',
             summary: 'End a WebRTC (WHEP) session',
-            description: 'PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.',
+            description: "session_id is the secret the POST's Location ends with (192 random bits), shown nowhere else. PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.",
             errors: [404],
             pathParams: ['bus_info', 'session_id'],
           }),
