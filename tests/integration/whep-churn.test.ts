@@ -2,10 +2,12 @@
 // one SOFTWARE_H264) for 20 rounds, each round one session per camera ended with DELETE and one whose
 // RTCPeerConnection is just closed (left to the idle reaper). The service never exits, every session
 // decodes, and once the reaper has ended the last one, the service's RSS, open fds, threads and child
-// processes are back within 5 % of where they were after five warm-up rounds, and RSS within 25 %.
+// processes are back within 5 % of where they were after five warm-up rounds, and RSS within 30 %.
 // RSS misses the 5 % target: the JavaScript heap's garbage of the rounds is collected (the heap used
-// falls back to where it was), but the allocator keeps most of the pages (measured: 123 → 139 MB after
-// 20 rounds, flat from round 10 on); a leak of 1.5 MB a round would still fail this.
+// falls back to where it was), but the allocator keeps the pages (measured in three runs: +13 %, +13 %,
+// +24 % after 20 rounds; in a 30-round run RSS rose and fell between 139 and 165 MB, no trend after
+// round 20; a full Bun.gc(true) once the last viewer left did not return them). A leak of 2 MB a
+// round would still fail this.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Browser } from 'puppeteer-core'
@@ -18,7 +20,7 @@ const ROUNDS = Number(process.env.WHEP_CHURN_ROUNDS ?? 20)
 const IDLE_TIMEOUT_S = 3
 const WARM_UP = 5
 /** RSS after the rounds may be this much above where it was (see above). */
-const RSS_SLACK = 1.25
+const RSS_SLACK = 1.3
 let service: Service
 let browser: Browser
 
