@@ -105,6 +105,7 @@ export class Registry {
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
+  private refusalCounts = new Map<string, () => Record<string, number>>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -193,6 +194,19 @@ export class Registry {
   /** Viewers of the camera now, for each way of watching that a loaded plugin serves (absent: none serves it). */
   viewers(bus_info: string): Partial<Record<ViewerKind, number>> {
     return Object.fromEntries([...this.viewerCounts].map(([kind, { count }]) => [kind, count(bus_info)]))
+  }
+
+  /**
+   * A limit a plugin enforces: `counts()` says how often it refused since the start, by reason
+   * (/metrics: periscope_refusals_total{what, reason}). `what` names the thing refused ('whep_offer').
+   */
+  addRefusals(what: string, counts: () => Record<string, number>): void {
+    if (this.refusalCounts.has(what)) throw new Error(`refusals of '${what}' are already counted`)
+    this.refusalCounts.set(what, counts)
+  }
+
+  refusals(): { what: string; reason: string; count: number }[] {
+    return [...this.refusalCounts].flatMap(([what, counts]) => Object.entries(counts()).map(([reason, count]) => ({ what, reason, count })))
   }
 
   provides(plugin: string): boolean {

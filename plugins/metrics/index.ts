@@ -106,6 +106,7 @@ export default definePlugin({
     const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, as the scrape finds it; 0 when none runs'))
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
+    const refused = new Counter({ name: 'periscope_refusals_total', help: "Requests a limit refused since the start, by what was refused and why (what=whep_offer: WHEP offers too large, with too many media sections, without a fingerprint or ICE credentials…)", labelNames: ['what', 'reason'], registers })
     const perCamera = [info, state, restarts, drops, frames, sentBytes, viewers, recording, recordingBytes]
 
     const devices = (): Device[] => {
@@ -119,6 +120,8 @@ export default definePlugin({
     /** Every camera value as it is now; a camera gone since the last scrape leaves no series behind. */
     const refresh = () => {
       for (const metric of perCamera) metric.reset()
+      refused.reset()
+      for (const { what, reason, count } of registry.refusals()) refused.inc({ what, reason }, count)
       const streamer = registry.get('streamer')
       for (const device of devices()) {
         const bus_info = device.bus_info
