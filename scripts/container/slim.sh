@@ -14,9 +14,13 @@ set -euo pipefail
 # plugins/rtsp/server.py).
 ELEMENTS=(v4l2src videotestsrc videoconvert videoscale videorate jpegenc jpegdec jpegparse x264enc h264parse
   openh264dec rtph264pay rtph264depay rtpjpegpay rtpjpegdepay rtpstreampay rtpstreamdepay multiudpsink udpsrc udpsink
-  matroskamux identity progressreport queue tee fdsrc fdsink filesink capsfilter)
-# Kept whatever ldd says: loaded by name or read as data (Python, typelibs, certificates, time zones).
-KEEP_PATTERN='^(python3.*|libpython3.*|gir1\.2-.*|ca-certificates|tzdata|libsqlite3-0|libssl3|media-types|netbase)$'
+  matroskamux identity progressreport queue tee fdsrc fdsink filesink capsfilter rtpbin rtpjitterbuffer appsrc appsink funnel)
+# Kept whatever ldd says, with what they depend on: loaded by name or read as data (Python, certificates,
+# time zones).
+KEEP_PATTERN='^(python3.*|libpython3.*|ca-certificates|tzdata|libsqlite3-0|libssl3|media-types|netbase)$'
+# Kept without what they depend on: GObject typelibs (gir1.2-gst-plugins-base-1.0 holds GstGL's too, whose
+# library pulls OpenGL and Mesa; the RTSP helper loads Gst, GstRtsp, GstSdp, GstNet, GstRtspServer).
+LEAF_PATTERN='^gir1\.2-.*$'
 
 size_kb() { dpkg-query -W -f='${Installed-Size}\n' | awk '{ s += $1 } END { print s }'; }
 before=$(size_kb)
@@ -42,12 +46,12 @@ owners() {
 }
 needed=$({ printf '%s\n' "${files[@]}"; for f in "${files[@]}"; do ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'; done; } | owners)
 
-# The base system and what it depends on: packages of priority required or important, Python and its
-# typelibs, and (recursively) every package those depend on; plus the measured set, which keeps its own
-# libraries only (its packages' other dependencies are what this script is here to drop).
+# The base system and what it depends on: packages of priority required or important, Python, and
+# (recursively) every package those depend on; plus the measured set and the typelibs, which keep their
+# own files only (their packages' other dependencies are what this script is here to drop).
 mapfile -t drop < <(dpkg-query -W -f='${db:Status-Abbrev}\t${Package}\t${Priority}\t${Pre-Depends}, ${Depends}\n' | /usr/bin/python3 -c '
 import re, sys
-measured, keep_pattern = set(sys.argv[1].split()), re.compile(sys.argv[2])
+measured, keep_pattern, leaf_pattern = set(sys.argv[1].split()), re.compile(sys.argv[2]), re.compile(sys.argv[3])
 deps, roots = {}, []
 for line in sys.stdin:
     status, package, priority, depends = line.rstrip("\n").split("\t")
@@ -56,7 +60,7 @@ for line in sys.stdin:
     deps[package] = [alt.split()[0].split(":")[0] for group in depends.split(",") for alt in group.split("|") if alt.strip()]
     if priority in ("required", "important") or keep_pattern.match(package):
         roots.append(package)
-kept, todo = set(measured), list(roots)
+kept, todo = set(measured) | {p for p in deps if leaf_pattern.match(p)}, list(roots)
 while todo:
     package = todo.pop()
     if package in kept or package not in deps:
@@ -64,7 +68,7 @@ while todo:
     kept.add(package)
     todo.extend(deps[package])
 print("\n".join(sorted(p for p in deps if p not in kept)))
-' "$needed" "$KEEP_PATTERN")
+' "$needed" "$KEEP_PATTERN" "$LEAF_PATTERN")
 ((${#drop[@]})) && dpkg --purge --force-depends "${drop[@]}" >/dev/null 2>&1
 
 removed=0
@@ -76,7 +80,7 @@ rm -rf /root/.cache/gstreamer-1.0
 for element in "${ELEMENTS[@]}"; do
   gst-inspect-1.0 "$element" >/dev/null 2>&1 || { echo "slim: element $element does not load after the trim" >&2; exit 1; }
 done
-/usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None)" \
+/usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); gi.require_version('Gst', '1.0'); from gi.repository import Gst, GstRtspServer; Gst.init(None); GstRtspServer.RTSPServer()" \
   || { echo "slim: GstRtspServer does not import after the trim" >&2; exit 1; }
 # A software H.264 stream through the payloader and back, decoded by the JPEG views' decoder.
 gst-launch-1.0 -q videotestsrc num-buffers=10 ! video/x-raw,width=320,height=240 ! x264enc tune=zerolatency sliced-threads=false \
