@@ -23,7 +23,7 @@ const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description
 
 export default definePlugin({
   name: 'whep',
-  setup({ registry, config, log, lifecycle }) {
+  setup({ registry, config, log, lifecycle, refusals }) {
     const sessions = new Map<string, WhepSession>()
     const ended: Record<EndReason, number> = { deleted: 0, idle: 0, failed: 0, 'stream ended': 0, stopped: 0 }
     const idleMs = config.whepIdleTimeoutSeconds * 1000
@@ -107,6 +107,7 @@ export default definePlugin({
         async ({ params: { bus_info }, request }) => {
           const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
           if (type !== 'application/sdp') throw new HttpError(415, `A WHEP offer is an SDP body with Content-Type: application/sdp (got ${type ? `'${type}'` : 'none'})`)
+          refusals.limits.take('whep_session', request)
           const offer = await readRawBody(request)
           if (!/^v=0\r?\n/.test(offer) || !/\r?\nm=video /.test(offer)) {
             throw new HttpError(400, 'The body is not an SDP offer with a video section: it must start with "v=0" and contain an "m=video" line (create it with RTCPeerConnection.createOffer() after addTransceiver("video", {direction: "recvonly"}))')
@@ -160,7 +161,7 @@ export default definePlugin({
               content: SDP_CONTENT,
               headers: { Location: { description: 'The session, to DELETE when done', schema: { type: 'string' } } },
             },
-            errors: [400, 404, 409, 415, 503],
+            errors: [400, 404, 409, 415, 429, 503],
             pathParams: ['bus_info'],
           }),
         },
