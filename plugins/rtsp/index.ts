@@ -65,7 +65,8 @@ export default definePlugin({
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
 
-    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper)
+    // With --token-scope all, RTSP asks for the token too (Basic; user RTSP_USER).
+    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper, config.tokenScope === 'all' ? config.token : null)
 
     function feed(mount: Mount): void {
       unfeed(mount)
