@@ -3,7 +3,10 @@
 // proxy, Cockpit's widgets served from the vehicle), plus --cors-origins ('*': any page at all).
 // A page on any other origin is refused with 403 before anything runs: every state-changing request
 // (whatever its content type: a form or text/plain POST needs no preflight), and every read under
-// /api/. A request without Origin is refused when the browser says it is cross-site (Sec-Fetch-Site).
+// /api/. A request without Origin is refused when the browser says it is cross-site (Sec-Fetch-Site):
+// a change, and a read under /api/ that a page made (a no-cors fetch, an <img>, a <video> of a
+// recording), except live pictures under /api/streams/ (a widget on the vehicle's other name embeds
+// them; a page cannot read an image's pixels back) and a navigation (the pilot followed a link).
 // Preflights are answered here, before the token is asked for, and Chromium's local/private-network
 // preflights only for allowed origins. Any other OPTIONS goes to the routes (WHEP answers one).
 import { Elysia } from 'elysia'
@@ -45,8 +48,11 @@ export function cors(configured: readonly string[], refusals: Refusals, answered
       return { detail }
     }
     if (origin === null) {
-      if (!SAFE.has(request.method) && request.headers.get('sec-fetch-site') === 'cross-site') {
-        return refuse('A page on another site may not change this vehicle (the browser said Sec-Fetch-Site: cross-site); see docs/security.md')
+      if (request.headers.get('sec-fetch-site') !== 'cross-site') return
+      if (!SAFE.has(request.method)) return refuse('A page on another site may not change this vehicle (the browser said Sec-Fetch-Site: cross-site); see docs/security.md')
+      const path = requestPath(request)
+      if (path.startsWith('/api/') && !path.startsWith('/api/streams/') && request.headers.get('sec-fetch-mode') !== 'navigate') {
+        return refuse('A page on another site may not read this vehicle\'s data (the browser said Sec-Fetch-Site: cross-site); see docs/security.md')
       }
       return
     }

@@ -259,6 +259,24 @@ describe('per-client limits and the body deadline', () => {
     }
   })
 
+  test('WHEP sessions: 20 at once, then 429 (each client its own bucket)', async () => {
+    const whep = await startContractServer({ plugins: ['mock', 'cameras', 'whep', 'metrics'] })
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 22; i++) {
+        const res = await fetch(`${whep.url}/api/streams/${EHD}/whep`, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: 'not an offer' })
+        statuses.push(res.status)
+        if (res.status === 429) expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+      }
+      expect(statuses.slice(0, 20).filter((st) => st === 429)).toEqual([])
+      expect(statuses.slice(20)).toEqual([429, 429])
+      const m = parseMetrics((await whep.call('GET', '/metrics')).body)
+      expect(m.value('periscope_http_limited_total', { kind: 'whep_session' })).toBe(2)
+    } finally {
+      await whep.stop()
+    }
+  })
+
   test('a body sent a byte at a time: 408 at the deadline (--body-timeout) and the connection closed', async () => {
     const slow = await startContractServer({ plugins: ['mock', 'cameras'], config: { bodyTimeoutSeconds: 1 } })
     try {
