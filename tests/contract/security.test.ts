@@ -259,7 +259,7 @@ describe('per-client limits and the body deadline', () => {
     }
   })
 
-  test('WHEP sessions: 20 at once, then 429 (each client its own bucket)', async () => {
+  test('WHEP sessions: 20 at once, then 429 with Retry-After; counted in /metrics', async () => {
     const whep = await startContractServer({ plugins: ['mock', 'cameras', 'whep', 'metrics'] })
     try {
       const statuses: number[] = []
