@@ -24,6 +24,8 @@ export interface Config {
   /** What --token protects: 'changes' (mutating operations) or 'all' (reads and live video too). */
   tokenScope: 'changes' | 'all'
   bodyLimit: number
+  /** Whether the per-client limits on expensive operations hold (core/http/client-limits.ts). */
+  clientLimits: boolean
   /** Seconds a request body may take to arrive whole; later: 408 and the connection closed. */
   bodyTimeoutSeconds: number
   zipTokenTtlSeconds: number
@@ -132,6 +134,16 @@ const OPTIONS: Option[] = [
     def: () => 'changes',
   },
   { flag: 'body-limit', key: 'bodyLimit', help: 'largest request body in bytes', parse: int('body-limit', 1, 1 << 30), def: () => 1 << 20 },
+  {
+    flag: 'client-limits',
+    key: 'clientLimits',
+    help: "'on' or 'off': the per-client limits on zip prepares, snapshots of a stopped camera and WebRTC sessions (429; docs/security.md)",
+    parse: (r) => {
+      if (!['on', 'off', 'true', 'false'].includes(r)) throw new Error(`client-limits must be 'on' or 'off', got '${r}'`)
+      return r === 'on' || r === 'true'
+    },
+    def: () => true,
+  },
   { flag: 'body-timeout', key: 'bodyTimeoutSeconds', help: 'seconds a request body may take to arrive whole; later: 408 and the connection closed', parse: int('body-timeout', 1, 3600), def: () => 30 },
   { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
   {

@@ -9,5 +9,9 @@ export class Refusals {
   /** Requests whose Host is not served (421) or is no host name or was sent twice (400). */
   hosts = 0
   /** The per-client buckets of the expensive operations (429). */
-  readonly limits = new ClientLimits()
+  readonly limits: ClientLimits
+
+  constructor(limits = true) {
+    this.limits = new ClientLimits(limits)
+  }
 }

@@ -239,23 +239,30 @@ describe('the token', () => {
 })
 
 describe('per-client limits and the body deadline', () => {
-  test('zip prepare: 4 at once, then 429 with Retry-After and a sentence; counted in /metrics', async () => {
+  test('zip prepare: 8 at once, then 429 with Retry-After and a sentence; counted in /metrics', async () => {
     const fresh = await startContractServer({ plugins: PLUGINS })
     try {
       const statuses: number[] = []
       let refused: Awaited<ReturnType<TestServer['call']>> | null = null
-      for (let i = 0; i < 6; i++) {
+      for (let i = 0; i < 10; i++) {
         const r = await fresh.call('POST', '/api/recordings/zip/prepare', ['nothing-here'])
         statuses.push(r.status)
         if (r.status === 429) refused ??= r
       }
-      expect(statuses).toEqual([404, 404, 404, 404, 429, 429])
+      expect(statuses).toEqual([...Array(8).fill(404), 429, 429])
       expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
       expect(refused!.body.detail).toContain('Too many zip archives prepared')
       const m = parseMetrics((await fresh.call('GET', '/metrics')).body)
       expect(m.value('periscope_http_limited_total', { kind: 'zip_prepare' })).toBe(2)
     } finally {
       await fresh.stop()
+    }
+    // --client-limits off: none.
+    const unlimited = await startContractServer({ plugins: PLUGINS, config: { clientLimits: false } })
+    try {
+      for (let i = 0; i < 12; i++) expect((await unlimited.call('POST', '/api/recordings/zip/prepare', ['nothing-here'])).status).toBe(404)
+    } finally {
+      await unlimited.stop()
     }
   })
 
