@@ -70,7 +70,7 @@ test('a page on another origin: every state-changing route, in every way a page 
     await page.goto(`http://127.0.0.2:${stranger.port}/`, { waitUntil: 'domcontentloaded' })
     const outcomes = await page.evaluate(
       async (base: string, routes: string[], reads: string[], bus: string) => {
-        const json = JSON.stringify({ bus_info: bus, nickname: 'pwned', default_stream: { host: '203.0.113.9', port: 5600 }, new_name: 'pwned.mp4' })
+        const json = JSON.stringify({ bus_info: bus, nickname: 'pwned', default_stream: { host: '127.0.0.9', port: 5600 }, new_name: 'pwned.mp4' })
         const attempts: [string, RequestInit][] = [
           ['JSON POST', { method: 'POST', headers: { 'content-type': 'application/json' }, body: json }],
           // A form and text/plain need no preflight: sent as they are (no-cors), the page sees nothing back.
