@@ -285,7 +285,7 @@ describe('per-client limits and the body deadline', () => {
   })
 
   test('a body sent a byte at a time: 408 at the deadline (--body-timeout) and the connection closed', async () => {
-    const slow = await startContractServer({ plugins: ['mock', 'cameras'], config: { bodyTimeoutSeconds: 1 } })
+    const slow = await startContractServer({ plugins: ['mock', 'cameras', 'recordings'], config: { bodyTimeoutSeconds: 1 } })
     try {
       const body = JSON.stringify({ bus_info: EHD, nickname: 'slow' })
       const answer = await raw(slow.url, `POST /api/devices/set_nickname HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body, 300)
@@ -293,6 +293,9 @@ describe('per-client limits and the body deadline', () => {
       expect(JSON.parse(answer.body).detail).toContain('--body-timeout')
       expect(answer.closed).toBe(true)
       expect(answer.ms).toBeLessThan(5000)
+      // The node:http part of the front (paths that stream with an exact length, any method) holds the same deadline.
+      const viaNode = await raw(slow.url, 'POST /api/recordings/zip/download HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n', 'x'.repeat(50), 300)
+      expect([viaNode.status, viaNode.closed]).toEqual([408, true])
       // A whole body in time is served as before.
       expect((await slow.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'quick' })).status).toBe(200)
     } finally {
