@@ -27,6 +27,7 @@ export type HelperEvent =
   | { event: 'removed'; path: string }
   | { event: 'viewers'; camera: string; count: number }
   | { event: 'error'; message: string }
+  | { event: 'wrong_token' }
 
 export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
 

@@ -14,10 +14,12 @@
 #   {"event": "removed", "path": ...}
 #   {"event": "viewers", "camera": ..., "count": N}      clients watching that camera now
 #   {"event": "error", "message": ...}
+#   {"event": "wrong_token"}                             a client's credentials were refused (401)
 # argv: port, address, and the most clients per camera (--max-viewers): one more gets 503.
 # env PERISCOPE_RTSP_TOKEN (--token-scope all): every client must authenticate (Basic) as
 # user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
+import hmac
 import json
 import os
 import socket
@@ -92,8 +94,27 @@ def require_token(server, token):
     granted.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, VIEWER_ROLE)
     # Basic, the library's default: PyGObject types its method mask as an enum, so Basic and Digest
     # together cannot be asked for (BASIC|DIGEST is 'invalid enum value: 3').
-    auth.add_basic(GstRtspServer.RTSPAuth.make_basic(RTSP_USER, token), granted)
+    expected = GstRtspServer.RTSPAuth.make_basic(RTSP_USER, token)
+    auth.add_basic(expected, granted)
     server.set_auth(auth)
+
+    def count_wrong_tokens(_server, client):
+        client.connect("pre-describe-request", lambda _client, ctx: wrong_credentials(ctx, expected))
+        client.connect("pre-setup-request", lambda _client, ctx: wrong_credentials(ctx, expected))
+
+    server.connect("client-connected", count_wrong_tokens)
+
+
+def wrong_credentials(ctx, expected):
+    """Says wrong_token when a DESCRIBE or SETUP carries credentials other than the token (the library
+    then answers 401; a request without any is a client's usual first ask). Runs before the library's
+    own check, which still decides; compared in constant time."""
+    found, value = ctx.request.get_header(GstRtsp.RTSPHeaderField.AUTHORIZATION, 0) if ctx.request else (None, None)
+    if found == GstRtsp.RTSPResult.OK and value:
+        scheme, _, credentials = value.strip().partition(" ")
+        if scheme.lower() != "basic" or not hmac.compare_digest(credentials.strip().encode(), expected.encode()):
+            say(event="wrong_token")
+    return GstRtsp.RTSPStatusCode.OK
 
 
 def protect(factory):

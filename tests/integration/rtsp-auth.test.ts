@@ -70,6 +70,9 @@ test('without credentials or with a wrong token: 401 asking for Basic; the right
   expect(wrong.status).toBe('RTSP/1.0 401 Unauthorized')
   const right = await describeRaw([`Authorization: Basic ${btoa(`periscope:${TOKEN}`)}`])
   expect(right.status).toBe('RTSP/1.0 200 OK')
+  // The wrong one is counted with the HTTP ones in /metrics (the bare ask is not).
+  await until('the wrong token counted', async () => server.ctx.refusals.wrongTokens, (n) => n === 1, 5000)
+  expect(server.ctx.refusals.wrongTokens).toBe(1)
 }, 30_000)
 
 test('ffprobe (ffmpeg): nothing without the token or with a wrong one; with rtsp://periscope:<token>@host/path it sees the H.264 at its size', async () => {
