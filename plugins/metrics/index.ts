@@ -89,7 +89,7 @@ export default definePlugin({
     })
 
     // ---- what the front refused (core/http/refusals.ts), read at scrape time ----
-    const wrongTokens = new Counter({ name: 'periscope_http_wrong_tokens_total', help: 'Requests that carried a token (Authorization header or the console\'s cookie) other than --token', registers })
+    const wrongTokens = new Counter({ name: 'periscope_http_wrong_tokens_total', help: 'Requests that carried a token other than --token: the Authorization header, the console\'s cookie, or RTSP credentials', registers })
     const refusedOrigins = new Counter({ name: 'periscope_http_refused_origins_total', help: 'Requests from a browser page on an origin that is not allowed (403; docs/security.md)', registers })
     const refusedHosts = new Counter({ name: 'periscope_http_refused_hosts_total', help: 'Requests whose Host is not served (421), is no host name or came twice (400)', registers })
     const limited = new Counter({ name: 'periscope_http_limited_total', help: 'Expensive operations refused with 429 past their per-client limit, by kind (docs/security.md)', labelNames: ['kind'], registers })
