@@ -8,6 +8,12 @@ import type { Refusals } from './refusals'
 import type { EarlyAnswer } from './request-log'
 
 const FRESH_MS = 5000
+/**
+ * An address the machine had within this long still counts as its own: after an address change the
+ * console, loaded from the old address, confirms the new one by calling it (Origin: the old address).
+ */
+const REMEMBER_MS = 60 * 60_000
+const lastHad = new Map<string, number>()
 
 let cached: { at: number; names: Set<string>; addresses: Set<string> } | null = null
 
@@ -24,9 +30,10 @@ function own(): { names: Set<string>; addresses: Set<string> } {
   try {
     add(readFileSync('/etc/hostname', 'utf8'))
   } catch {}
-  const addresses = new Set<string>()
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) addresses.add(a.address.toLowerCase().replace(/%.*$/, ''))
-  cached = { at: Date.now(), names, addresses }
+  const now = Date.now()
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) lastHad.set(a.address.toLowerCase().replace(/%.*$/, ''), now)
+  for (const [address, at] of lastHad) if (now - at > REMEMBER_MS) lastHad.delete(address)
+  cached = { at: now, names, addresses: new Set(lastHad.keys()) }
   return cached
 }
 
