@@ -15,10 +15,19 @@ export interface Config {
   simulate: string | null
   plugins: string[]
   logLevel: LogLevel
+  /** Origins allowed besides the service's own and the vehicle's own names and addresses ('*': any). */
   corsOrigins: string[]
-  /** When set, mutating operations need `Authorization: Bearer <token>`. */
+  /** Host names served besides IP literals, localhost, the machine's names and mDNS `.local` ('*': any). */
+  allowedHosts: string[]
+  /** When set, mutating operations (and with tokenScope 'all', reads too) need `Authorization: Bearer <token>`. */
   token: string | null
+  /** What --token protects: 'changes' (mutating operations) or 'all' (reads and live video too). */
+  tokenScope: 'changes' | 'all'
   bodyLimit: number
+  /** Whether the per-client limits on expensive operations hold (core/http/client-limits.ts). */
+  clientLimits: boolean
+  /** Seconds a request body may take to arrive whole; later: 408 and the connection closed. */
+  bodyTimeoutSeconds: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
@@ -116,9 +125,37 @@ const OPTIONS: Option[] = [
     },
     def: () => 'info',
   },
-  { flag: 'cors-origins', key: 'corsOrigins', help: "origins allowed to call the API from a browser ('*' = any)", parse: list, def: () => ['*'] },
-  { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default)', parse: (r) => r || null, def: () => null },
+  {
+    flag: 'cors-origins',
+    key: 'corsOrigins',
+    help: "more origins allowed to call the API from a browser (the service's own and the vehicle's own names and addresses, any port, always are; '*' = any; docs/security.md)",
+    parse: list,
+    def: () => [],
+  },
+  { flag: 'allowed-hosts', key: 'allowedHosts', help: "more Host names served (IP literals, localhost, this machine's names and *.local always are; '*' = any); others get 421", parse: list, def: () => [] },
+  { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default; --token-scope all: for reading too)', parse: (r) => r || null, def: () => null },
+  {
+    flag: 'token-scope',
+    key: 'tokenScope',
+    help: "what --token protects: 'changes' (mutating operations) or 'all' (also recordings, logs, events, live video and RTSP)",
+    parse: (r) => {
+      if (r !== 'changes' && r !== 'all') throw new Error(`token-scope must be 'changes' or 'all', got '${r}'`)
+      return r
+    },
+    def: () => 'changes',
+  },
   { flag: 'body-limit', key: 'bodyLimit', help: 'largest request body in bytes', parse: int('body-limit', 1, 1 << 30), def: () => 1 << 20 },
+  {
+    flag: 'client-limits',
+    key: 'clientLimits',
+    help: "'on' or 'off': the per-client limits on zip prepares, snapshots of a stopped camera and WebRTC sessions (429; docs/security.md)",
+    parse: (r) => {
+      if (!['on', 'off', 'true', 'false'].includes(r)) throw new Error(`client-limits must be 'on' or 'off', got '${r}'`)
+      return r === 'on' || r === 'true'
+    },
+    def: () => true,
+  },
+  { flag: 'body-timeout', key: 'bodyTimeoutSeconds', help: 'seconds a request body may take to arrive whole; later: 408 and the connection closed', parse: int('body-timeout', 1, 3600), def: () => 30 },
   { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
   {
     flag: 'network-rollback',

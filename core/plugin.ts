@@ -8,6 +8,7 @@ import type { AnyElysia } from 'elysia'
 import type { Config } from './config'
 import type { EventBus } from './events'
 import type { RequestWatchers } from './http/request-log'
+import type { Refusals } from './http/refusals'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
@@ -26,6 +27,8 @@ export interface AppContext {
   activity: { lastRequestAt: number }
   /** Each answered request, timed, by route template (core/http/request-log.ts): the metrics plugin watches. */
   requests: RequestWatchers
+  /** What the front refused (wrong tokens, origins, Host names) and the per-client limits: /metrics reads them. */
+  refusals: Refusals
 }
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }

@@ -61,7 +61,7 @@ export default definePlugin({
   name: 'metrics',
   // A scraper polls: it does not show that a pilot's client is there (the network rollback).
   backgroundPaths: ['/metrics'],
-  setup({ registry, config, requests, log, lifecycle }) {
+  setup({ registry, config, requests, log, lifecycle, refusals }) {
     const metrics = new Metrics()
     const registers = [metrics]
 
@@ -87,6 +87,19 @@ export default definePlugin({
       requestCount.inc({ ...labels, status: String(status) })
       requestSeconds.observe(labels, seconds)
     })
+
+    // ---- what the front refused (core/http/refusals.ts), read at scrape time ----
+    const wrongTokens = new Counter({ name: 'periscope_http_wrong_tokens_total', help: 'Requests that carried a token other than --token: the Authorization header, the console\'s cookie, or RTSP credentials', registers })
+    const refusedOrigins = new Counter({ name: 'periscope_http_refused_origins_total', help: 'Requests from a browser page on an origin that is not allowed (403; docs/security.md)', registers })
+    const refusedHosts = new Counter({ name: 'periscope_http_refused_hosts_total', help: 'Requests whose Host is not served (421), is no host name or came twice (400)', registers })
+    const limited = new Counter({ name: 'periscope_http_limited_total', help: 'Expensive operations refused with 429 past their per-client limit, by kind (docs/security.md)', labelNames: ['kind'], registers })
+    const refusedNow = () => {
+      for (const metric of [wrongTokens, refusedOrigins, refusedHosts, limited]) metric.reset()
+      wrongTokens.inc(refusals.wrongTokens)
+      refusedOrigins.inc(refusals.origins)
+      refusedHosts.inc(refusals.hosts)
+      for (const [kind, count] of Object.entries(refusals.limits.refused)) limited.inc({ kind }, count)
+    }
 
     // ---- log entries written, by level ----
     const logEntries = new Counter({ name: 'periscope_log_entries_total', help: 'Log entries written (what --log-level lets through), by level: GET /api/logs shows the recent ones', labelNames: ['level'], registers })
@@ -163,6 +176,7 @@ export default definePlugin({
       '/metrics',
       async () => {
         refresh()
+        refusedNow()
         return new Response(await metrics.metrics(), { headers: { 'content-type': metrics.contentType } })
       },
       {

@@ -31,7 +31,7 @@ const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description
 
 export default definePlugin({
   name: 'whep',
-  setup({ registry, config, log, lifecycle }) {
+  setup({ registry, config, log, lifecycle, refusals }) {
     /** By their secret (the last segment of their Location). */
     const sessions = new Map<string, WhepSession>()
     let opened = 0
@@ -129,6 +129,7 @@ export default definePlugin({
         async ({ params: { bus_info }, request }) => {
           const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
           if (type !== 'application/sdp') throw new HttpError(415, `A WHEP offer is an SDP body with Content-Type: application/sdp (got ${type ? `'${type}'` : 'none'})`)
+          refusals.limits.take('whep_session', request)
           let offer = ''
           try {
             offer = await readBodyText(request, MAX_OFFER_BYTES)
@@ -193,7 +194,7 @@ export default definePlugin({
               content: SDP_CONTENT,
               headers: { Location: { description: 'The session, to DELETE when done', schema: { type: 'string' } } },
             },
-            errors: [400, 404, 409, 413, 415, 503],
+            errors: [400, 404, 409, 413, 415, 429, 503],
             pathParams: ['bus_info'],
           }),
         },

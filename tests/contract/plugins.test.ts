@@ -14,6 +14,7 @@ import { definePlugin, Registry, type AppContext, type PeriscopePlugin } from '.
 import { SettingsStore } from '../../core/store'
 import { EventBus } from '../../core/events'
 import { RequestWatchers } from '../../core/http/request-log'
+import { Refusals } from '../../core/http/refusals'
 import { MockCameraBackend } from '../../drivers/mock/backend'
 import { PRESETS } from '../../drivers/mock/cameras'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
@@ -34,7 +35,7 @@ afterEach(async () => {
 function appContext(): AppContext {
   const dataDir = tempDir()
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error' })
-  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers() }
+  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
   contexts.push(ctx)
   return ctx
 }

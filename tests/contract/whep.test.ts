@@ -118,13 +118,13 @@ test('OPTIONS on the WHEP endpoint: 204 with Accept-Post: application/sdp, 404 f
   expect(plain.headers.get('accept-post')).toBe('application/sdp')
   expect(plain.headers.get('allow')).toBe('POST, OPTIONS')
   expect(await plain.text()).toBe('')
-  // From a page on another origin: the same answer, with the CORS headers.
-  const fromPage = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local' } })
-  expect([fromPage.status, fromPage.headers.get('accept-post'), fromPage.headers.get('access-control-allow-origin')]).toEqual([204, 'application/sdp', '*'])
+  // From a page on another origin of the vehicle (its own name, another port): the same answer, with the CORS headers.
+  const fromPage = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173' } })
+  expect([fromPage.status, fromPage.headers.get('accept-post'), fromPage.headers.get('access-control-allow-origin')]).toEqual([204, 'application/sdp', 'http://localhost:5173'])
   // A browser's preflight of the POST: answered by the CORS layer, allowing the method and Content-Type.
-  const preflight = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+  const preflight = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
   expect(preflight.status).toBe(204)
-  expect(preflight.headers.get('access-control-allow-origin')).toBe('*')
+  expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
   expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
   expect(preflight.headers.get('access-control-allow-headers')).toContain('content-type')
   const unknown = await fetch(`${s.url}/api/streams/usb-nowhere/whep`, { method: 'OPTIONS' })
