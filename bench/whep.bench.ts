@@ -178,7 +178,7 @@ async function sendPath() {
     const peers: Receiver[] = []
     try {
       for (let i = 0; i < n; i++) {
-        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', onEnd: () => {} })
+        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
         sessions.push(session)
         peers.push(await Receiver.spawn(['peer'], (offer) => session.answer(offer)))
       }

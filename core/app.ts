@@ -9,6 +9,8 @@ import { clientActivity } from './http/activity'
 import { bearerToken } from './http/token'
 import { bodyLimit } from './http/body-limit'
 import { cors } from './http/cors'
+import { hostCheck } from './http/hosts'
+import { Refusals } from './http/refusals'
 import { apiDocs } from './http/docs'
 import { errorModel } from './http/error-model'
 import { eventStream } from './http/events'
@@ -33,25 +35,29 @@ export interface PeriscopeApp {
 }
 
 export async function createApp(config: Config, plugins: PeriscopePlugin[], log: Logger = createLogger(config.logLevel)): Promise<PeriscopeApp> {
-  const events = new EventBus()
+  const events = new EventBus((event, err, unreported) =>
+    log.error('an event listener failed', { event: event.type, err, ...(unreported ? { failures_unreported_before: unreported } : {}) }),
+  )
   const recentLogs = new LogRing(LOG_RING_CAPACITY)
   const unsubscribeLog = keepLogs(log, recentLogs, events)
   const store = SettingsStore.open(config.dataDir)
   if (store.notice) log.error('settings database set aside', { detail: store.notice })
   if (store.problem) log.warn('settings cannot be saved', { detail: store.problem })
-  const ctx: AppContext = { config, registry: new Registry(), events, store, log, activity: { lastRequestAt: 0 }, requests: new RequestWatchers() }
+  const ctx: AppContext = { config, registry: new Registry(), events, store, log, activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(config.clientLimits) }
   const mounted = await PluginSet.mount(plugins, ctx)
 
-  // Request hooks run in this order: timing first, preflights answered before the token is asked for.
+  // Request hooks run in this order: timing first, then the Host, the page's origin (preflights answered
+  // there, before the token is asked for), the token.
   const requests = requestLog(log, ctx.requests)
   const app: AnyElysia = new Elysia()
     .use(requests.plugin)
-    .use(clientActivity(ctx.activity, mounted.backgroundPaths))
+    .use(clientActivity(ctx.activity, mounted.backgroundPaths, mounted.backgroundAgents))
     .use(bodyLimit(config.bodyLimit))
-    .use(cors(config.corsOrigins, requests.early))
-    .use(bearerToken(config.token, requests.early))
+    .use(hostCheck(config.allowedHosts, ctx.refusals, requests.early))
+    .use(cors(config.corsOrigins, ctx.refusals, requests.early))
+    .use(bearerToken(config.token, config.tokenScope, ctx.refusals, requests.early))
     .use(errorModel({ log, routes: () => app.routes }))
-    .use(apiDocs())
+    .use(apiDocs(config.corsOrigins))
     .use(health({ store, registry: ctx.registry, plugins: () => mounted.health() }))
     .use(eventStream(ctx.events))
     .use(logs(recentLogs))
@@ -74,6 +80,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         routes: [...new Set(app.routes.map((route) => route.path))],
         exactLength: mounted.exactLength,
         bodyCap: Math.max(config.bodyLimit * 2, 16 << 20),
+        bodySeconds: config.bodyTimeoutSeconds,
         idleTimeout: 60,
         onFault: (err) => log.error('HTTP front failed', { err }),
       })

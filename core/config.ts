@@ -15,10 +15,19 @@ export interface Config {
   simulate: string | null
   plugins: string[]
   logLevel: LogLevel
+  /** Origins allowed besides the service's own and the vehicle's own names and addresses ('*': any). */
   corsOrigins: string[]
-  /** When set, mutating operations need `Authorization: Bearer <token>`. */
+  /** Host names served besides IP literals, localhost, the machine's names and mDNS `.local` ('*': any). */
+  allowedHosts: string[]
+  /** When set, mutating operations (and with tokenScope 'all', reads too) need `Authorization: Bearer <token>`. */
   token: string | null
+  /** What --token protects: 'changes' (mutating operations) or 'all' (reads and live video too). */
+  tokenScope: 'changes' | 'all'
   bodyLimit: number
+  /** Whether the per-client limits on expensive operations hold (core/http/client-limits.ts). */
+  clientLimits: boolean
+  /** Seconds a request body may take to arrive whole; later: 408 and the connection closed. */
+  bodyTimeoutSeconds: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
@@ -35,6 +44,17 @@ export interface Config {
   mavlinkSystemId: number
   /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
   mavlinkStreamAddress: string | null
+  /** The values of the loaded plugins' own flags (core/plugin.ts `flags`), by flag name. */
+  pluginFlags: Record<string, unknown>
+}
+
+/** A flag a loaded plugin declares (core/plugin.ts PluginFlag), with its plugin's name. */
+export interface PluginFlagSpec {
+  flag: string
+  plugin: string
+  help: string
+  default?: unknown
+  parse?(raw: string): unknown
 }
 
 /**
@@ -90,7 +110,7 @@ const OPTIONS: Option[] = [
   {
     flag: 'simulate',
     key: 'simulate',
-    help: "simulated cameras: a preset (default, fleet, single, acme) or 'off'; on by default when no /dev/video* exists",
+    help: "simulated cameras: a preset (default, fleet, single) or 'off', plus the cameras vendor plugins declare; on by default when no /dev/video* exists",
     parse: (r) => (r === 'off' || r === 'false' ? null : r === '' || r === 'true' ? 'default' : r),
     def: defaultSimulate,
   },
@@ -105,9 +125,37 @@ const OPTIONS: Option[] = [
     },
     def: () => 'info',
   },
-  { flag: 'cors-origins', key: 'corsOrigins', help: "origins allowed to call the API from a browser ('*' = any)", parse: list, def: () => ['*'] },
-  { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default)', parse: (r) => r || null, def: () => null },
+  {
+    flag: 'cors-origins',
+    key: 'corsOrigins',
+    help: "more origins allowed to call the API from a browser (the service's own and the vehicle's own names and addresses, any port, always are; '*' = any; docs/security.md)",
+    parse: list,
+    def: () => [],
+  },
+  { flag: 'allowed-hosts', key: 'allowedHosts', help: "more Host names served (IP literals, localhost, this machine's names and *.local always are; '*' = any); others get 421", parse: list, def: () => [] },
+  { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default; --token-scope all: for reading too)', parse: (r) => r || null, def: () => null },
+  {
+    flag: 'token-scope',
+    key: 'tokenScope',
+    help: "what --token protects: 'changes' (mutating operations) or 'all' (also recordings, logs, events, live video and RTSP)",
+    parse: (r) => {
+      if (r !== 'changes' && r !== 'all') throw new Error(`token-scope must be 'changes' or 'all', got '${r}'`)
+      return r
+    },
+    def: () => 'changes',
+  },
   { flag: 'body-limit', key: 'bodyLimit', help: 'largest request body in bytes', parse: int('body-limit', 1, 1 << 30), def: () => 1 << 20 },
+  {
+    flag: 'client-limits',
+    key: 'clientLimits',
+    help: "'on' or 'off': the per-client limits on zip prepares, snapshots of a stopped camera and WebRTC sessions (429; docs/security.md)",
+    parse: (r) => {
+      if (!['on', 'off', 'true', 'false'].includes(r)) throw new Error(`client-limits must be 'on' or 'off', got '${r}'`)
+      return r === 'on' || r === 'true'
+    },
+    def: () => true,
+  },
+  { flag: 'body-timeout', key: 'bodyTimeoutSeconds', help: 'seconds a request body may take to arrive whole; later: 408 and the connection closed', parse: int('body-timeout', 1, 3600), def: () => 30 },
   { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
   {
     flag: 'network-rollback',
@@ -139,16 +187,51 @@ const OPTIONS: Option[] = [
 
 const envName = (flag: string) => `PERISCOPE_${flag.toUpperCase().replaceAll('-', '_')}`
 
-export function helpText(): string {
+export function helpText(pluginFlags: PluginFlagSpec[] = []): string {
   const rows = OPTIONS.map((o) => `  --${o.flag.padEnd(18)} ${envName(o.flag).padEnd(30)} ${o.help}`)
-  return ['Usage: npm start -- [options]', '', '  flag                 environment                    meaning', ...rows, '  --help               show this text', ''].join('\n')
+  const extra = pluginFlags.map((f) => `  --${f.flag.padEnd(18)} ${envName(f.flag).padEnd(30)} ${f.help} (plugin ${f.plugin})`)
+  return ['Usage: npm start -- [options]', '', '  flag                 environment                    meaning', ...rows, ...extra, '  --help               show this text', ''].join('\n')
+}
+
+/** The plugins' flags, refused when one takes a name the core or another plugin has. */
+function checkPluginFlags(flags: PluginFlagSpec[]): void {
+  flags.forEach((f, i) => {
+    if (!/^[a-z][a-z0-9-]*$/.test(f.flag)) throw new ConfigError(`plugin '${f.plugin}' declares a flag '${f.flag}': use lower-case letters, digits and dashes`)
+    if (OPTIONS.some((o) => o.flag === f.flag) || f.flag === 'help') throw new ConfigError(`plugin '${f.plugin}' declares --${f.flag}, which is the service's own flag: choose another name`)
+    const other = flags.slice(0, i).find((g) => g.flag === f.flag)
+    if (other) throw new ConfigError(`plugins '${other.plugin}' and '${f.plugin}' both declare --${f.flag}: one of them must rename it`)
+  })
+}
+
+const parsePluginFlag = (f: PluginFlagSpec, raw: string) => {
+  try {
+    return f.parse ? f.parse(raw) : raw
+  } catch (e) {
+    throw new ConfigError(`--${f.flag} (plugin ${f.plugin}): ${(e as Error).message}`)
+  }
 }
 
 export class ConfigError extends Error {}
 
-/** Builds the effective config: defaults, then PERISCOPE_* variables, then flags, then `overrides`. */
-export function loadConfig(argv: string[] = [], env: Record<string, string | undefined> = {}, overrides: Partial<Config> = {}): Config {
+/**
+ * Builds the effective config: defaults, then PERISCOPE_* variables, then flags, then `overrides`.
+ * `pluginFlags`: the loaded plugins' own flags; `lenient` skips flags it does not know (the first pass,
+ * which only learns which plugins to load).
+ */
+export function loadConfig(
+  argv: string[] = [],
+  env: Record<string, string | undefined> = {},
+  overrides: Partial<Config> = {},
+  pluginFlags: PluginFlagSpec[] = [],
+  lenient = false,
+): Config {
+  checkPluginFlags(pluginFlags)
   const config = {} as Record<string, unknown>
+  const fromPlugins: Record<string, unknown> = {}
+  for (const f of pluginFlags) {
+    const fromEnv = env[envName(f.flag)]
+    fromPlugins[f.flag] = fromEnv !== undefined ? parsePluginFlag(f, fromEnv) : typeof f.default === 'string' ? parsePluginFlag(f, f.default) : f.default
+  }
   for (const o of OPTIONS) {
     const fromEnv = env[envName(o.flag)]
     config[o.key] = fromEnv !== undefined ? o.parse(fromEnv) : undefined
@@ -158,6 +241,14 @@ export function loadConfig(argv: string[] = [], env: Record<string, string | und
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument '${arg}' (see --help)`)
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined]
     const option = OPTIONS.find((o) => o.flag === name)
+    const pluginFlag = option ? undefined : pluginFlags.find((f) => f.flag === name)
+    if (pluginFlag || (!option && lenient)) {
+      const raw = inline ?? (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--') ? argv[++i] : undefined)
+      if (!pluginFlag) continue
+      if (raw === undefined) throw new ConfigError(`--${name} needs a value`)
+      fromPlugins[name] = parsePluginFlag(pluginFlag, raw)
+      continue
+    }
     if (!option) throw new ConfigError(`unknown option --${name} (see --help)`)
     let raw = inline
     if (raw === undefined) {
@@ -173,6 +264,7 @@ export function loadConfig(argv: string[] = [], env: Record<string, string | und
     }
   }
   for (const o of OPTIONS) if (config[o.key] === undefined) config[o.key] = o.def()
+  config.pluginFlags = fromPlugins
   Object.assign(config, overrides)
   if (!config.recordingsDir) config.recordingsDir = join(config.dataDir as string, 'recordings')
   return config as unknown as Config

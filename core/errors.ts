@@ -7,7 +7,7 @@ import { DeviceError } from './types'
 
 export class HttpError extends Error {
   constructor(
-    readonly status: 400 | 404 | 409 | 413 | 415 | 401 | 502 | 503 | 504 | 507,
+    readonly status: 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 421 | 429 | 502 | 503 | 504 | 507,
     readonly detail: string,
   ) {
     super(detail)

@@ -14,19 +14,44 @@ export type EventType =
 
 export interface PeriscopeEvent { type: EventType; data: unknown; id: number; time: string }
 type Listener = (event: PeriscopeEvent) => void
+/** Told when a listener throws: the event, the error, and how many of that listener's failures went unreported before. */
+export type ListenerFault = (event: PeriscopeEvent, err: unknown, unreported: number) => void
+
+/** A listener that keeps failing is reported at most this often (ms); the failures in between are counted. */
+export const LISTENER_FAULT_REPORT_MS = 60_000
 
 export class EventBus {
   private listeners = new Set<Listener>()
   private nextId = 1
+  private faults = new WeakMap<Listener, { reportedAt: number; unreported: number }>()
+
+  /** `onFault`: where a listener's error goes (the app logs it); a broken listener must not stop the others. */
+  constructor(private readonly onFault: ListenerFault = () => {}) {}
 
   emit(type: EventType, data: unknown): void {
     const event: PeriscopeEvent = { type, data, id: this.nextId++, time: new Date().toISOString() }
     for (const listener of this.listeners) {
       try {
         listener(event)
-      } catch {
-        // A broken listener (a closed SSE stream) must not stop the others.
+      } catch (err) {
+        this.fault(listener, event, err)
       }
+    }
+  }
+
+  /** Reports a listener's error, the first at once and then at most once per LISTENER_FAULT_REPORT_MS (a listener may fail on every frame). */
+  private fault(listener: Listener, event: PeriscopeEvent, err: unknown): void {
+    const now = Date.now()
+    const seen = this.faults.get(listener)
+    if (seen && now - seen.reportedAt < LISTENER_FAULT_REPORT_MS) {
+      seen.unreported++
+      return
+    }
+    this.faults.set(listener, { reportedAt: now, unreported: 0 })
+    try {
+      this.onFault(event, err, seen?.unreported ?? 0)
+    } catch {
+      // the report itself failed: nothing more to do without looping
     }
   }
 

@@ -16,6 +16,11 @@ export interface FrontOptions {
   exactLength: string[]
   /** Bytes of request body the front takes at most (the app applies its own, smaller limit). */
   bodyCap: number
+  /**
+   * Seconds a request's body may take to arrive whole, from its headers on; later: 408 and the
+   * connection closed (a body sent at a byte a second would hold its socket for ever).
+   */
+  bodySeconds: number
   /** Seconds an idle keep-alive connection stays open on the node:http part (its Bun.serve call sets none for the native part). */
   idleTimeout: number
   /** Told of a failure of the front itself (a bug: the client got a JSON 500). */
@@ -106,9 +111,15 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
   const viaBun = async (request: Request, bun: { requestIP(r: Request): { address: string } | null }): Promise<Response> => {
     const head = request.method === 'HEAD'
     let seen = request
-    if (head || !appReadable(request.url)) {
+    let body: ArrayBuffer | null = null
+    if (request.body && !BODYLESS.has(request.method)) {
+      const read = await withinDeadline(request.arrayBuffer(), options.bodySeconds)
+      if (read === LATE) return lateBody(options.bodySeconds)
+      body = read
+    }
+    if (head || body || !appReadable(request.url)) {
       try {
-        seen = new Request(urlFor(targetOf(request.url)), { method: head ? 'GET' : request.method, headers: request.headers, body: request.body })
+        seen = new Request(appReadable(request.url) ? request.url : urlFor(targetOf(request.url)), { method: head ? 'GET' : request.method, headers: request.headers, body })
       } catch {
         return jsonAnswer(400, 'The request target is not a valid URL path')
       }
@@ -125,9 +136,13 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     if (!target) return plain(res, 400, 'The request target must be a path (/…) or an absolute http URL')
     let body: Uint8Array | undefined
     if (!BODYLESS.has(req.method ?? 'GET')) {
-      const read = await readBody(req, options.bodyCap)
-      if (read === 'too large') {
+      const read = await withinDeadline(readBody(req, options.bodyCap), options.bodySeconds)
+      if (read === 'too large' || read === LATE) {
         res.shouldKeepAlive = false
+        if (read === LATE) {
+          res.once('finish', () => req.destroy())
+          return plain(res, 408, lateDetail(options.bodySeconds))
+        }
         return plain(res, 413, `Request body is larger than the limit of ${options.bodyCap} bytes`)
       }
       body = read
@@ -135,7 +150,7 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     const head = req.method === 'HEAD'
     let request: Request
     try {
-      request = new Request(urlFor(target), { method: head ? 'GET' : req.method, headers: req.headers as Record<string, string>, body })
+      request = new Request(urlFor(target), { method: head ? 'GET' : req.method, headers: withEveryHost(req), body })
     } catch {
       return plain(res, 400, 'The request target is not a valid URL')
     }
@@ -364,6 +379,33 @@ async function readBody(req: IncomingMessage, cap: number): Promise<Uint8Array |
     chunks.push(chunk)
   }
   return Buffer.concat(chunks, size)
+}
+
+const LATE = Symbol('late')
+
+/** `work`, or LATE once `seconds` have passed (the body then is dropped with its connection). */
+function withinDeadline<T>(work: Promise<T>, seconds: number): Promise<T | typeof LATE> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<typeof LATE>((resolve) => (timer = setTimeout(resolve, seconds * 1000, LATE)))
+  work.catch(() => {}) // a body cut short after the deadline
+  return Promise.race([work, late]).finally(() => clearTimeout(timer))
+}
+
+const lateDetail = (seconds: number) => `The request body did not arrive whole within ${seconds} s (--body-timeout); the connection is closed`
+
+function lateBody(seconds: number): Response {
+  return Response.json({ detail: lateDetail(seconds) }, { status: 408, headers: { connection: 'close' } })
+}
+
+/**
+ * The request's headers with every Host it sent, joined as Bun.serve joins them ('a, b'): node:http
+ * keeps only the first, and the Host check (core/http/hosts.ts) refuses two.
+ */
+function withEveryHost(req: IncomingMessage): Record<string, string> {
+  const headers = req.headers as Record<string, string>
+  const hosts: string[] = []
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'host') hosts.push(req.rawHeaders[i + 1]!)
+  return hosts.length > 1 ? { ...headers, host: hosts.join(', ') } : headers
 }
 
 function jsonAnswer(status: number, detail: string): Response {

@@ -16,6 +16,7 @@ export interface MountedPlugin {
 /** Runs a plugin's setup() for an app and checks what it hands back. */
 export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Promise<MountedPlugin> {
   let hooks: Lifecycle | undefined
+  app.registry.mounting = plugin.name
   const routes: unknown = await plugin.setup({
     ...app,
     log: app.log.child({ plugin: plugin.name }),
@@ -23,10 +24,14 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
       if (hooks) throw new Error(`plugin '${plugin.name}' declared its lifecycle twice`)
       hooks = declared
     },
+    flags: pluginFlagValues(plugin, app.config.pluginFlags),
   })
   const name = `periscope:${plugin.name}`
-  if (!(routes instanceof Elysia) || routes.config.name !== name)
+  if (!isElysia(routes) || routes.config.name !== name)
     throw new Error(`plugin '${plugin.name}': setup() must return its routes as new Elysia({ name: '${name}' }) (empty when it has none)`)
+  // Elysia composes only its own instances: routes of another copy would be dropped without a word.
+  if (!(routes instanceof Elysia))
+    throw new Error(`plugin '${plugin.name}': its routes are made with another copy of Elysia (bundled into the plugin?); import Elysia from 'periscope/plugin' and leave it out of the bundle`)
   return {
     name: plugin.name,
     routes,
@@ -34,6 +39,25 @@ export async function mountPlugin(plugin: PeriscopePlugin, app: AppContext): Pro
     stop: async () => void (await hooks?.stop?.()),
     health: () => hooks?.health?.() ?? { state: 'ok' },
   }
+}
+
+/**
+ * Elysia by its shape first, so that routes made with another copy of the class (a plugin that bundled
+ * its own) are told apart from no routes at all, and each gets its own sentence.
+ */
+function isElysia(value: unknown): value is AnyElysia {
+  const v = value as AnyElysia | null
+  return typeof v === 'object' && v !== null && typeof v.config === 'object' && Array.isArray(v.routes) && typeof v.handle === 'function' && typeof v.use === 'function'
+}
+
+/** A plugin's flags as the config parsed them (core/config.ts), else their defaults (an app made in a test). */
+function pluginFlagValues(plugin: PeriscopePlugin, parsed: Record<string, unknown> = {}): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(plugin.flags ?? {}).map(([flag, def]) => {
+      if (flag in parsed) return [flag, parsed[flag]]
+      return [flag, typeof def.default === 'string' && def.parse ? def.parse(def.default) : def.default]
+    }),
+  )
 }
 
 /** The app's plugins, set up in the order given. */
@@ -47,6 +71,8 @@ export class PluginSet {
     readonly exactLength: string[],
     /** Paths machines poll, which do not show that a client is there (core/http/activity.ts). */
     readonly backgroundPaths: string[],
+    /** User agents of machines that crawl the API (core/http/activity.ts). */
+    readonly backgroundAgents: string[],
   ) {}
 
   static async mount(plugins: PeriscopePlugin[], app: AppContext): Promise<PluginSet> {
@@ -57,6 +83,7 @@ export class PluginSet {
       app,
       plugins.flatMap((plugin) => plugin.exactLength ?? []),
       plugins.flatMap((plugin) => plugin.backgroundPaths ?? []),
+      plugins.flatMap((plugin) => plugin.backgroundAgents ?? []),
     )
   }
 

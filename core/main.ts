@@ -1,26 +1,42 @@
 // The service's entry point: `npm start -- [flags]`.
 import { createApp } from './app'
 import { ConfigError, helpText, loadConfig } from './config'
-import { loadPlugins } from './loader'
+import { loadPlugins, pluginFlagSpecs } from './loader'
 import { createLogger } from './log'
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(helpText())
-  process.exit(0)
+const argv = process.argv.slice(2)
+const fail = (message: string, code: number): never => {
+  process.stderr.write(`periscope: ${message}\n`)
+  process.exit(code)
 }
 
+// Two passes: the first learns which plugins to load (their flags are not known yet), the second reads
+// the flags they declare too. --help lists those of the plugins it would load.
 let config
+let plugins
 try {
-  config = loadConfig(process.argv.slice(2), process.env)
+  const first = loadConfig(argv.filter((a) => a !== '--help' && a !== '-h'), process.env, {}, [], true)
+  plugins = await loadPlugins(first)
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(helpText(pluginFlagSpecs(plugins)))
+    process.exit(0)
+  }
+  config = loadConfig(argv, process.env, {}, pluginFlagSpecs(plugins))
 } catch (e) {
-  if (!(e instanceof ConfigError)) throw e
-  process.stderr.write(`periscope: ${e.message}\n`)
-  process.exit(2)
+  fail((e as Error).message, e instanceof ConfigError ? 2 : 1)
 }
+config = config!
 
 const log = createLogger(config.logLevel)
 log.info('starting', { config: { ...config, token: config.token ? '(set)' : null } })
-const periscope = await createApp(config, await loadPlugins(config), log)
+let periscope
+try {
+  periscope = await createApp(config, plugins!, log)
+} catch (e) {
+  // A plugin refused at setup (a clashing vendor, a malformed definition): its sentence, not a stack.
+  fail((e as Error).message, 1)
+}
+periscope = periscope!
 const { url } = await periscope.listen()
 log.info('listening', { url, docs: `${url}/docs` })
 

@@ -38,7 +38,9 @@ const json = (schema: unknown) => ({ 'application/json': { schema } })
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'The request body is malformed: `detail` says how',
-  401: 'A bearer token is configured and the request did not carry it',
+  401: 'A bearer token is configured (--token; for reads, --token-scope all) and the request did not carry it, or carried a wrong one',
+  403: 'A browser page on an origin that is not allowed sent it (docs/security.md)',
+  429: 'Too many of these from this client: `Retry-After` says when to try again (docs/security.md)',
   404: 'Not found: the device, profile, recording or token does not exist',
   409: 'Refused by a rule: the reason is in `detail`',
   413: 'The request body is larger than the configured limit',
@@ -47,6 +49,22 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
   504: 'The device did not answer in time',
   507: 'Not saved: the disk holding the settings is full or read-only (`detail` says which and what to do)',
+}
+
+/**
+ * The front's own refusals, in every operation they can answer (core/http/cors.ts, token.ts): 403 for
+ * a page on an origin not allowed, 401 where a token can be asked for (every change; with
+ * --token-scope all, every read but /api/health).
+ */
+export function addFrontRefusals(paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>): void {
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!path.startsWith('/api/')) continue
+    for (const operation of Object.values(operations)) {
+      const responses = (operation.responses ??= {})
+      if (path !== '/api/health') responses['401'] ??= { description: ERROR_TEXT[401], content: json(ref('ErrorModel')) }
+      responses['403'] ??= { description: ERROR_TEXT[403], content: json(ref('ErrorModel')) }
+    }
+  }
 }
 
 /** Where an operation keeps the query parameters docs() declared (a symbol: copied with the operation, never serialised). */

@@ -8,10 +8,12 @@ import type { AnyElysia } from 'elysia'
 import type { Config } from './config'
 import type { EventBus } from './events'
 import type { RequestWatchers } from './http/request-log'
+import type { Refusals } from './http/refusals'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
 import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, ViewerKind, WatchKind, WatchLink } from './types'
+import { checkVendor, clashWith, type RegisteredVendor } from './vendors'
 import { xuControls } from './xu'
 
 /** What one app instance shares with its plugins. */
@@ -25,6 +27,8 @@ export interface AppContext {
   activity: { lastRequestAt: number }
   /** Each answered request, timed, by route template (core/http/request-log.ts): the metrics plugin watches. */
   requests: RequestWatchers
+  /** What the front refused (wrong tokens, origins, Host names) and the per-client limits: /metrics reads them. */
+  refusals: Refusals
 }
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }
@@ -43,6 +47,20 @@ export interface Lifecycle {
 export interface PluginContext extends AppContext {
   /** Declares this plugin's lifecycle for this app instance; at most once. */
   lifecycle(hooks: Lifecycle): void
+  /** The values of the flags this plugin declares (`flags`), parsed, by flag name. */
+  flags: Record<string, unknown>
+}
+
+/**
+ * A command-line flag a plugin declares: `--<name> value` or PERISCOPE_<NAME>, listed by --help. Its
+ * name must not be the core's or another loaded plugin's (refused at start).
+ */
+export interface PluginFlag {
+  help: string
+  /** The value when the flag is not given (a string is parsed like a given one). */
+  default?: unknown
+  /** Turns the raw string into the value; throws an Error whose message says what is expected. Default: the string. */
+  parse?(raw: string): unknown
 }
 
 export interface PeriscopePlugin {
@@ -59,6 +77,13 @@ export interface PeriscopePlugin {
    * not show that an API client is still there, which the network rollback watches for.
    */
   backgroundPaths?: string[]
+  /** Flags of this plugin, by name without the dashes ('acme-ring-max'); setup() reads them in ctx.flags. */
+  flags?: Record<string, PluginFlag>
+  /**
+   * User-Agent values of machines that crawl the API (BlueOS's service scanner GETs every documented
+   * path): their requests do not show that a client is still there either.
+   */
+  backgroundAgents?: string[]
 }
 
 export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
@@ -77,10 +102,13 @@ const ABSENT: Record<keyof Backends, string> = {
 export class Registry {
   private single = new Map<keyof Backends, { plugin: string; backend: unknown }>()
   private cameras: { plugin: string; backend: CameraBackend }[] = []
-  private vendorDefs: VendorDefinition[] = []
+  private vendorDefs: (RegisteredVendor & { withControls: VendorDefinition })[] = []
+  /** The plugin whose setup() runs now (core/lifecycle.ts), so a refusal can name who registered what. */
+  mounting = 'unknown'
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
+  private refusalCounts = new Map<string, () => Record<string, number>>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -107,14 +135,27 @@ export class Registry {
     return this.cameras.map((c) => c.backend)
   }
 
-  /** A vendor's declared extension units become controls here, through the one interpreter (core/xu.ts). */
-  addVendor(definition: VendorDefinition): void {
+  /**
+   * A vendor's declared extension units become controls here, through the one interpreter (core/xu.ts).
+   * A malformed definition, or one whose USB ids or control ids another vendor declared, is refused.
+   */
+  addVendor(definition: VendorDefinition, plugin = this.mounting): void {
+    const problems = checkVendor(definition)
+    if (problems.length) throw new Error(`vendor '${definition?.vendor}' (plugin ${plugin}) is malformed: ${problems.join('; ')}`)
+    const clash = clashWith(definition, plugin, this.vendorDefs)
+    if (clash) throw new Error(clash)
     const declared = (definition.extensionUnits ?? []).flatMap(xuControls)
-    this.vendorDefs.push({ ...definition, controls: [...(definition.controls ?? []), ...declared] })
+    this.vendorDefs.push({ plugin, definition, withControls: { ...definition, controls: [...(definition.controls ?? []), ...declared] } })
   }
 
+  /** The registered vendors, their extension units' controls among `controls` (what the cameras plugin lists). */
   vendors(): readonly VendorDefinition[] {
-    return this.vendorDefs
+    return this.vendorDefs.map((v) => v.withControls)
+  }
+
+  /** The definitions as their plugins registered them, with the plugin's name. */
+  registeredVendors(): readonly RegisteredVendor[] {
+    return this.vendorDefs.map(({ plugin, definition }) => ({ plugin, definition }))
   }
 
   /** Whether a plugin provided a backend (it then starts before the plugins that use it). */
@@ -156,6 +197,19 @@ export class Registry {
   /** Viewers of the camera now, for each way of watching that a loaded plugin serves (absent: none serves it). */
   viewers(bus_info: string): Partial<Record<ViewerKind, number>> {
     return Object.fromEntries([...this.viewerCounts].map(([kind, { count }]) => [kind, count(bus_info)]))
+  }
+
+  /**
+   * A limit a plugin enforces: `counts()` says how often it refused since the start, by reason
+   * (/metrics: periscope_refusals_total{what, reason}). `what` names the thing refused ('whep_offer').
+   */
+  addRefusals(what: string, counts: () => Record<string, number>): void {
+    if (this.refusalCounts.has(what)) throw new Error(`refusals of '${what}' are already counted`)
+    this.refusalCounts.set(what, counts)
+  }
+
+  refusals(): { what: string; reason: string; count: number }[] {
+    return [...this.refusalCounts].flatMap(([what, counts]) => Object.entries(counts()).map(([reason, count]) => ({ what, reason, count })))
   }
 
   provides(plugin: string): boolean {

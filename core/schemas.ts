@@ -41,6 +41,7 @@ export const ControlFlagsModel = t.Object({
   read_only: t.Optional(t.Boolean({ description: 'Beyond the spec: the control cannot be set.' })),
   inactive: t.Optional(t.Boolean({ description: 'Beyond the spec: another control disables it now (e.g. exposure under auto-exposure).' })),
   disabled: t.Optional(t.Boolean({ description: 'Beyond the spec: permanently unusable.' })),
+  read_error: t.Optional(t.String({ description: "Beyond the spec: why the camera did not answer when this control was last read; `value` is then the control's default, not the camera's." })),
 })
 export const ControlModel = t.Object({ flags: ControlFlagsModel, control_id: t.Integer(), name: t.String(), value: ControlValue })
 export const StreamEndpointModel = t.Object({ host: t.String({ minLength: 1 }), port: t.Integer({ minimum: 1, maximum: 65535 }) })
@@ -83,7 +84,7 @@ export const DeviceRecordingModel = t.Object(
     file: t.Union([t.String(), t.Null()], { description: "The file name in the recordings directory (GET /api/recordings/{name}): the current recording's, else the last one's; null when none was made since the service started." }),
     started: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When that recording started, ISO 8601 in UTC.' }),
     bytes: t.Integer({ minimum: 0, description: 'Its size on disk now (updated every second while active).' }),
-    error: t.Union([t.String(), t.Null()], { description: 'Why that recording ended by itself (recorder failure, full disk); null when it was stopped or still runs.' }),
+    error: t.Union([t.String(), t.Null()], { description: 'Why that recording ended by itself (recorder failure, full disk); while it runs, why it cannot be pushed to the disk (fsync failing), if so; else null.' }),
   },
   { description: 'Beyond the spec: the recording made while streaming (POST /api/devices/start_recording). A group records one file: its leader and followers show the same object.' },
 )

@@ -51,10 +51,13 @@ function savedSnapshot(dataDir: string): Database {
   return new Database(':memory:', { strict: true })
 }
 
-/** SQLite's answer when the disk cannot take a write (full, failing, read-only, or not ours to write). */
+/** The errno names of a disk that cannot take a write, as the file system calls report them. */
+const DISK_ERRNOS = ['EROFS', 'ENOSPC', 'EDQUOT', 'EIO', 'EACCES', 'EPERM']
+
+/** SQLite's (or the file system's) answer when the disk cannot take a write (full, failing, read-only, or not ours to write). */
 function storageFailure(e: unknown): boolean {
   const code = String((e as { code?: unknown })?.code ?? '')
-  return code === 'SQLITE_FULL' || ['SQLITE_IOERR', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'].some((c) => code.startsWith(c))
+  return code === 'SQLITE_FULL' || ['SQLITE_IOERR', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'].some((c) => code.startsWith(c)) || DISK_ERRNOS.includes(code)
 }
 
 const corrupt = (e: unknown) => /^SQLITE_(NOTADB|CORRUPT)/.test(String((e as { code?: unknown })?.code ?? ''))
@@ -89,9 +92,9 @@ export class SettingsStore {
    * 507 until there is room again.
    */
   static open(dataDir: string): SettingsStore {
-    mkdirSync(dataDir, { recursive: true })
     let db: Database | null = null
     try {
+      mkdirSync(dataDir, { recursive: true }) // a read-only card refuses even this (EROFS) when the directory is new
       db = SettingsStore.connect(dataDir)
       const store = new SettingsStore(db, dataDir, true)
       migrate(store.db)
@@ -103,7 +106,18 @@ export class SettingsStore {
       if (corrupt(e)) {
         // A card that lied about a flush can leave a damaged file. The vehicle must still come up: the
         // file is kept beside (for recovery by hand) and the service starts from first-seen defaults.
-        const kept = setAside(dataDir)
+        let kept: string
+        try {
+          kept = setAside(dataDir)
+        } catch (renameError) {
+          if (!storageFailure(renameError)) throw renameError
+          // Not even a rename (a read-only card): defaults in memory, the damaged file left where it is.
+          const store = new SettingsStore(new Database(':memory:', { strict: true }), dataDir, false)
+          migrate(store.db)
+          store.problem = store.explain(renameError)
+          store.notice = `The settings database is damaged (${(e as Error).message}) and could not be set aside; Periscope started from defaults`
+          return store
+        }
         const store = SettingsStore.open(dataDir)
         store.notice = `The settings database was damaged (${(e as Error).message}); it is kept as ${kept} and Periscope started from defaults`
         return store
@@ -111,7 +125,7 @@ export class SettingsStore {
       if (!storageFailure(e)) throw e
       const store = new SettingsStore(savedSnapshot(dataDir), dataDir, false)
       migrate(store.db)
-      store.problem = store.explain()
+      store.problem = store.explain(e)
       return store
     }
   }
@@ -129,16 +143,20 @@ export class SettingsStore {
     }
   }
 
-  /** Why the disk refused, in words a pilot can act on. */
-  private explain(): string {
+  /** Why the disk refused (`refusal`: the error, when it names the reason), in words a pilot can act on. */
+  private explain(refusal?: unknown): string {
     const where = `the disk holding Periscope's settings (${this.dataDir})`
-    try {
-      accessSync(this.dataDir, constants.W_OK)
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code
-      if (code === 'EROFS') return `Not saved: ${where} is read-only (a card remounted read-only after errors?)`
-      if (code === 'EACCES') return `Not saved: ${where} is not writable by Periscope's user`
+    let code = String((refusal as { code?: unknown })?.code ?? '')
+    if (!DISK_ERRNOS.includes(code)) {
+      try {
+        accessSync(this.dataDir, constants.W_OK)
+      } catch (e) {
+        code = String((e as NodeJS.ErrnoException).code)
+      }
     }
+    if (code === 'EROFS') return `Not saved: ${where} is read-only (a card remounted read-only after errors?)`
+    if (code === 'EACCES' || code === 'EPERM') return `Not saved: ${where} is not writable by Periscope's user`
+    if (code === 'EIO') return `Not saved: ${where} fails to write (EIO: a failing card?)`
     return `Not saved: ${where} is full. Free some space (delete recordings) and try again`
   }
 
@@ -174,7 +192,7 @@ export class SettingsStore {
       return result
     } catch (e) {
       if (!storageFailure(e)) throw e
-      this.problem = this.explain()
+      this.problem = this.explain(e)
       throw new HttpError(507, this.problem)
     }
   }
@@ -183,12 +201,13 @@ export class SettingsStore {
   private reopen(): void {
     let db: Database | null = null
     try {
+      mkdirSync(this.dataDir, { recursive: true }) // missing when a read-only card refused it at start
       db = SettingsStore.connect(this.dataDir)
       migrate(db)
     } catch (e) {
       db?.close()
       if (!storageFailure(e)) throw e
-      this.problem = this.explain()
+      this.problem = this.explain(e)
       throw new HttpError(507, this.problem)
     }
     this.db.close()

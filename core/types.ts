@@ -157,6 +157,24 @@ export interface VendorDefinition {
   /** Controls whose protocol is not an extension unit's: vendor code. */
   controls?: VendorControl[]
   frameSync?: FrameSyncBoard
+  /**
+   * Cameras of this vendor that --simulate adds after its preset's: each states one of the vendor's own
+   * USB ids, offers the formats given, has the usual UVC controls, and answers the vendor's extension
+   * units as declared above (core/vendors.ts checks that they fit the vendor's models).
+   */
+  simulated?: SimulatedCamera[]
+}
+
+/** A simulated camera a vendor plugin declares (no hardware needed): what it reports to V4L2. */
+export interface SimulatedCamera {
+  /** The card name it reports, as GET /api/devices shows it. */
+  name: string
+  vid: number
+  pid: number
+  /** USB serial number (string descriptor 3); '' or absent: none, so its settings follow its port. */
+  serial?: string
+  /** Its video nodes in order: a capture node's formats (see `formatSizes`), null for a metadata node. */
+  nodes: (Camera['formats'] | null)[]
 }
 
 // ---- streaming (drivers/gstreamer) ----

@@ -34,7 +34,11 @@ type Io = 'pipe' | 'ignore'
  * Spawns a supervised child: parent-death signal, registered until it exits. Throws as Bun.spawn does
  * (a missing program).
  */
-export function spawnChild<I extends Io, O extends Io, E extends Io>(command: string[], io: { stdin: I; stdout: O; stderr: E }, prefix: string[] = parentDeathPrefix()): Subprocess<I, O, E> {
+export function spawnChild<I extends Io, O extends Io, E extends Io>(
+  command: string[],
+  io: { stdin: I; stdout: O; stderr: E; env?: Record<string, string | undefined> },
+  prefix: string[] = parentDeathPrefix(),
+): Subprocess<I, O, E> {
   guardChildren()
   const child = Bun.spawn([...prefix, ...command], io)
   children.add(child.pid)

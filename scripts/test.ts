@@ -1,6 +1,8 @@
 // The whole test suite, tier by tier: `npm test` (all), or `bun run scripts/test.ts contract` (one).
 // Each tier first runs its setup scripts (system packages); a tier that cannot set up or run FAILS and
-// says why: nothing is skipped. Prints one closing line: "N passed, N failed".
+// says why: nothing is skipped, and a tier that ran no test fails too. The whole run fits a time budget
+// (CI has 90 minutes): each step's own limit is cut to what is left of it. Prints one closing line:
+// "N passed, N failed". The rules are pure functions, tested in tests/contract/runner.test.ts.
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { echoAndCollect, testCounts } from './child-output'
@@ -13,15 +15,20 @@ const setupScripts = (filter: (name: string) => boolean) =>
     .sort()
     .map((f) => join(SETUP, f))
 
-interface Tier {
+export interface Tier {
   name: string
   setup: string[]
   command: string[]
-  /** Hard limit: CI has 90 minutes for everything. */
+  /** The tier's own limit; cut further when less is left of the run's budget. */
   minutes: number
 }
 
-const TIERS: Tier[] = [
+/** A setup script's own limit (package installs). */
+export const SETUP_MINUTES = 20
+/** The whole run's budget: CI's 90 minutes, less 10 for checkout, npm ci and the runner's own start. */
+export const BUDGET_MINUTES = 80
+
+export const TIERS: Tier[] = [
   // fastapi.sh: the reference FastAPI app that the contract tier's 422s are compared against.
   { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh'), join(SETUP, 'fastapi.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
   { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
@@ -32,6 +39,29 @@ const TIERS: Tier[] = [
   // receiver of its stream is the host's GStreamer, its NetworkManager the lab's.
   { name: 'container', setup: [join(SETUP, 'container.sh'), join(SETUP, 'gstreamer.sh')], command: ['bun', 'test', 'tests/container'], minutes: 25 },
 ]
+
+/** A step's time limit: its own, or what is left of the budget when that is less (then `cut`). */
+export function stepLimit(ownMinutes: number, elapsedMinutes: number, budgetMinutes: number): { minutes: number; cut: boolean } {
+  const left = Math.max(0, budgetMinutes - elapsedMinutes)
+  return left < ownMinutes ? { minutes: left, cut: true } : { minutes: ownMinutes, cut: false }
+}
+
+/** What the runner says of a tier's command: ok only when it exited 0 within its limit and passed at least one test. */
+export function tierVerdict(
+  result: { code: number; timedOut: boolean },
+  counts: { passed: number; failed: number } | null,
+  limit: { minutes: number; cut: boolean; own: number; budget: number },
+): string {
+  if (result.timedOut) {
+    const why = limit.cut ? `its limit, cut from ${limit.own} to ${fmt(limit.minutes)} minutes to fit the ${limit.budget}-minute budget` : `its ${limit.own}-minute limit`
+    return `FAILED: over ${why}`
+  }
+  if (result.code !== 0) return `FAILED (exit ${result.code})${counts ? `: ${counts.failed} failed, ${counts.passed} passed` : ''}`
+  if (!counts || counts.passed === 0) return 'FAILED: it ran no test'
+  return `ok: ${counts.passed} passed`
+}
+
+const fmt = (minutes: number) => String(Math.round(minutes * 10) / 10)
 
 async function run(command: string[], minutes: number): Promise<{ code: number; output: string; timedOut: boolean }> {
   const child = Bun.spawn(command, { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` } })
@@ -45,45 +75,67 @@ async function run(command: string[], minutes: number): Promise<{ code: number; 
   return { code: child.exitCode ?? 1, output, timedOut }
 }
 
-const wanted = process.argv.slice(2)
-const unknown = wanted.filter((w) => !TIERS.some((t) => t.name === w))
-if (unknown.length) {
-  console.error(`unknown tier(s): ${unknown.join(', ')}; tiers are ${TIERS.map((t) => t.name).join(', ')}`)
-  process.exit(2)
-}
-const tiers = wanted.length ? TIERS.filter((t) => wanted.includes(t.name)) : TIERS
-
-let passed = 0
-let failed = 0
-const summary: string[] = []
-for (const tier of tiers) {
-  console.log(`\n=== ${tier.name} tier ===`)
-  const started = Date.now()
-  let verdict = ''
-  for (const script of tier.setup) {
-    const r = await run(['bash', script], 20)
-    if (r.code !== 0) {
-      verdict = `FAILED: setup ${script.replace(ROOT + '/', '')} exited ${r.code}${r.timedOut ? ' (timed out)' : ''}`
-      break
-    }
+if (import.meta.main) {
+  const wanted = process.argv.slice(2)
+  const unknown = wanted.filter((w) => !TIERS.some((t) => t.name === w))
+  if (unknown.length) {
+    console.error(`unknown tier(s): ${unknown.join(', ')}; tiers are ${TIERS.map((t) => t.name).join(', ')}`)
+    process.exit(2)
   }
-  if (!verdict) {
-    const r = await run(tier.command, tier.minutes)
-    const c = testCounts(r.output)
-    if (c) {
-      passed += c.passed
-      failed += c.failed
-    }
-    if (r.timedOut) verdict = `FAILED: over its ${tier.minutes}-minute limit`
-    else if (r.code !== 0) verdict = `FAILED (exit ${r.code})${c ? `: ${c.failed} failed, ${c.passed} passed` : ''}`
-    else if (!c || c.passed === 0) verdict = 'FAILED: it ran no test'
-    else verdict = `ok: ${c.passed} passed`
-    if (verdict.startsWith('FAILED') && (!c || c.failed === 0)) failed += 1 // count the tier itself
-  } else failed += 1
-  summary.push(`${tier.name.padEnd(12)} ${verdict} (${Math.round((Date.now() - started) / 1000)} s)`)
-}
+  const tiers = wanted.length ? TIERS.filter((t) => wanted.includes(t.name)) : TIERS
 
-console.log('\n=== summary ===')
-for (const line of summary) console.log(line)
-console.log(`${passed} passed, ${failed} failed`)
-process.exit(failed ? 1 : 0)
+  const budget = Number(process.env.PERISCOPE_TEST_BUDGET_MINUTES ?? BUDGET_MINUTES)
+  if (!(budget > 0)) {
+    console.error(`PERISCOPE_TEST_BUDGET_MINUTES must be a number of minutes above 0, got '${process.env.PERISCOPE_TEST_BUDGET_MINUTES}'`)
+    process.exit(2)
+  }
+  const own = tiers.reduce((sum, t) => sum + t.minutes + t.setup.length * SETUP_MINUTES, 0)
+  console.log(
+    `time budget: ${budget} minutes for ${tiers.map((t) => t.name).join(', ')} (their own limits, setups included, add up to ${own}); ` +
+      'each step is cut to what is left of the budget',
+  )
+  const runStarted = Date.now()
+  const elapsedMinutes = () => (Date.now() - runStarted) / 60_000
+
+  let passed = 0
+  let failed = 0
+  const summary: string[] = []
+  for (const tier of tiers) {
+    console.log(`\n=== ${tier.name} tier ===`)
+    const started = Date.now()
+    let verdict = ''
+    const noTimeLeft = `FAILED: no time left of the ${budget}-minute budget`
+    for (const script of tier.setup) {
+      const limit = stepLimit(SETUP_MINUTES, elapsedMinutes(), budget)
+      if (limit.minutes <= 0) {
+        verdict = noTimeLeft
+        break
+      }
+      const r = await run(['bash', script], limit.minutes)
+      if (r.code !== 0) {
+        verdict = `FAILED: setup ${script.replace(ROOT + '/', '')} exited ${r.code}${r.timedOut ? ` (timed out after ${fmt(limit.minutes)} minutes)` : ''}`
+        break
+      }
+    }
+    const limit = stepLimit(tier.minutes, elapsedMinutes(), budget)
+    if (!verdict && limit.minutes <= 0) verdict = noTimeLeft
+    if (!verdict) {
+      if (limit.cut) console.log(`${tier.name}: limit cut from ${tier.minutes} to ${fmt(limit.minutes)} minutes (what is left of the ${budget}-minute budget)`)
+      const r = await run(tier.command, limit.minutes)
+      const c = testCounts(r.output)
+      if (c) {
+        passed += c.passed
+        failed += c.failed
+      }
+      verdict = tierVerdict(r, c, { ...limit, own: tier.minutes, budget })
+      if (verdict.startsWith('FAILED') && (!c || c.failed === 0)) failed += 1 // count the tier itself
+    } else failed += 1
+    summary.push(`${tier.name.padEnd(12)} ${verdict} (${Math.round((Date.now() - started) / 1000)} s)`)
+  }
+
+  console.log('\n=== summary ===')
+  for (const line of summary) console.log(line)
+  console.log(`took ${fmt(elapsedMinutes())} of the ${budget}-minute budget`)
+  console.log(`${passed} passed, ${failed} failed`)
+  process.exit(failed ? 1 : 0)
+}

@@ -3,25 +3,25 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { dirname, join } from 'node:path'
+import { frameAncestors } from './cors'
 import { HttpError } from '../errors'
-import { componentSchemas, DECLARED_PARAMETERS } from '../openapi'
+import { addFrontRefusals, componentSchemas, DECLARED_PARAMETERS } from '../openapi'
 import { VERSION } from '../version'
 
 const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'))
 
-export function apiDocs() {
+export function apiDocs(corsOrigins: readonly string[] = []) {
   return new Elysia({ name: 'periscope:docs' })
     .onAfterHandle(({ path, response }) => (path === '/openapi.json' ? withDeclaredParameters(response) : undefined))
     .use(
       openapi({
         path: '/docs',
+        provider: null, // the page is ours (below)
         specPath: '/openapi.json',
-        provider: 'swagger-ui',
         openapiVersion: '3.1.0',
         // A route with a dot is documented like any other (GET /api/streams/{bus_info}/snapshot.jpg), and
         // so is an OPTIONS operation (WHEP's); the assets below are hidden by their own `detail.hide`.
         exclude: { staticFile: false, methods: [] },
-        swagger: { version: '5', cdn: '/docs/assets/swagger-ui-bundle.js', theme: '/docs/assets/swagger-ui.css' } as never,
         documentation: {
           info: { title: 'Periscope', version: VERSION, description: 'Camera and network management for robots: UVC cameras, RTP streams, recordings, wired network.' },
           tags: [
@@ -35,11 +35,42 @@ export function apiDocs() {
         },
       }),
     )
+    .get(
+      '/docs',
+      ({ request }) => new Response(DOCS_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': docsPolicy(request, corsOrigins), 'x-content-type-options': 'nosniff' } }),
+      { detail: { hide: true } },
+    )
+    .get('/docs/assets/swagger-init.js', () => new Response(DOCS_INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }), { detail: { hide: true } })
     .get('/docs/assets/:file', ({ params }) => {
       if (!/^swagger-ui(-bundle\.js|\.css)$/.test(params.file)) throw new HttpError(404, 'Not Found')
       return Bun.file(join(SWAGGER_DIR, params.file))
     }, { detail: { hide: true } })
 }
+
+/**
+ * The Swagger UI page, ours rather than the generator's: its script is a file (no inline script), so
+ * its Content-Security-Policy allows scripts from the service only; inline styles stay (Swagger UI
+ * sets them). Framed only where the console may be (core/http/cors.ts).
+ */
+const DOCS_PAGE = `<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <title>Periscope API</title>
+  <link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/assets/swagger-ui-bundle.js"></script>
+  <script src="/docs/assets/swagger-init.js"></script>
+</body>
+</html>
+`
+const DOCS_INIT = `window.ui = SwaggerUIBundle({ dom_id: '#swagger-ui', url: 'openapi.json' })\n`
+
+const docsPolicy = (request: Request, corsOrigins: readonly string[]) =>
+  `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; ${frameAncestors(request, corsOrigins)}`
 
 /**
  * The generator lists only an operation's path parameters, as bare strings, in place of the
@@ -48,6 +79,7 @@ export function apiDocs() {
  */
 function withDeclaredParameters(document: unknown): unknown {
   const paths = (document as { paths?: Record<string, Record<string, Record<string | symbol, unknown>>> } | null)?.paths
+  if (paths) addFrontRefusals(paths as never)
   for (const operations of Object.values(paths ?? {})) {
     for (const operation of Object.values(operations)) {
       const declared = operation[DECLARED_PARAMETERS] as { name: string; in: string }[] | undefined

@@ -46,6 +46,7 @@ export function errorModel({ log, routes }: ErrorModelOptions) {
       }
       const refused = (failure: HttpError) => {
         // A device or daemon failing is worth a line of its own (GET /api/logs shows it); refusals of bad requests are not.
+        if ('retryAfterSeconds' in failure) set.headers['retry-after'] = String(failure.retryAfterSeconds)
         if (failure.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: failure.status, detail: failure.detail })
         return body(failure.status, failure.detail)
       }

@@ -38,6 +38,13 @@ export class RequestWatchers {
 }
 
 /**
+ * The path as logged: a secret in it (the last segment of a WHEP session's Location, which ends the
+ * session) is written as '…', so GET /api/logs never hands one out. Matched by shape, not by route,
+ * since requests no route serves (a PATCH on a session: 405) are logged too.
+ */
+export const loggedPath = (path: string): string => path.replace(/(\/whep\/)[^/]+$/, '$1…')
+
+/**
  * The request log: `plugin` times every request from its arrival and reports it once Elysia is done
  * with it; `early` reports one answered in an onRequest hook (a CORS preflight, a missing token), for
  * which Elysia runs no afterResponse hook.
@@ -51,7 +58,7 @@ export function requestLog(log: Logger, watchers: RequestWatchers) {
     const ms = start === undefined ? null : performance.now() - start
     // The front hands a HEAD to the app as a GET (core/front.ts).
     const method = isHead(request) ? 'HEAD' : request.method
-    if (logging) log.info('request', { method, path: requestPath(request), status, duration_ms: ms === null ? null : Math.round(ms * 100) / 100 })
+    if (logging) log.info('request', { method, path: loggedPath(requestPath(request)), status, duration_ms: ms === null ? null : Math.round(ms * 100) / 100 })
     if (ms !== null) watchers.notify({ method, route, status, seconds: ms / 1000 })
   }
   const plugin = new Elysia({ name: 'periscope:request-log' })

@@ -4,6 +4,7 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { Logger } from '../../core/log'
 import { recordingFileName } from '../storage/naming'
 import { RECORDING_EXT } from './pipeline'
 
@@ -22,9 +23,34 @@ export function reserveRecordingPath(dir: string, label: string): string {
   return path
 }
 
-/** A power cut keeps what the kernel has written out: the runner and the recorder call this every second. */
-export function syncToDisk(path: string): void {
+/**
+ * Files whose push to the disk fails now, and why: an episode begins with the first failure (logged
+ * once) and ends with the next success (logged too). Bounded: an episode of a file no longer written
+ * ends when newer ones crowd it out.
+ */
+const syncTrouble = new Map<string, string>()
+const SYNC_TROUBLE_KEPT = 64
+
+/**
+ * A power cut keeps what the kernel has written out: the runner and the recorder call this every second.
+ * A failing fsync (a dying card: EIO) is logged once per episode; syncProblem() says why meanwhile.
+ */
+export function syncToDisk(path: string, log?: Logger): void {
   void open(path, 'r')
     .then((fd) => fd.sync().finally(() => fd.close()))
-    .catch(() => {})
+    .then(
+      () => {
+        if (syncTrouble.delete(path)) log?.info('a recording reaches the disk again', { file: path })
+      },
+      (e: NodeJS.ErrnoException) => {
+        if (e?.code === 'ENOENT' || syncTrouble.has(path)) return // not created yet (filesink opens it), or already said
+        const reason = `the disk does not take ${path} (fsync: ${e?.code ?? e?.message}); a power cut may lose its last seconds`
+        syncTrouble.set(path, reason)
+        if (syncTrouble.size > SYNC_TROUBLE_KEPT) syncTrouble.delete(syncTrouble.keys().next().value!)
+        log?.warn('a recording cannot be pushed to the disk', { file: path, err: e })
+      },
+    )
 }
+
+/** Why the latest fsync of `path` failed, while it still fails; null when it succeeds (or was never tried). */
+export const syncProblem = (path: string): string | null => syncTrouble.get(path) ?? null

@@ -133,9 +133,8 @@ export function sourceDescription(member: StreamMember, job: Pick<StreamJob, 'st
 /** From the camera's output to the stream's codec: H.264 parsed, MJPG as is, SOFTWARE_H264 re-encoded (from MJPG or raw). */
 function encodeTokens(job: StreamJob, member: StreamMember, options: PipelineOptions): string[] {
   const { encode_type, width, height } = job.stream
-  const recording = job.stream.stream_type === 'RECORDING'
   if (encode_type === 'MJPG') return []
-  const parse = recording ? ['!', 'h264parse'] : ['!', 'h264parse', 'config-interval=-1']
+  const parse = ['!', ...H264_PARSE]
   if (encode_type === 'H264') return parse
   const rate = fps(job)
   const bitrate = options.bitrateKbps ?? softwareBitrateKbps(width, height, rate)
@@ -148,10 +147,22 @@ function encodeTokens(job: StreamJob, member: StreamMember, options: PipelineOpt
   ]
 }
 
+/**
+ * H.264 on its way to a payloader or a file: SPS/PPS in-band before every IDR (config-interval=-1, as
+ * mavlink-camera-manager does: a receiver joining late decodes from the next key frame), inserted once per
+ * access unit, before its first slice. Whole access units (alignment=au) are what the camera and x264enc
+ * give anyway, so this holds nothing back. The payloader must not insert them again: rtph264pay's own
+ * config-interval=-1 puts SPS/PPS before every IDR *slice*, and x264enc (sliced threads, tune=zerolatency)
+ * or a camera cuts a key frame into several: a parameter set after a slice starts a new access unit
+ * (H.264 7.4.1.2.3), and ffmpeg decoded every key frame as two pictures with one timestamp.
+ */
+export const H264_PARSE = ['h264parse', 'config-interval=-1', '!', 'video/x-h264,alignment=au']
+
 function payloaderTokens(job: StreamJob, group: boolean): string[] {
   const sync = group ? ['timestamp-offset=0'] : []
   if (job.stream.encode_type === 'MJPG') return ['rtpjpegpay', 'pt=26', ...sync]
-  return ['rtph264pay', 'aggregate-mode=zero-latency', 'config-interval=-1', 'pt=96', ...sync]
+  // Parameter sets come from H264_PARSE, in the access unit; the payloader sends them as they come.
+  return ['rtph264pay', 'aggregate-mode=zero-latency', 'pt=96', ...sync]
 }
 
 /** The command line, quoted for a shell: for logs and for running a pipeline by hand. */

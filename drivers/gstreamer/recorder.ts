@@ -11,7 +11,7 @@ import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
-import { DISK_FULL, syncToDisk } from './child'
+import { DISK_FULL, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, shellCommand } from './pipeline'
 
@@ -71,7 +71,7 @@ export class Recorder {
   }
 
   state(): DeviceRecording {
-    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error }
+    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error ?? (this.active ? syncProblem(this.spec.path) : null) }
   }
 
   /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
@@ -120,7 +120,7 @@ export class Recorder {
       this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
     }
     this.timer = setInterval(() => {
-      syncToDisk(this.spec.path)
+      syncToDisk(this.spec.path, this.options.log)
       this.spec.onProgress(this)
     }, 1000)
   }

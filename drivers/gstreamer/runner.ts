@@ -8,8 +8,9 @@ import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
-import { endChild, pumpLines, spawnChild } from '../../media/children'
-import { DISK_FULL, reserveRecordingPath, syncToDisk } from './child'
+import { children, endChild, pumpLines, spawnChild } from '../../media/children'
+import { BUSY, describeHolders, holdersOf } from './holders'
+import { DISK_FULL, reserveRecordingPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -58,7 +59,8 @@ export class StreamRunner {
   }
 
   status(): StreamStatus {
-    return { state: this.state, error: this.error, restarts: this.restarts }
+    const file = this.activeRecording
+    return { state: this.state, error: this.error ?? (file ? syncProblem(file) : null), restarts: this.restarts }
   }
 
   get drops(): number {
@@ -192,7 +194,7 @@ export class StreamRunner {
       this.hooks.onDrops(drops)
     }
     const file = this.activeRecording
-    if (file) syncToDisk(file)
+    if (file) syncToDisk(file, this.hooks.log)
   }
 
   private failure(reason: string): void {
@@ -205,6 +207,8 @@ export class StreamRunner {
     }
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)
+    const busy = reason.match(BUSY)?.[1]
+    if (busy && this.waitForRelease(busy)) return
     this.failures++
     this.restarts++
     const delay = Math.min(this.options.maxBackoffMs, 1000 * 2 ** (this.failures - 1))
@@ -220,6 +224,28 @@ export class StreamRunner {
       else this.launch()
     }
     this.timer = setTimeout(poll, 1000)
+  }
+
+  /**
+   * Another process streams the node: say which, and start once it let go (checked every second). False
+   * when no holder can be seen (another PID namespace): the ordinary backoff retries then.
+   */
+  private waitForRelease(device: string): boolean {
+    const others = () => holdersOf(device, children)
+    const holders = others()
+    if (!holders.length) return false
+    this.hooks.log.warn('device in use by another process', { bus_info: this.job.bus_info, device, holders })
+    this.setState('error', `device ${device} is in use by ${describeHolders(holders)}; the stream starts when it is released`)
+    const poll = () => {
+      this.timer = null
+      if (!this.wanted) return
+      const now = others()
+      if (!now.length) return this.launch()
+      this.setState('error', `device ${device} is in use by ${describeHolders(now)}; the stream starts when it is released`)
+      this.timer = setTimeout(poll, 1000)
+    }
+    this.timer = setTimeout(poll, 1000)
+    return true
   }
 
   private setState(state: StreamState, error: string | null): void {

@@ -189,6 +189,16 @@ export class GstStreamer implements Streamer {
     return counts
   }
 
+  /** Why each failing stream fails, by the bus_info that leads it (health's detail). */
+  problems(): Record<string, string> {
+    const out: Record<string, string> = {}
+    for (const [bus_info, r] of this.runners) {
+      const { state, error } = r.status()
+      if (error && (state === 'error' || state === 'backoff')) out[bus_info] = error
+    }
+    return out
+  }
+
   /** The job a bus_info leads, while it runs. */
   job(bus_info: string): StreamJob | undefined {
     return this.runners.get(bus_info)?.job

@@ -81,13 +81,22 @@ export class MockCameraBackend implements CameraBackend {
   private devices: MockDevice[] = []
   private listeners = new Set<(c: { kind: 'added' | 'removed'; bus_info: string }) => void>()
 
+  private nextNode = 0
+
   /** `extensionUnits`: what the registered vendors declare (no vendor: no extension unit answers). */
-  constructor(specs: MockDeviceSpec[], extensionUnits: ExtensionUnitsOf = () => []) {
-    let node = 0
-    specs.forEach((spec, i) => {
-      this.devices.push(new MockDevice(spec.model, spec.bus_info, spec.serial, node, PATTERNS[i % PATTERNS.length]!, extensionUnits))
-      node += spec.model.nodes.length
-    })
+  constructor(
+    specs: MockDeviceSpec[],
+    private readonly extensionUnits: ExtensionUnitsOf = () => [],
+  ) {
+    this.add(specs)
+  }
+
+  /** More simulated devices, plugged from the start (the cameras vendor plugins declare, before the cameras plugin lists them). */
+  add(specs: MockDeviceSpec[]): void {
+    for (const spec of specs) {
+      this.devices.push(new MockDevice(spec.model, spec.bus_info, spec.serial, this.nextNode, PATTERNS[this.devices.length % PATTERNS.length]!, this.extensionUnits))
+      this.nextNode += spec.model.nodes.length
+    }
   }
 
   async list(): Promise<RawDevice[]> {

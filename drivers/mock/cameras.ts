@@ -1,5 +1,5 @@
 // Simulated cameras as data: what each model reports to V4L2 (nodes, formats, controls).
-import type { Camera, ControlFlags, FormatSize, Interval } from '../../core/types'
+import type { Camera, ControlFlags, FormatSize, Interval, SimulatedCamera, VendorDefinition } from '../../core/types'
 
 const iv = (fps: number): Interval => ({ numerator: 1, denominator: fps })
 const sizes = (list: [number, number][], rates: number[]): FormatSize[] => list.map(([width, height]) => ({ width, height, intervals: rates.map(iv) }))
@@ -163,15 +163,6 @@ export const MODELS = {
     nodes: [{ MJPG: sizes([[1280, 720], [640, 480]], [30, 15]), YUYV: sizes([[640, 480]], [30]) }, null],
     controls: UVC_CONTROLS.filter((c) => c.control_id !== CID.PRIVACY && c.control_id !== CID.HUE),
   },
-  // The example plugin's camera (examples/acme-plugin.ts), with the made-up ids it declares.
-  acmeRingCam: {
-    name: 'Acme RingCam',
-    manufacturer: 'Acme Robotics',
-    vid: 0xace0,
-    pid: 0x0001,
-    nodes: [MJPG_NODE, null],
-    controls: UVC_CONTROLS.filter((c) => c.control_id !== CID.PRIVACY),
-  },
 } satisfies Record<string, MockModel>
 
 export interface MockDeviceSpec {
@@ -180,7 +171,8 @@ export interface MockDeviceSpec {
   serial: string
 }
 
-const port = (n: number) => `usb-0000:00:14.0-${n}`
+/** The simulated USB port n (1-based), as bus_info. */
+export const port = (n: number) => `usb-0000:00:14.0-${n}`
 
 const DEFAULT_PRESET: MockDeviceSpec[] = [
   { model: MODELS.exploreHD, bus_info: port(1), serial: 'EHD0001' },
@@ -189,11 +181,22 @@ const DEFAULT_PRESET: MockDeviceSpec[] = [
   { model: MODELS.webcam, bus_info: port(4), serial: '' },
 ]
 
-/** Presets for --simulate. */
+/** Presets for --simulate. The cameras vendor plugins declare (VendorDefinition.simulated) come after the preset's. */
 export const PRESETS: Record<string, MockDeviceSpec[]> = {
   default: DEFAULT_PRESET,
-  /** The default cameras and the example plugin's (`--plugins …,./examples/acme-plugin.ts`). */
-  acme: [...DEFAULT_PRESET, { model: MODELS.acmeRingCam, bus_info: port(5), serial: 'ACME0001' }],
   single: [{ model: MODELS.exploreHD, bus_info: port(1), serial: 'EHD0001' }],
   fleet: Array.from({ length: 8 }, (_, i) => ({ model: MODELS.exploreHD, bus_info: port(i + 1), serial: `EHD${String(i + 1).padStart(4, '0')}` })),
+}
+
+/**
+ * The cameras the registered vendors declare, on the ports after `taken`: each with the usual UVC
+ * controls (its extension units answer as its vendor declares them, drivers/mock/xu.ts).
+ */
+export function vendorCameras(vendors: readonly VendorDefinition[], taken: number): MockDeviceSpec[] {
+  const cams = vendors.flatMap((v) => (v.simulated ?? []).map((cam): [VendorDefinition, SimulatedCamera] => [v, cam]))
+  return cams.map(([v, cam], i) => ({
+    model: { name: cam.name, manufacturer: v.vendor, vid: cam.vid, pid: cam.pid, nodes: cam.nodes, controls: UVC_CONTROLS },
+    bus_info: port(taken + i + 1),
+    serial: cam.serial ?? '',
+  }))
 }

@@ -115,8 +115,8 @@ export class NetworkManagerBackend implements NetworkBackend {
 
   health(): { state: 'ok' | 'degraded'; detail?: string; bus: string; rollback: ReturnType<RollbackGuard['pending']> } {
     const base = { bus: this.bus.address, rollback: this.rollback.pending() }
-    if (!this.bus.connected) return { state: 'degraded', detail: `no system D-Bus connection: ${this.lastError ?? 'not connected yet'}`, ...base }
-    if (this.nmPresent === false) return { state: 'degraded', detail: 'NetworkManager is not running on the system bus', ...base }
+    if (!this.bus.connected) return { state: 'degraded', detail: this.lastError ?? 'Not connected to the system D-Bus yet; Periscope tries again every 5 s.', ...base }
+    if (this.nmPresent === false) return { state: 'degraded', detail: 'NetworkManager is not running on the system bus: the network routes answer 503 until it starts (systemctl start NetworkManager).', ...base }
     return { state: 'ok', ...base }
   }
 
@@ -271,7 +271,7 @@ export class NetworkManagerBackend implements NetworkBackend {
   // ---- changes ----
 
   private async requireProfile(path: string): Promise<void> {
-    const unknown = new NetworkError('not_found', `No connection profile at '${path}' (GET /api/network/connection_profiles lists them)`)
+    const unknown = new NetworkError('not_found', `No connection profile at '${path}' (GET /api/network/connection_profiles lists them).`)
     if (!PROFILE_PATH.test(path)) throw unknown
     const [paths] = (await this.call(SETTINGS, I.settings, 'ListConnections', '', [], 'listing profiles')) as [string[]]
     if (!paths.includes(path)) throw unknown
@@ -308,7 +308,7 @@ export class NetworkManagerBackend implements NetworkBackend {
 
   private async deviceByInterface(iface: string): Promise<DeviceRecord> {
     const device = (await this.wiredRecords()).find((d) => d.props.Interface === iface)
-    if (!device) throw new NetworkError('not_found', `No wired network device named '${iface}' (GET /api/network/wired/devices lists them)`)
+    if (!device) throw new NetworkError('not_found', `No wired network device named '${iface}' (GET /api/network/wired/devices lists them).`)
     return device
   }
 

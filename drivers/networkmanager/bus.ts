@@ -60,7 +60,7 @@ export class BusLink {
 
   /** Connects if needed; throws NetworkError('unavailable') when the bus cannot be reached. */
   async connect(): Promise<MessageBus> {
-    if (this.closed) throw new NetworkError('unavailable', 'the network backend is stopped')
+    if (this.closed) throw new NetworkError('unavailable', 'The network backend is stopped (the service is shutting down).')
     if (this.bus) return this.bus
     this.connecting ??= this.open().finally(() => (this.connecting = null))
     return this.connecting
@@ -81,7 +81,7 @@ export class BusLink {
       try {
         bus.disconnect()
       } catch {}
-      throw new NetworkError('unavailable', `cannot reach the system D-Bus at ${this.address}: ${(e as Error).message}`)
+      throw new NetworkError('unavailable', `Cannot reach the system D-Bus at ${this.address} (${(e as Error).message}): is D-Bus running? Periscope tries again by itself.`)
     }
     bus.on('error', () => this.lost(bus))
     ;(bus as unknown as { _connection: NodeJS.EventEmitter })._connection.on('end', () => this.lost(bus))
@@ -102,7 +102,7 @@ export class BusLink {
   private lost(bus: MessageBus): void {
     if (this.bus !== bus) return
     this.bus = null
-    for (const reject of this.inflight) reject(new NetworkError('unavailable', `lost the system D-Bus connection (${this.address})`))
+    for (const reject of this.inflight) reject(new NetworkError('unavailable', `Lost the system D-Bus connection (${this.address}); Periscope connects again by itself.`))
     this.inflight.clear()
     try {
       bus.disconnect()
@@ -118,7 +118,7 @@ export class BusLink {
     let rejectCall: (e: Error) => void = () => {}
     const guard = new Promise<never>((_, reject) => {
       rejectCall = reject
-      timer = setTimeout(() => reject(new NetworkError('unavailable', `NetworkManager did not answer ${what} within ${this.timeoutMs / 1000} s`)), this.timeoutMs)
+      timer = setTimeout(() => reject(new NetworkError('unavailable', `NetworkManager did not answer within ${this.timeoutMs / 1000} s while ${what}; try again in a moment.`)), this.timeoutMs)
     })
     this.inflight.add(rejectCall)
     try {
@@ -128,7 +128,7 @@ export class BusLink {
       if (e instanceof NetworkError) throw e
       const err = e as { type?: string; text?: string; message?: string }
       if (err.type) throw fromDBusError(err.type, err.text ?? '', what)
-      throw new NetworkError('unavailable', `system D-Bus failure during ${what}: ${err.message ?? String(e)}`)
+      throw new NetworkError('unavailable', `The system D-Bus failed while ${what} (${err.message ?? String(e)}); Periscope connects again by itself.`)
     } finally {
       clearTimeout(timer)
       this.inflight.delete(rejectCall)

@@ -35,28 +35,58 @@ const SILENT = new Set([
   'org.freedesktop.DBus.Error.NoServer',
 ])
 
-/** A D-Bus error reply from NetworkManager (or the bus) → NetworkError. */
+/** NetworkManager's own words, when it gave any, as a clause to append; never the D-Bus error name. */
+const said = (text: string) => {
+  const words = text.trim().replace(/\.$/, '')
+  return words ? ` NetworkManager said: ${words}.` : ''
+}
+
+// What a refusal by NetworkManager means, by the last part of its D-Bus error name.
+const REFUSALS: Record<string, string> = {
+  ConnectionNotAvailable: 'the profile cannot be used on that interface now (is its cable plugged in, and is the interface managed?)',
+  IncompatibleConnection: 'the profile does not fit that interface',
+  NotAllowed: 'NetworkManager does not allow it',
+  NotActive: 'the profile is not active',
+  DependencyFailed: 'something the profile depends on failed',
+  ConnectionAlreadyActive: 'the profile is already active',
+  NotSoftwareDevice: 'the interface is hardware and cannot be removed',
+  Failed: 'NetworkManager could not do it',
+}
+const NOT_FOUND: Record<string, string> = {
+  UnknownConnection: 'NetworkManager has no such connection profile (it may have been deleted)',
+  UnknownDevice: 'NetworkManager has no such network interface',
+  ObjectNotFound: 'NetworkManager has no such object (it may have been removed)',
+}
+const lastPart = (name: string) => name.slice(name.lastIndexOf('.') + 1)
+
+/**
+ * A D-Bus error reply from NetworkManager (or the bus) → NetworkError, whose message is a sentence a
+ * person can act on: what failed, why in plain words, then NetworkManager's own text. The D-Bus error
+ * name stays in `dbusName` (for logs and code), out of the sentence.
+ */
 export function fromDBusError(name: string, text: string, what: string): NetworkError {
   if (ABSENT.has(name) || name.startsWith('org.freedesktop.DBus.Error.Spawn'))
     return new NetworkError(
       'unavailable',
-      'NetworkManager is not running: nobody owns org.freedesktop.NetworkManager on the system bus. Start it (systemctl start NetworkManager); Periscope picks it up by itself',
+      'NetworkManager is not running: nobody owns org.freedesktop.NetworkManager on the system bus. Start it (systemctl start NetworkManager); Periscope picks it up by itself.',
       name,
     )
-  if (STARTING.has(name)) return new NetworkError('unavailable', `NetworkManager is starting or restarting (${what}: ${text || name}); try again in a moment`, name)
-  if (SILENT.has(name)) return new NetworkError('unavailable', `NetworkManager did not answer (${what}: ${text || name})`, name)
+  if (STARTING.has(name)) return new NetworkError('unavailable', `NetworkManager is starting or restarting, so ${what} failed; try again in a moment.${said(text)}`, name)
+  if (SILENT.has(name)) return new NetworkError('unavailable', `NetworkManager did not answer while ${what}; try again in a moment.${said(text)}`, name)
   if (name === 'org.freedesktop.DBus.Error.AccessDenied' || name.endsWith('.PermissionDenied') || name.endsWith('.NotAuthorized'))
     return new NetworkError(
       'forbidden',
-      `NetworkManager refused ${what}: permission denied (${text || name}). Run Periscope as root, or allow its user ` +
-        'org.freedesktop.NetworkManager.settings.modify.system and org.freedesktop.NetworkManager.network-control in polkit',
+      `NetworkManager refused ${what}: permission denied. Run Periscope as root, or allow its user ` +
+        `org.freedesktop.NetworkManager.settings.modify.system and org.freedesktop.NetworkManager.network-control in polkit.${said(text)}`,
       name,
     )
-  if (/\.(InvalidProperty|InvalidSetting|MissingProperty|InvalidArguments)$/.test(name) || name === 'org.freedesktop.DBus.Error.InvalidArgs')
-    return new NetworkError('invalid', `NetworkManager refused the settings: ${text || name}`, name)
-  if (/\.(UnknownConnection|UnknownDevice|ObjectNotFound)$/.test(name))
-    return new NetworkError('not_found', `${what}: ${text || name}`, name)
-  if (/\.(ConnectionNotAvailable|IncompatibleConnection|NotAllowed|NotActive|DependencyFailed|ConnectionAlreadyActive|NotSoftwareDevice|Failed)$/.test(name) && name.startsWith('org.freedesktop.NetworkManager'))
-    return new NetworkError('refused', `NetworkManager refused ${what}: ${text || name}`, name)
-  return new NetworkError('failed', `NetworkManager failed ${what}: ${text || name} (${name})`, name)
+  const last = lastPart(name)
+  if (/^(InvalidProperty|InvalidSetting|MissingProperty|InvalidArguments)$/.test(last) || name === 'org.freedesktop.DBus.Error.InvalidArgs')
+    return new NetworkError('invalid', `NetworkManager refused the settings while ${what}.${said(text)}`, name)
+  if (NOT_FOUND[last]) return new NetworkError('not_found', `${capitalize(NOT_FOUND[last])}, so ${what} failed.${said(text)}`, name)
+  if (REFUSALS[last] && name.startsWith('org.freedesktop.NetworkManager'))
+    return new NetworkError('refused', `NetworkManager refused ${what}: ${REFUSALS[last]}.${said(text)}`, name)
+  return new NetworkError('failed', `NetworkManager failed while ${what}.${said(text)}`, name)
 }
+
+const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)

@@ -68,7 +68,7 @@ export class RollbackGuard {
     if (!this.watch) return
     await this.tick()
     if (this.watch)
-      throw new NetworkError('refused', `an earlier network change (${this.watch.change.description}) is still being ${this.watch.phase === 'restoring' ? 'rolled back' : 'confirmed'}; try again in a few seconds`)
+      throw new NetworkError('refused', `An earlier network change (${this.watch.change.description}) is still being ${this.watch.phase === 'restoring' ? 'rolled back' : 'confirmed'}; try again in a few seconds.`)
   }
 
   arm(change: WatchedChange): void {

@@ -1,6 +1,7 @@
 // BlueOS: its helper calls GET /register_service on every port a service listens on and shows what the
 // answer names (name, icon, …) in the sidebar, linking to this port. Installed as an extension
-// (Dockerfile), Periscope appears there with no configuration.
+// (Dockerfile), Periscope appears there with no configuration; the console works under BlueOS's proxy
+// prefix, which `works_in_relative_paths` tells it.
 import { Elysia, t } from 'elysia'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
@@ -16,6 +17,9 @@ const RegisterServiceModel = t.Object(
     version: t.String({ description: 'The API version (as /api/health)' }),
     webpage: t.String({ description: 'The page to open: the console at this port' }),
     api: t.String({ description: 'The API documentation (Swagger UI)' }),
+    works_in_relative_paths: t.Boolean({
+      description: "The pages work under BlueOS's proxy prefix (/extensionv2/<name>/): without it BlueOS disables the sidebar entry when reached through its web proxy",
+    }),
   },
   { description: "What BlueOS's service scanner reads for its sidebar" },
 )
@@ -28,10 +32,20 @@ const REGISTER_SERVICE = {
   version: VERSION,
   webpage: '/',
   api: '/docs',
+  works_in_relative_paths: true,
 }
+
+/**
+ * BlueOS's service scanner (core/services/helper) sends `User-Agent: python` from http.client and GETs
+ * `/`, `/register_service`, the docs and then every path the OpenAPI document lists: a machine, not a
+ * pilot, so none of it may keep a network change alive.
+ */
+export const BLUEOS_SCANNER_AGENT = 'python'
 
 export default definePlugin({
   name: 'blueos',
+  backgroundPaths: ['/register_service'],
+  backgroundAgents: [BLUEOS_SCANNER_AGENT],
   setup() {
     return new Elysia({ name: 'periscope:blueos' }).get('/register_service', () => REGISTER_SERVICE, {
       ...docs({ tag: 'system', summary: "This service's entry in BlueOS's sidebar (BlueOS calls it on every open port)", ok: RegisterServiceModel }),

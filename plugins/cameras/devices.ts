@@ -2,7 +2,7 @@
 // leader/follower groups, external management. Mutations run one at a time (a queue), reads never wait.
 import type { Static } from '@sinclair/typebox'
 import { conflict, fromDeviceError, notFound, valueError, HttpError } from '../../core/errors'
-import type { PluginContext } from '../../core/plugin'
+import type { PluginContext, PluginHealth } from '../../core/plugin'
 import { readPreferences } from '../../core/preferences'
 import type { ConfigureStreamRequest, DeviceModel, NotifyCameraRequest } from '../../core/schemas'
 import type {
@@ -40,7 +40,8 @@ interface Present {
   identity: string
   device_type: number
   role: GroupRole
-  vendorControls: { def: VendorControl; value: number }[]
+  /** `readError`: why the camera did not answer the last read; `value` is then the declared default, not the camera's. */
+  vendorControls: { def: VendorControl; value: number; readError: string | null }[]
 }
 
 const NS = 'devices'
@@ -72,6 +73,14 @@ export class DeviceManager implements DeviceDirectory {
       )
       for (const raw of await backend.list()) await this.serial(() => this.adopt(backend, raw, false))
     }
+  }
+
+  /** Degraded while a connected camera's vendor control shows its default because its read failed. */
+  health(): PluginHealth {
+    const unread = [...this.present.values()].flatMap((p) =>
+      p.vendorControls.filter((v) => v.readError).map((v) => `${p.raw.bus_info}: control ${v.def.control_id} '${v.def.name}' could not be read (${v.readError}); it shows its default`),
+    )
+    return unread.length ? { state: 'degraded', detail: unread.join('; ') } : { state: 'ok' }
   }
 
   async stop(): Promise<void> {
@@ -119,8 +128,14 @@ export class DeviceManager implements DeviceDirectory {
     for (const vendor of this.ctx.registry.vendors()) {
       for (const def of vendor.controls ?? []) {
         if (!def.appliesTo(raw)) continue
-        const value = await def.get(raw, backend).catch(() => def.flags.default_value)
-        vendorControls.push({ def, value })
+        try {
+          vendorControls.push({ def, value: await def.get(raw, backend), readError: null })
+        } catch (e) {
+          // Listed with its default, saying so: a value shown as read must have been read.
+          const readError = `${(e as Error).message}${e instanceof DeviceError ? ` (${e.code})` : ''}`
+          this.ctx.log.warn('a vendor control could not be read; it shows its default', { bus_info: raw.bus_info, control_id: def.control_id, control: def.name, err: e })
+          vendorControls.push({ def, value: def.flags.default_value, readError })
+        }
       }
     }
     const entry: Present = { raw, backend, identity, device_type, role, vendorControls }
@@ -206,7 +221,7 @@ export class DeviceManager implements DeviceDirectory {
   private controlsOf(entry: Present): Control[] {
     return [
       ...entry.raw.controls,
-      ...entry.vendorControls.map(({ def, value }) => ({ control_id: def.control_id, name: def.name, flags: def.flags, value })),
+      ...entry.vendorControls.map(({ def, value, readError }) => ({ control_id: def.control_id, name: def.name, flags: readError ? { ...def.flags, read_error: readError } : def.flags, value })),
     ].map((c) => ({ ...c, value: wireValue(c.value), flags: { ...c.flags, default_value: wireValue(c.flags.default_value) as number } }))
   }
 
@@ -340,6 +355,7 @@ export class DeviceManager implements DeviceDirectory {
       if (vendor) {
         await vendor.def.set(entry.raw, entry.backend, value)
         vendor.value = wireValue(await vendor.def.get(entry.raw, entry.backend)) as number
+        vendor.readError = null
         return vendor.value
       }
       if (refresh && entry.backend.setControlAndRead) {

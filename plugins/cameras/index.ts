@@ -24,7 +24,7 @@ export default definePlugin({
     const devices = new DeviceManager(ctx)
     ctx.registry.setDeviceDirectory(devices)
     const tag = 'cameras'
-    ctx.lifecycle({ start: () => devices.start(), stop: () => devices.stop() })
+    ctx.lifecycle({ start: () => devices.start(), stop: () => devices.stop(), health: () => devices.health() })
     return new Elysia({ name: 'periscope:cameras' })
       .get('/api/devices', ({ request }) => new Response(devices.listJson(request.url), { headers: { 'content-type': 'application/json' } }), {
         ...docs({ tag, summary: 'Every device with its cameras, controls, stream and group', ok: t.Array(DeviceModel) }),

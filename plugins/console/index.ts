@@ -4,6 +4,7 @@
 // itself asks for the token before its first change.
 import { Elysia, t } from 'elysia'
 import { HttpError, unavailable } from '../../core/errors'
+import { frameAncestors } from '../../core/http/cors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { ASSET_PREFIX, buildConsole, type Asset, type ConsoleBundle } from './bundle'
@@ -14,8 +15,8 @@ import { ASSET_PREFIX, buildConsole, type Asset, type ConsoleBundle } from './bu
  * page confirms it by reaching the vehicle at its new address (CORS), while the page itself was loaded
  * from the old one.
  */
-const policy = (inlineScriptHash: string) =>
-  `default-src 'self'; script-src 'self' ${inlineScriptHash}; connect-src 'self' http: https:; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'`
+const policy = (inlineScriptHash: string, ancestors: string) =>
+  `default-src 'self'; script-src 'self' ${inlineScriptHash}; connect-src 'self' http: https:; img-src 'self' data: blob:; media-src 'self' blob:; object-src 'none'; base-uri 'none'; ${ancestors}`
 
 function answer(request: Request, asset: Asset, cache: string, csp?: string): Response {
   const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')
@@ -30,7 +31,7 @@ function answer(request: Request, asset: Asset, cache: string, csp?: string): Re
 
 export default definePlugin({
   name: 'console',
-  setup({ lifecycle, log }) {
+  setup({ lifecycle, log, config }) {
     let bundle: ConsoleBundle | null = null
     let failure: string | null = null
     const ready = (): ConsoleBundle => {
@@ -57,7 +58,8 @@ export default definePlugin({
         '/',
         ({ request }) => {
           const { html, inlineScriptHash } = ready()
-          return answer(request, html, 'no-cache', policy(inlineScriptHash))
+          // Framed only by the pages that may call the service (core/http/cors.ts).
+          return answer(request, html, 'no-cache', policy(inlineScriptHash, frameAncestors(request, config.corsOrigins)))
         },
         {
           ...docs({ tag: 'system', summary: 'The web console (an HTML page; its scripts come from console/…, relative to it)', ok: { content: { 'text/html': { schema: t.String() } } }, errors: [503] }),

@@ -50,7 +50,9 @@ export default definePlugin({
       health(): PluginHealth {
         // Degraded while a stream is failing: the cameras' stream_status says which and why.
         const streams = streamer.summary()
-        return { state: streams.backoff || streams.error ? 'degraded' : 'ok', streams, recordings: streamer.recordingCount }
+        const problems = streamer.problems()
+        const detail = Object.entries(problems).map(([bus_info, error]) => `${bus_info}: ${error}`).join('; ')
+        return { state: streams.backoff || streams.error ? 'degraded' : 'ok', ...(detail && { detail }), streams, recordings: streamer.recordingCount }
       },
     })
     return sdpRoutes(streamer)

@@ -84,14 +84,36 @@ export function scaleTokens(width: number, height: number, quality: number): str
 }
 
 /**
+ * The H.264 decoder the JPEG views use: FFmpeg's (gstreamer1.0-libav) where it is installed, else
+ * OpenH264's from plugins-bad — the container image carries only the latter, which saves FFmpeg's
+ * codec libraries (about 200 MB) on the vehicle's card.
+ */
+export function pickH264Decoder(exists: (element: string) => boolean): 'avdec_h264' | 'openh264dec' {
+  return exists('avdec_h264') ? 'avdec_h264' : 'openh264dec'
+}
+
+let decoder: ReturnType<typeof pickH264Decoder> | null = null
+/** pickH264Decoder asked of this machine's GStreamer once. */
+export function h264Decoder(): ReturnType<typeof pickH264Decoder> {
+  decoder ??= pickH264Decoder((element) => {
+    try {
+      return Bun.spawnSync(['gst-inspect-1.0', '--exists', element]).exitCode === 0
+    } catch {
+      return false // no GStreamer: the views fail later with their own sentence
+    }
+  })
+  return decoder
+}
+
+/**
  * A group of pictures of H.264 RTP (a hub's lastGop, framed by rtpStream) from stdin to JPEGs on stdout,
  * the newest frame last: every frame is decoded, but the encoder takes only the newest one waiting (the
  * leaky queue), so it encodes a few and always the last.
  */
-export function gopTokens(quality: number): string[] {
+export function gopTokens(quality: number, decode: string = h264Decoder()): string[] {
   return [
     'fdsrc', 'fd=0', '!', 'application/x-rtp-stream,media=video,encoding-name=H264,clock-rate=90000,payload=96',
-    '!', 'rtpstreamdepay', '!', 'rtph264depay', '!', 'h264parse', '!', 'avdec_h264',
+    '!', 'rtpstreamdepay', '!', 'rtph264depay', '!', 'h264parse', '!', decode,
     '!', 'queue', 'leaky=downstream', 'max-size-buffers=1', 'max-size-bytes=0', 'max-size-time=0',
     '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1', 'sync=false',
   ]
@@ -111,11 +133,11 @@ export function rtpStream(packets: readonly Uint8Array[]): Uint8Array {
 }
 
 /** H.264 RTP from a loopback port to JPEG frames on stdout, at most `fps` a second. */
-export function transcoderTokens(port: number, fps: number, quality: number): string[] {
+export function transcoderTokens(port: number, fps: number, quality: number, decode: string = h264Decoder()): string[] {
   return [
     'udpsrc', 'address=127.0.0.1', `port=${port}`, 'buffer-size=4194304',
     'caps=application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96',
-    '!', 'rtph264depay', 'wait-for-keyframe=true', '!', 'h264parse', '!', 'avdec_h264',
+    '!', 'rtph264depay', 'wait-for-keyframe=true', '!', 'h264parse', '!', decode,
     '!', 'videorate', 'drop-only=true', `max-rate=${Math.max(1, Math.round(fps))}`,
     '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`, '!', 'fdsink', 'fd=1', 'sync=false',
   ]
@@ -129,6 +151,6 @@ export function transcoderTokens(port: number, fps: number, quality: number): st
 export function stillTokens(source: string[], member: StreamMember, stream: Stream, quality: number): string[] {
   const format = member.pixel_format ?? stream.encode_type
   const toJpeg =
-    format === 'MJPG' ? ['jpegparse'] : format === 'H264' ? ['h264parse', '!', 'avdec_h264', '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`] : ['videoconvert', '!', 'jpegenc', `quality=${quality}`]
+    format === 'MJPG' ? ['jpegparse'] : format === 'H264' ? ['h264parse', '!', h264Decoder(), '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`] : ['videoconvert', '!', 'jpegenc', `quality=${quality}`]
   return [...source, '!', ...toJpeg, '!', 'fdsink', 'fd=1', 'sync=false']
 }

@@ -42,7 +42,7 @@ interface Shot {
 
 export default definePlugin({
   name: 'jpeg',
-  setup({ registry, config, log, lifecycle }) {
+  setup({ registry, config, log, lifecycle, refusals }) {
     /** MJPEG clients per camera (--max-viewers); one more is refused with 503. */
     const maxViewers = config.maxViewers
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
@@ -206,6 +206,8 @@ export default definePlugin({
           const bus_info = (params as { bus_info: string }).bus_info
           const gst = check(bus_info)
           if (isHead(request)) return new Response(null, { headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store' } })
+          // A stopped camera is started for the capture: limited per client (core/http/client-limits.ts).
+          if (!liveOf(bus_info)) refusals.limits.take('snapshot_stopped', request)
           const shot = shotOf(gst, bus_info)
           const full = await shot.jpeg
           const jpeg = query.height === undefined ? full : await scaled(gst, shot, full, query.height)
@@ -219,10 +221,10 @@ export default definePlugin({
             summary: 'A JPEG of the current frame (from the running stream, else a one-shot capture)',
             description:
               'From the running stream without touching it (an MJPG camera\'s own JPEG), else one capture from the camera. One capture per camera at a time: concurrent requests share it, and it is served again for up to 1 s (`X-Capture-Id` names the capture). ' +
-              '409 when the camera is in use by another program or has no stream format; 504 when it gives no frame within 10 s.',
+              '409 when the camera is in use by another program or has no stream format; 504 when it gives no frame within 10 s; 429 past the per-client limit on snapshots of a stopped camera (docs/security.md).',
             query: SnapshotQuery,
             ok: { content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } }, description: 'One JPEG' },
-            errors: [404, 409, 502, 503, 504],
+            errors: [404, 409, 429, 502, 503, 504],
             pathParams,
           }),
         },

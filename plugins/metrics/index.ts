@@ -61,7 +61,7 @@ export default definePlugin({
   name: 'metrics',
   // A scraper polls: it does not show that a pilot's client is there (the network rollback).
   backgroundPaths: ['/metrics'],
-  setup({ registry, config, requests, log, lifecycle }) {
+  setup({ registry, config, requests, log, lifecycle, refusals }) {
     const metrics = new Metrics()
     const registers = [metrics]
 
@@ -88,6 +88,19 @@ export default definePlugin({
       requestSeconds.observe(labels, seconds)
     })
 
+    // ---- what the front refused (core/http/refusals.ts), read at scrape time ----
+    const wrongTokens = new Counter({ name: 'periscope_http_wrong_tokens_total', help: 'Requests that carried a token other than --token: the Authorization header, the console\'s cookie, or RTSP credentials', registers })
+    const refusedOrigins = new Counter({ name: 'periscope_http_refused_origins_total', help: 'Requests from a browser page on an origin that is not allowed (403; docs/security.md)', registers })
+    const refusedHosts = new Counter({ name: 'periscope_http_refused_hosts_total', help: 'Requests whose Host is not served (421), is no host name or came twice (400)', registers })
+    const limited = new Counter({ name: 'periscope_http_limited_total', help: 'Expensive operations refused with 429 past their per-client limit, by kind (docs/security.md)', labelNames: ['kind'], registers })
+    const refusedNow = () => {
+      for (const metric of [wrongTokens, refusedOrigins, refusedHosts, limited]) metric.reset()
+      wrongTokens.inc(refusals.wrongTokens)
+      refusedOrigins.inc(refusals.origins)
+      refusedHosts.inc(refusals.hosts)
+      for (const [kind, count] of Object.entries(refusals.limits.refused)) limited.inc({ kind }, count)
+    }
+
     // ---- log entries written, by level ----
     const logEntries = new Counter({ name: 'periscope_log_entries_total', help: 'Log entries written (what --log-level lets through), by level: GET /api/logs shows the recent ones', labelNames: ['level'], registers })
     for (const level of LOG_LEVELS) logEntries.inc({ level }, 0)
@@ -108,6 +121,7 @@ export default definePlugin({
     const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, as the scrape finds it; 0 when none runs'))
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
+    const refused = new Counter({ name: 'periscope_refusals_total', help: "Requests a limit refused since the start, by what was refused and why (what=whep_offer: WHEP offers too large, with too many media sections, without a fingerprint or ICE credentials…)", labelNames: ['what', 'reason'], registers })
     const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes]
 
     const devices = (): Device[] => {
@@ -121,6 +135,8 @@ export default definePlugin({
     /** Every camera value as it is now; a camera gone since the last scrape leaves no series behind. */
     const refresh = () => {
       for (const metric of perCamera) metric.reset()
+      refused.reset()
+      for (const { what, reason, count } of registry.refusals()) refused.inc({ what, reason }, count)
       const streamer = registry.get('streamer')
       for (const device of devices()) {
         const bus_info = device.bus_info
@@ -167,6 +183,7 @@ export default definePlugin({
       '/metrics',
       async () => {
         refresh()
+        refusedNow()
         return new Response(await metrics.metrics(), { headers: { 'content-type': metrics.contentType } })
       },
       {

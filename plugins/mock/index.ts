@@ -8,7 +8,7 @@ import { Enum } from '../../core/schemas'
 import { typed } from '../../core/validation'
 import { unitsFor } from '../../core/xu'
 import { MockCameraBackend } from '../../drivers/mock/backend'
-import { PRESETS } from '../../drivers/mock/cameras'
+import { PRESETS, vendorCameras } from '../../drivers/mock/cameras'
 
 const PlugRequest = t.Object({ bus_info: t.String(), new_bus_info: t.Optional(t.String({ description: 'plug into another port' })) })
 const UnplugRequest = t.Object({ bus_info: t.String() })
@@ -22,13 +22,16 @@ const FailRequest = t.Object({
 
 export default definePlugin({
   name: 'mock',
-  setup({ config, registry }) {
+  setup({ config, registry, lifecycle }) {
     const preset = config.simulate ?? 'default'
     const specs = PRESETS[preset]
     if (!specs) throw new Error(`unknown --simulate preset '${preset}': choose one of ${Object.keys(PRESETS).join(', ')}`)
     // Extension units answer as the registered vendors declare them: the simulation has no vendor protocol of its own.
     const backend = new MockCameraBackend(specs, (vid, pid) => unitsFor(registry.vendors(), vid, pid))
     registry.addCameraBackend(backend, 'mock')
+    // Vendor plugins set up after this one: their declared cameras join once every plugin is set up,
+    // before the cameras plugin lists them (a backend's plugin starts first).
+    lifecycle({ start: () => backend.add(vendorCameras(registry.vendors(), specs.length)) })
     const tag = 'simulation'
     return new Elysia({ name: 'periscope:mock' })
       .get('/api/mock/devices', () => backend.describe(), { ...docs({ tag, summary: 'Simulated devices, plugged or not' }) })

@@ -108,7 +108,7 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 export default definePlugin({
   name: 'recordings',
   exactLength: ['/api/recordings/zip/download'],
-  setup({ config, registry, events, store: settings, log, lifecycle }) {
+  setup({ config, registry, events, store: settings, log, lifecycle, refusals }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
     const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
@@ -164,8 +164,9 @@ export default definePlugin({
       })
       .post(
         '/api/recordings/zip/prepare',
-        typed({ body: ZipRequest }, ({ body }) =>
+        typed({ body: ZipRequest }, ({ body, request }) =>
           mapped(async () => {
+            refusals.limits.take('zip_prepare', request)
             const s = await dir()
             const chosen = new Map<string, RecordingFile>()
             const missing: string[] = []
@@ -196,10 +197,10 @@ export default definePlugin({
             description:
               'A background pass computes each CRC-32 (progress on GET /api/recordings/zip/{token} and `zip_progress` events); ' +
               'GET /api/recordings/zip/download?token=… then streams a stored (uncompressed) ZIP, ZIP64 past 4 GiB, whose exact length is known up front (Content-Length, also X-Archive-Size and archive_size). ' +
-              'No temporary file is written. Unused tokens expire (--zip-token-ttl).',
+              'No temporary file is written. Unused tokens expire (--zip-token-ttl). Limited per client (429: docs/security.md).',
             body: ZipRequest,
             ok: ZipStatusModel,
-            errors: [404, 409, 503],
+            errors: [404, 409, 429, 503],
           }),
         },
       )

@@ -13,6 +13,10 @@ const SERVER = join(import.meta.dir, 'server.py')
 /** server.py's exit code when GstRtspServer cannot be imported. */
 const MISSING = 3
 const MAX_BACKOFF_MS = 30_000
+/** Where server.py reads the token the clients must give (unset: no authentication). */
+const TOKEN_ENV = 'PERISCOPE_RTSP_TOKEN'
+/** The user name RTSP clients give with the token as password (server.py's RTSP_USER). */
+export const RTSP_USER = 'periscope'
 const STABLE_MS = 60_000
 
 export type HelperEvent =
@@ -22,6 +26,7 @@ export type HelperEvent =
   | { event: 'removed'; path: string }
   | { event: 'viewers'; camera: string; count: number }
   | { event: 'error'; message: string }
+  | { event: 'wrong_token' }
 
 export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
 
@@ -44,6 +49,8 @@ export class RtspHelper {
     private readonly log: Logger,
     /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
     private readonly onEvent: (event: HelperEvent) => void,
+    /** With --token-scope all: every client must give it as the password (rtsp://periscope:<token>@host/path). */
+    private readonly token: string | null = null,
   ) {}
 
   get pid(): number | null {
@@ -90,7 +97,11 @@ export class RtspHelper {
     if (!this.wanted) return
     let child: Subprocess<'pipe', 'pipe', 'pipe'>
     try {
-      child = spawnChild([SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+      // The token by environment, never in argv (which any local user can read in ps).
+      const env: Record<string, string | undefined> = { ...process.env }
+      delete env[TOKEN_ENV]
+      if (this.token) env[TOKEN_ENV] = this.token
+      child = spawnChild([SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', env })
     } catch (err) {
       this.state = 'missing'
       this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`

@@ -54,7 +54,7 @@ function requestHost(request: Request): string {
 
 export default definePlugin({
   name: 'rtsp',
-  setup({ config, registry, events, log, lifecycle }) {
+  setup({ config, registry, events, log, lifecycle, refusals }) {
     const port = config.rtspPort
     const mounts = new Map<string, Mount>()
     /** RTSP clients per camera (bus_info), as the helper counts them. */
@@ -64,7 +64,8 @@ export default definePlugin({
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
 
-    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper)
+    // With --token-scope all, RTSP asks for the token too (Basic; user RTSP_USER).
+    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper, config.tokenScope === 'all' ? config.token : null)
 
     function feed(mount: Mount): void {
       unfeed(mount)
@@ -132,6 +133,10 @@ export default definePlugin({
     }
 
     function onHelper(event: HelperEvent): void {
+      if (event.event === 'wrong_token') {
+        refusals.wrongTokens++ // /metrics: periscope_http_wrong_tokens_total counts RTSP's too
+        return
+      }
       if (event.event === 'viewers') {
         if (event.count > 0) viewers.set(event.camera, event.count)
         else viewers.delete(event.camera)

@@ -14,8 +14,12 @@
 #   {"event": "removed", "path": ...}
 #   {"event": "viewers", "camera": ..., "count": N}      clients watching that camera now
 #   {"event": "error", "message": ...}
+#   {"event": "wrong_token"}                             a client's credentials were refused (401)
 # argv: port, address, and the most clients per camera (--max-viewers): one more gets 503.
+# env PERISCOPE_RTSP_TOKEN (--token-scope all): every client must authenticate (Basic) as
+# user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
+import hmac
 import json
 import os
 import socket
@@ -39,9 +43,12 @@ CAPS = {
     "JPEG": "application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26",
 }
 # Depayload and payload again: the clients get a clean timeline whatever the camera's child does (a
-# restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR.
+# restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR. As in
+# the camera's pipeline (drivers/gstreamer/pipeline.ts H264_PARSE): h264parse inserts them once per whole
+# access unit, before its first slice; rtph264pay's own config-interval would put them before every IDR
+# slice, and a parameter set between two slices starts a new access unit (two pictures for ffmpeg).
 REPAY = {
-    "H264": "rtph264depay ! h264parse config-interval=-1 ! rtph264pay name=pay{i} pt=96 config-interval=-1 aggregate-mode=zero-latency",
+    "H264": "rtph264depay ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay name=pay{i} pt=96 aggregate-mode=zero-latency",
     "JPEG": "rtpjpegdepay ! rtpjpegpay name=pay{i} pt=26",
 }
 RECEIVE_BUFFER = 4 << 20  # a 1080p key frame is a burst of ~200 packets
@@ -76,6 +83,48 @@ def send_on_arrival(_pipeline, _bin, element):
     if isinstance(element, GstBase.BaseSink):
         element.set_property("sync", False)
         element.set_property("processing-deadline", 0)
+
+
+RTSP_USER = "periscope"  # plugins/rtsp/helper.ts says the same
+VIEWER_ROLE = "viewer"
+
+
+def require_token(server, token):
+    """Clients must authenticate (Basic) as RTSP_USER with the token; each mount's factory lets
+    the role that grants in (protect). The library compares the credentials; the token is never said."""
+    auth = GstRtspServer.RTSPAuth()
+    granted = GstRtspServer.RTSPToken()
+    granted.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, VIEWER_ROLE)
+    # Basic, the library's default: PyGObject types its method mask as an enum, so Basic and Digest
+    # together cannot be asked for (BASIC|DIGEST is 'invalid enum value: 3').
+    expected = GstRtspServer.RTSPAuth.make_basic(RTSP_USER, token)
+    auth.add_basic(expected, granted)
+    server.set_auth(auth)
+
+    def count_wrong_tokens(_server, client):
+        client.connect("pre-describe-request", lambda _client, ctx: wrong_credentials(ctx, expected))
+        client.connect("pre-setup-request", lambda _client, ctx: wrong_credentials(ctx, expected))
+
+    server.connect("client-connected", count_wrong_tokens)
+
+
+def wrong_credentials(ctx, expected):
+    """Says wrong_token when a DESCRIBE or SETUP carries credentials other than the token (the library
+    then answers 401; a request without any is a client's usual first ask). Runs before the library's
+    own check, which still decides; compared in constant time."""
+    found, value = ctx.request.get_header(GstRtsp.RTSPHeaderField.AUTHORIZATION, 0) if ctx.request else (None, None)
+    if found == GstRtsp.RTSPResult.OK and value:
+        scheme, _, credentials = value.strip().partition(" ")
+        if scheme.lower() != "basic" or not hmac.compare_digest(credentials.strip().encode(), expected.encode()):
+            say(event="wrong_token")
+    return GstRtsp.RTSPStatusCode.OK
+
+
+def protect(factory):
+    permissions = GstRtspServer.RTSPPermissions()
+    permissions.add_permission_for_role(VIEWER_ROLE, GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
+    permissions.add_permission_for_role(VIEWER_ROLE, GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
+    factory.set_permissions(permissions)
 
 
 class Viewers:
@@ -138,6 +187,7 @@ class Mount:
         self.factory.set_shared(True)  # one pipeline per mount, however many clients
         self.factory.set_suspend_mode(GstRtspServer.RTSPSuspendMode.NONE)
         self.factory.connect("media-configure", self.configure)
+        protect(self.factory)  # no effect without require_token: then every client is let in
         server.get_mount_points().add_factory(path, self.factory)
 
     @property
@@ -258,6 +308,9 @@ def main():
     if server.attach(None) == 0:
         say(event="error", message=f"cannot listen on {address}:{port} (is the port taken?)")
         sys.exit(2)
+    token = os.environ.pop("PERISCOPE_RTSP_TOKEN", "")
+    if token:
+        require_token(server, token)
     mounts = {}
     server.connect("client-connected", send_without_delay)
     refuse_beyond_cap(server, mounts, viewers)

@@ -6,32 +6,55 @@
 // is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
 // --whep-idle-timeout seconds (a closed tab) are closed; a session whose stream stops (the hub says
 // 'closed') ends, one whose stream restarts ('replaced') follows it; at most --max-viewers per camera.
+// Offers are bounded and checked first (./offer.ts); a session's Location ends in a secret that nothing
+// else shows (docs/whep.md).
 import { Elysia } from 'elysia'
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import { readRawBody } from '../../core/validation'
+import { readBodyText } from '../../core/validation'
+import { checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
 import { OfferError, WhepSession, type EndReason } from './session'
+import { guardWeriftSockets } from './sockets'
 
 /** How often sessions are checked for silence (a browser's RTCP stopped). */
 const REAP_INTERVAL_MS = 1_000
+/**
+ * A session's Location ends it, so its last segment is a secret: 192 random bits, never logged, never
+ * listed. Logs and health name a session by a short label of its own (whep-1, whep-2…).
+ */
+const newSessionSecret = () => randomBytes(24).toString('base64url')
 
 const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
 
 export default definePlugin({
   name: 'whep',
-  setup({ registry, config, log, lifecycle }) {
+  setup({ registry, config, log, lifecycle, refusals }) {
+    /** By their secret (the last segment of their Location). */
     const sessions = new Map<string, WhepSession>()
+    let opened = 0
+    const refused = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>
+    registry.addRefusals('whep_offer', () => ({ ...refused }))
+    /** Counts a refused offer, and makes its answer (to throw). */
+    const refuse = (reason: RefusalReason, status: 400 | 413, detail: string): HttpError => {
+      refused[reason]++
+      return new HttpError(status, detail)
+    }
     const ended: Record<EndReason, number> = { deleted: 0, idle: 0, failed: 0, 'stream ended': 0, stopped: 0 }
     const idleMs = config.whepIdleTimeoutSeconds * 1000
     const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
 
-    const onEnd = (session: WhepSession, reason: EndReason) => {
+    guardWeriftSockets((err) => log.warn('whep: an error on a WebRTC socket of no session', { error: String(err) }))
+
+    const onEnd = (session: WhepSession, reason: EndReason, detail?: string) => {
       sessions.delete(session.id)
       ended[reason]++
-      log.info('whep session ended', { bus_info: session.bus_info, session: session.id, reason, seconds: Math.round((Date.now() - session.createdAt) / 1000) })
+      log.info('whep session ended', { bus_info: session.bus_info, session: session.label, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.createdAt) / 1000) })
     }
+
+    const onSocketError = (session: WhepSession, detail: string) =>
+      log.info('whep: a socket error, the viewer is still heard from and keeps watching', { bus_info: session.bus_info, session: session.label, detail })
 
     /**
      * Closes sessions that went silent (a session not yet heard from gets the same grace). A stream's
@@ -52,7 +75,7 @@ export default definePlugin({
         reaper = null
         await Promise.all([...sessions.values()].map((s) => s.close('stopped')))
       },
-      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.maxViewers, ended }),
+      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.maxViewers, ended, refused_offers: { ...refused } }),
     })
 
     // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
@@ -96,9 +119,19 @@ export default definePlugin({
         async ({ params: { bus_info }, request }) => {
           const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
           if (type !== 'application/sdp') throw new HttpError(415, `A WHEP offer is an SDP body with Content-Type: application/sdp (got ${type ? `'${type}'` : 'none'})`)
-          const offer = await readRawBody(request)
-          if (!/^v=0\r?\n/.test(offer) || !/\r?\nm=video /.test(offer)) {
-            throw new HttpError(400, 'The body is not an SDP offer with a video section: it must start with "v=0" and contain an "m=video" line (create it with RTCPeerConnection.createOffer() after addTransceiver("video", {direction: "recvonly"}))')
+          refusals.limits.take('whep_session', request)
+          let offer = ''
+          try {
+            offer = await readBodyText(request, MAX_OFFER_BYTES)
+          } catch (err) {
+            if (err instanceof HttpError && err.status === 413) throw refuse('too_large', 413, `The SDP offer is larger than ${MAX_OFFER_BYTES} bytes, the most a WHEP offer may be here (a browser's offer is a few kB)`)
+            throw err
+          }
+          try {
+            checkOffer(offer)
+          } catch (err) {
+            if (err instanceof OfferRefused) throw refuse(err.reason, err.status, err.message)
+            throw err
           }
           const device = registry.deviceDirectory().device(bus_info)
           if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
@@ -111,20 +144,20 @@ export default definePlugin({
           const viewers = watching(bus_info)
           if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
-          const id = randomUUID()
-          const session = new WhepSession({ id, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd })
+          const id = newSessionSecret()
+          const session = new WhepSession({ id, label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })
           sessions.set(id, session)
           let answer: string
           try {
             answer = await session.answer(offer)
           } catch (err) {
             await session.close('failed')
-            if (err instanceof OfferError) throw new HttpError(400, err.message)
-            // werift read the offer but could not answer it: still the offer's fault (no common transport, no ICE credentials…).
+            if (err instanceof OfferError) throw refuse('unanswerable', 400, err.message)
+            // werift read the offer but could not answer it: still the offer's fault (no common transport…).
             log.warn('whep: no answer to an offer', { bus_info, error: String(err) })
-            throw new HttpError(400, `The SDP offer could not be answered: ${(err as Error).message}`)
+            throw refuse('unanswerable', 400, `The SDP offer could not be answered: ${(err as Error).message}`)
           }
-          log.info('whep session opened', { bus_info, session: id })
+          log.info('whep session opened', { bus_info, session: session.label })
           return new Response(answer, {
             status: 201,
             headers: {
@@ -141,7 +174,9 @@ export default definePlugin({
             tag: 'cameras',
             summary: 'Watch a camera in a browser over WebRTC (WHEP): an SDP offer in, 201 with the SDP answer and the session Location out',
             description:
-              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).",
+              "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). " +
+              `An offer is at most ${MAX_OFFER_BYTES} bytes (413) and ${MAX_MEDIA_SECTIONS} media sections in at most one BUNDLE group, with a DTLS fingerprint and ICE credentials (400); the first H.264 video section is watched, the others are answered inactive. ` +
+              'The Location ends in a secret that ends the session: keep it. A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).',
             requestContent: SDP_CONTENT,
             okStatus: 201,
             ok: {
@@ -149,7 +184,7 @@ export default definePlugin({
               content: SDP_CONTENT,
               headers: { Location: { description: 'The session, to DELETE when done', schema: { type: 'string' } } },
             },
-            errors: [400, 404, 409, 415, 503],
+            errors: [400, 404, 409, 413, 415, 429, 503],
             pathParams: ['bus_info'],
           }),
         },
@@ -158,7 +193,8 @@ export default definePlugin({
         '/api/streams/:bus_info/whep/:session_id',
         async ({ params: { bus_info, session_id } }) => {
           const session = sessions.get(session_id)
-          if (!session || session.bus_info !== bus_info) throw notFound(`No WebRTC session '${session_id}' for '${bus_info}' (it ended, or was never opened)`)
+          // The detail does not repeat the secret it was given (it would land in a proxy's or a browser's log).
+          if (!session || session.bus_info !== bus_info) throw notFound(`No such WebRTC session for '${bus_info}' (it ended, or was never opened)`)
           await session.close('deleted')
           return new Response(null, { status: 200 })
         },
@@ -166,7 +202,7 @@ export default definePlugin({
           ...docs({
             tag: 'cameras',
             summary: 'End a WebRTC (WHEP) session',
-            description: 'PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.',
+            description: "session_id is the secret the POST's Location ends with (192 random bits), shown nowhere else. PATCH on a session (trickle ICE, ICE restart) is 405: the answer to the POST already holds every host candidate.",
             errors: [404],
             pathParams: ['bus_info', 'session_id'],
           }),

@@ -11,6 +11,7 @@ import { networkInterfaces } from 'node:os'
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from '../../media/rtp'
+import { gatherFor } from './sockets'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
 export const H264_CODEC = () =>
@@ -21,10 +22,21 @@ export const H264_CODEC = () =>
     parameters: 'level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f',
   })
 
+/**
+ * Audio is never sent, but an offer's audio section must be answered, inactive, inside its bundle: one
+ * answered with port 0 moves the bundle to the video, which Chromium refuses for an audio-first
+ * max-bundle offer ("Failed to setup RTCP mux"). werift rejects a section it has no codec for, so it
+ * is given the codec every browser offers.
+ */
+const OPUS_CODEC = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2 })
+
 export class OfferError extends Error {}
 
 /** Why a session ended, for the log and the health counters. */
 export type EndReason = 'deleted' | 'idle' | 'failed' | 'stream ended' | 'stopped'
+
+/** A browser sends RTCP about every second: heard from this recently, it is still there. */
+const STILL_HEARD_MS = 2_000
 
 const isLoopback = (address: string) => address.startsWith('127.') || address === '::1'
 
@@ -42,16 +54,22 @@ export function hostCandidates(listenHost: string): { addresses: string[]; bind?
 }
 
 export interface SessionOptions {
+  /** The secret its Location ends with: never logged. */
   id: string
+  /** How logs name it: short, not secret. */
+  label: string
   bus_info: string
   hub: StreamHub
   member: number
   listenHost: string
-  onEnd: (session: WhepSession, reason: EndReason) => void
+  onEnd: (session: WhepSession, reason: EndReason, detail?: string) => void
+  /** A socket error that did not end the session (its browser is still heard from). */
+  onSocketError?: (session: WhepSession, detail: string) => void
 }
 
 export class WhepSession {
   readonly id: string
+  readonly label: string
   readonly bus_info: string
   /** The hub it reads: a restart of the camera's stream makes a new one, which the session follows. */
   hub: StreamHub
@@ -71,20 +89,25 @@ export class WhepSession {
   private lastSsrc: number | null = null
   private member: number
   private readonly onEnd: SessionOptions['onEnd']
+  private readonly onSocketError: SessionOptions['onSocketError']
+  /** The first error on one of its sockets, if any (said once). */
+  private socketError: string | null = null
   private readonly frameTicks: number
 
   constructor(options: SessionOptions) {
     this.id = options.id
+    this.label = options.label
     this.bus_info = options.bus_info
     this.hub = options.hub
     this.member = options.member
     this.onEnd = options.onEnd
+    this.onSocketError = options.onSocketError
     this.frameTicks = Math.max(1, Math.round(90000 / (options.hub.fps || 30)))
     this.watch(options.hub)
     const { addresses, bind } = hostCandidates(options.listenHost)
     const loopbackOnly = addresses.every(isLoopback)
     this.pc = new RTCPeerConnection({
-      codecs: { video: [H264_CODEC()], audio: [] },
+      codecs: { video: [H264_CODEC()], audio: [OPUS_CODEC()] },
       // Only the addresses above (werift would add every interface's); sockets bound to the listen address.
       iceUseIpv4: false,
       iceUseIpv6: false,
@@ -104,14 +127,36 @@ export class WhepSession {
 
   /** Answers the browser's offer (all host candidates included: no trickle). Throws OfferError for an unusable offer. */
   async answer(offer: string): Promise<string> {
+    // The sockets werift opens for this session report their errors to it (./sockets.ts).
+    return gatherFor((err) => this.socketFailed(err), () => this.answerOffer(offer))
+  }
+
+  /**
+   * An error on one of this viewer's sockets (an ICMP port-unreachable: a port of the browser, or of
+   * anyone who sent us a datagram, is closed) concerns this viewer only, and is said once. It ends the
+   * viewer when its browser has gone quiet too; a browser still heard from keeps watching (a stranger's
+   * datagram must not end a pilot's view), and the idle reaper ends it if it goes quiet later.
+   */
+  private socketFailed(err: Error): void {
+    if (this.ended || this.socketError) return
+    this.socketError = `socket error: ${(err as NodeJS.ErrnoException).code ?? err.message}`
+    if (Date.now() - this.lastHeardAt > STILL_HEARD_MS) void this.close('failed', this.socketError)
+    else this.onSocketError?.(this, this.socketError)
+  }
+
+  private async answerOffer(offer: string): Promise<string> {
     try {
       await this.pc.setRemoteDescription({ type: 'offer', sdp: offer })
     } catch (err) {
       throw new OfferError(`The SDP offer could not be read: ${(err as Error).message}`)
     }
-    const transceiver = this.pc.getTransceivers().find((t) => t.kind === 'video')
-    if (!transceiver) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
-    if (!transceiver.codecs.length) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
+    const transceivers = this.pc.getTransceivers()
+    const videos = transceivers.filter((t) => t.kind === 'video')
+    if (!videos.length) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
+    // The first video section that takes H.264 is watched; every other section is answered inactive.
+    const transceiver = videos.find((t) => t.codecs.length)
+    if (!transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
+    for (const other of transceivers) if (other !== transceiver) other.setDirection('inactive')
     transceiver.setDirection('sendonly')
     this.sender = transceiver.sender
     await this.sender.replaceTrack(this.track)
@@ -236,13 +281,14 @@ export class WhepSession {
     }
   }
 
-  async close(reason: EndReason): Promise<void> {
+  /** Ends the session once; `detail` says more than the reason (which socket error). */
+  async close(reason: EndReason, detail?: string): Promise<void> {
     if (this.ended) return
     this.ended = true
     this.reading?.close()
     this.reading = null
     this.unwatch()
-    this.onEnd(this, reason)
+    this.onEnd(this, reason, detail)
     try {
       await this.pc.close()
     } catch {}

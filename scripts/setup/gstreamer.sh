@@ -15,14 +15,27 @@ PACKAGES=(
   procps                      # ps: the tests and the benchmark find gst children by parent pid
 )
 
+# --runtime (the container image): what the service runs, without the tests' tools: no libav (the
+# service decodes H.264 with openh264dec from plugins-bad when avdec_h264 is absent), no discoverer.
+RUNTIME=0
+[ "${1:-}" = --runtime ] && RUNTIME=1
+if [ "$RUNTIME" = 1 ]; then
+  kept=()
+  for p in "${PACKAGES[@]}"; do case "$p" in gstreamer1.0-libav | gstreamer1.0-plugins-base-apps) ;; *) kept+=("$p") ;; esac; done
+  PACKAGES=("${kept[@]}")
+fi
+
 source "$(dirname "$0")/apt.sh"
 apt_install_missing "gstreamer setup" "${PACKAGES[@]}"
 
 # setpriv (util-linux) gives children a parent-death signal; stty (coreutils) sets the board's baud rate.
-for tool in gst-launch-1.0 gst-inspect-1.0 gst-discoverer-1.0 setpriv stty ps python3; do
+tools=(gst-launch-1.0 gst-inspect-1.0 setpriv stty ps python3)
+elements=(videotestsrc videoconvert x264enc jpegenc jpegdec h264parse openh264dec rtph264pay rtpjpegpay rtph264depay rtpjpegdepay multiudpsink udpsrc matroskamux matroskademux identity progressreport v4l2src decodebin)
+[ "$RUNTIME" = 1 ] || { tools+=(gst-discoverer-1.0); elements+=(avdec_h264); }
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "gstreamer setup: $tool missing after install" >&2; exit 1; }
 done
-for element in videotestsrc videoconvert x264enc jpegenc jpegdec h264parse rtph264pay rtpjpegpay rtph264depay rtpjpegdepay avdec_h264 multiudpsink udpsrc matroskamux matroskademux identity progressreport v4l2src decodebin; do
+for element in "${elements[@]}"; do
   gst-inspect-1.0 "$element" >/dev/null 2>&1 || { echo "gstreamer setup: element $element missing" >&2; exit 1; }
 done
 echo "gstreamer setup: ok"

@@ -2,6 +2,8 @@
 // Dockerfile's labels (BlueOS's extension metadata) are valid JSON that says what the service needs. The
 // container tier checks this same reading of the Dockerfile against the labels of a built image.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { DEFAULT_PLUGINS } from '../../core/config'
 import { VERSION } from '../../core/version'
 import { readDockerfile } from '../../scripts/container/dockerfile'
@@ -16,12 +18,15 @@ beforeAll(async () => {
 afterAll(() => s.stop())
 
 describe('GET /register_service', () => {
-  test('answers the seven fields of a BlueOS service, the version being the API version', async () => {
+  test('answers the seven fields of a BlueOS service, the version being the API version, and works in relative paths', async () => {
     const { status, body, headers } = await s.call('GET', '/register_service')
     expect(status).toBe(200)
     expect(headers.get('content-type')).toStartWith('application/json')
-    expect(Object.keys(body).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
-    for (const value of Object.values(body)) expect(typeof value).toBe('string')
+    expect(Object.keys(body).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
+    const { works_in_relative_paths, ...strings } = body
+    // Without it BlueOS disables the sidebar entry when it is reached through its web proxy.
+    expect(works_in_relative_paths).toBe(true)
+    for (const value of Object.values(strings)) expect(typeof value).toBe('string')
     expect(body.name).toBe('Periscope')
     expect(body.version).toBe(VERSION)
     expect(body.version).toBe((await s.call('GET', '/api/health')).body.version)
@@ -44,11 +49,28 @@ describe('GET /register_service', () => {
     const op = doc.paths['/register_service']?.get
     expect(op?.tags).toEqual(['system'])
     const schema = op.responses['200'].content['application/json'].schema
-    expect(Object.keys(schema.properties).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
-    expect([...schema.required].sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage'])
+    expect(Object.keys(schema.properties).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
+    expect([...schema.required].sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
     const post = await s.call('POST', '/register_service', {})
     expect(post.status).toBe(405)
     expect(post.headers.get('allow')).toContain('GET')
+  })
+
+  test("BlueOS's scanner is not a client for the network rollback; a pilot's request is", async () => {
+    // The scanner's own requests: http.client with `User-Agent: python`, to /, /register_service, the
+    // docs, then every path of the OpenAPI document.
+    const scanner = { 'user-agent': 'python', 'accept-encoding': 'gzip, deflate', accept: '*/*' }
+    const heard = s.ctx.activity.lastRequestAt
+    const doc = (await s.call('GET', '/openapi.json', undefined, scanner)).body
+    await Bun.sleep(5) // the clock must be able to move
+    for (const path of ['/', '/register_service', '/docs', ...Object.keys(doc.paths).filter((p) => !p.includes('{'))])
+      await fetch(s.url + path, { headers: scanner }).then((r) => r.body?.cancel()) // the event stream never ends
+    expect(s.ctx.activity.lastRequestAt).toBe(heard)
+    // /register_service is polled by machines whatever their agent.
+    await fetch(s.url + '/register_service').then((r) => r.arrayBuffer())
+    expect(s.ctx.activity.lastRequestAt).toBe(heard)
+    await fetch(s.url + '/api/devices', { headers: { 'user-agent': 'Mozilla/5.0' } }).then((r) => r.arrayBuffer())
+    expect(s.ctx.activity.lastRequestAt).toBeGreaterThan(heard)
   })
 
   test('the plugin is among the default plugins', () => {
@@ -78,6 +100,27 @@ describe('the Dockerfile (the container image and BlueOS extension)', () => {
     expect(tags).toBeArray()
     for (const tag of tags) expect(tag).toMatch(/^[a-z0-9-]+$/)
     expect(labels.type).toMatch(/^[a-z-]+$/)
+  })
+
+  test("BlueOS's own models accept the labels and the /register_service answer (pydantic v2, as BlueOS validates them)", async () => {
+    const python = join(import.meta.dir, '..', '..', '.tmp', 'fastapi-venv', 'bin', 'python')
+    if (!existsSync(python)) throw new Error(`${python} is missing: run scripts/setup/fastapi.sh (npm test runs it as the contract tier's setup)`)
+    const register_service = (await s.call('GET', '/register_service')).body
+    const check = (input: unknown) => {
+      const r = Bun.spawnSync([python, join(import.meta.dir, 'blueos', 'blueos_models.py')], { stdin: new TextEncoder().encode(JSON.stringify(input)) })
+      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() }
+    }
+    const ok = check({ labels, register_service })
+    expect(ok.err).toBe('')
+    expect(ok.code).toBe(0)
+    const read = JSON.parse(ok.out)
+    expect(read.works_in_relative_paths).toBe(true)
+    expect(read.type).toBe('device-integration')
+    for (const author of read.authors) expect(author.email).toMatch(/^[^@\s]+@[^@\s]+$/)
+    // The model is not a happy-path echo: an author without an email is refused, as BlueOS refuses it.
+    const bad = check({ labels: { ...labels, authors: JSON.stringify([{ name: 'x' }]) }, register_service })
+    expect(bad.code).not.toBe(0)
+    expect(bad.err).toContain('email')
   })
 
   test('permissions: host network, /dev, /sys, the D-Bus socket, the data directory, and hot-plugged cameras and serial boards', () => {

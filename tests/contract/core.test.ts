@@ -11,7 +11,7 @@ import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
 beforeAll(async () => {
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')], config: { simulate: 'acme' } })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')], config: { simulate: 'default' } })
 })
 afterAll(async () => {
   await s.stop()
@@ -131,12 +131,22 @@ describe('health, limits, CORS, token, unknown routes', () => {
     }
   })
 
-  test('CORS preflight and headers for a UI on another origin', async () => {
-    const pre = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
+  test('CORS preflight and headers for a UI on another of the vehicle\'s origins; a page elsewhere refused; * only when configured', async () => {
+    const pre = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } })
     expect(pre.status).toBe(204)
-    expect(pre.headers.get('access-control-allow-origin')).toBe('*')
-    const get = await fetch(`${s.url}/api/devices`, { headers: { origin: 'http://ui.local' } })
-    expect(get.headers.get('access-control-allow-origin')).toBe('*')
+    expect(pre.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
+    const get = await fetch(`${s.url}/api/devices`, { headers: { origin: 'http://localhost:5173' } })
+    expect(get.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
+    const elsewhere = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://ui.example', 'access-control-request-method': 'POST' } })
+    expect(elsewhere.status).toBe(403)
+    expect(((await elsewhere.json()) as { detail: string }).detail).toContain('http://ui.example')
+    const open = await startContractServer({ config: { corsOrigins: ['*'] } })
+    try {
+      const any = await fetch(`${open.url}/api/devices`, { headers: { origin: 'http://ui.example' } })
+      expect([any.status, any.headers.get('access-control-allow-origin')]).toEqual([200, '*'])
+    } finally {
+      await open.stop()
+    }
   })
 
   test('unknown paths are 404 in the error shape', async () => {
@@ -181,7 +191,8 @@ async function raw(url: string, head: string): Promise<{ status: number; headers
 describe('the HTTP front (Bun.serve routes and node:http on one port, core/front.ts)', () => {
   let f: TestServer
   beforeAll(async () => {
-    f = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'recordings'] })
+    // Host names the front's tests send (its routing, not the Host check: tests/contract/security.test.ts).
+    f = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'recordings'], config: { allowedHosts: ['rov', 'a', 'elsewhere'] } })
   })
   afterAll(async () => {
     await f.stop()
@@ -301,7 +312,7 @@ describe('configuration and plugins', () => {
 
   test('a third-party plugin from a module path adds a vendor camera type and a control', async () => {
     // examples/acme-plugin.ts declares its RingCam's USB ids as a leader-capable model with a vendor control
-    // in code and one declared on its extension unit; the 'acme' preset simulates a camera with those ids.
+    // in code and one declared on its extension unit; it declares a simulated camera with those ids.
     const RING_CAM = 'usb-0000:00:14.0-5'
     const ringCam = await device(s, RING_CAM)
     expect(ringCam.device_type).toBe(1)

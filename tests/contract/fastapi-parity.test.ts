@@ -84,7 +84,7 @@ async function send(base: string, c: Case): Promise<Answer> {
 // Wrong values tried at every field: every JSON type, plus the strings and numbers pydantic coerces or refuses.
 const WRONG_ANY: unknown[] = ['abc', '', 7, -1, 0, 1.5, true, false, null, [1], [], { a: 1 }, {}]
 const WRONG_BY_TYPE: Record<string, unknown[]> = {
-  integer: ['5', ' 7 ', '1.0', '5.00', '1.5', '1_000', '0x10', '1e3', '-', '+3', 1e20, 2.0, 65536, 'inf', '٣'],
+  integer: ['5', ' 7 ', '1.0', '5.00', '1.5', '1_000', '0x10', '1e3', '-', '+3', 1e20, 1e21, 1e30, -1e30, 2.0, 65536, 'inf', '٣'],
   number: ['5', ' 7.5 ', '1_000.5', '1e3', '.5', '5.', 'inf', '-Infinity', 'nan', '0x10', 1e308, '1,5'],
   boolean: ['yes', 'off', 'True', 'FALSE', ' t ', '2', 2, 0.5, 1.0, 'on ', 'nope'],
   string: [' ', 'x'.repeat(65), '\u00e9\u{1F600}', '192.168.2.1', '01.2.3.4'],

@@ -62,10 +62,10 @@ test('both routes are documented with their content types, parameters and errors
   const { body: doc } = await s.call('GET', '/openapi.json')
   const mjpeg = doc.paths['/api/streams/{bus_info}/mjpeg'].get
   expect(Object.keys(mjpeg.responses['200'].content)).toEqual(['multipart/x-mixed-replace'])
-  expect(Object.keys(mjpeg.responses).sort()).toEqual(['200', '404', '409', '422', '503'])
+  expect(Object.keys(mjpeg.responses).sort()).toEqual(['200', '401', '403', '404', '409', '422', '503'])
   const snap = doc.paths['/api/streams/{bus_info}/snapshot.jpg'].get
   expect(Object.keys(snap.responses['200'].content)).toEqual(['image/jpeg'])
-  expect(Object.keys(snap.responses).sort()).toEqual(['200', '404', '409', '422', '502', '503', '504'])
+  expect(Object.keys(snap.responses).sort()).toEqual(['200', '401', '403', '404', '409', '422', '429', '502', '503', '504'])
   expect(snap.parameters).toContainEqual({ name: 'height', in: 'query', required: false, schema: expect.objectContaining({ type: 'integer', minimum: 16, maximum: 4320 }) })
   expect(snap.parameters).toContainEqual({ name: 'bus_info', in: 'path', required: true, schema: { type: 'string' } })
 })

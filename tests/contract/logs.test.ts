@@ -126,7 +126,7 @@ describe('GET /api/logs and the log event', () => {
 
   test('each request line carries the status sent: a Response\'s own (206), a preflight\'s 204 (answered before any route)', async () => {
     const since = (await s.call('GET', '/api/logs?limit=1')).body.next_since
-    const preflight = await fetch(`${s.url}/api/devices`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
+    const preflight = await fetch(`${s.url}/api/devices`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } })
     expect(preflight.status).toBe(204)
     mkdirSync(s.ctx.config.recordingsDir, { recursive: true })
     writeFileSync(join(s.ctx.config.recordingsDir, 'dive.mp4'), Buffer.alloc(1000, 1))

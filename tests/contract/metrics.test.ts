@@ -100,7 +100,7 @@ describe('GET /metrics', () => {
     expect((await s.call('DELETE', '/api/recordings/secret-dive-42.mkv')).status).toBe(404)
     expect((await s.call('GET', '/api/nothing-here-9')).status).toBe(404)
     expect((await s.call('POST', '/api/devices')).status).toBe(405)
-    const preflight = await fetch(`${s.url}/api/devices/restart_stream`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
+    const preflight = await fetch(`${s.url}/api/devices/restart_stream`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } })
     expect(preflight.status).toBe(204)
     const created = await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Bow' })
     expect(created.status).toBe(200)
@@ -169,8 +169,11 @@ describe('/metrics over HTTP', () => {
       expect(res.body).toEqual({ detail: 'Method Not Allowed' })
       expect(res.headers.get('allow')).toBe('GET, HEAD')
     }
-    const cors = await fetch(`${s.url}/metrics`, { headers: { origin: 'http://grafana.local' } })
-    expect(cors.headers.get('access-control-allow-origin')).toBe('*')
+    // CORS as everywhere: a page of the vehicle's is allowed; one elsewhere gets no CORS headers (docs/security.md).
+    const cors = await fetch(`${s.url}/metrics`, { headers: { origin: 'http://localhost:3000' } })
+    expect(cors.headers.get('access-control-allow-origin')).toBe('http://localhost:3000')
+    const elsewhere = await fetch(`${s.url}/metrics`, { headers: { origin: 'http://grafana.example' } })
+    expect([elsewhere.status, elsewhere.headers.get('access-control-allow-origin')]).toEqual([200, null])
     const doc = (await s.call('GET', '/openapi.json')).body
     const op = doc.paths['/metrics'].get
     expect(op.tags).toEqual(['system'])

@@ -14,12 +14,13 @@ import { definePlugin, Registry, type AppContext, type PeriscopePlugin } from '.
 import { SettingsStore } from '../../core/store'
 import { EventBus } from '../../core/events'
 import { RequestWatchers } from '../../core/http/request-log'
+import { Refusals } from '../../core/http/refusals'
 import { MockCameraBackend } from '../../drivers/mock/backend'
 import { PRESETS } from '../../drivers/mock/cameras'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 
 const ACME = join(import.meta.dir, '..', '..', 'examples', 'acme-plugin.ts')
-const RING_CAM = 'usb-0000:00:14.0-5' // the simulated Acme RingCam of the 'acme' preset
+const RING_CAM = 'usb-0000:00:14.0-5' // the simulated Acme RingCam the example plugin declares, after the default preset's four
 
 const servers: TestServer[] = []
 const contexts: AppContext[] = []
@@ -34,7 +35,7 @@ afterEach(async () => {
 function appContext(): AppContext {
   const dataDir = tempDir()
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error' })
-  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers() }
+  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
   contexts.push(ctx)
   return ctx
 }
@@ -52,6 +53,13 @@ describe('the shape', () => {
       const refused = await mountPlugin(plugin, appContext()).then(() => null, (e: Error) => e.message)
       expect({ what, refused }).toEqual({ what, refused: "plugin 'old': setup() must return its routes as new Elysia({ name: 'periscope:old' }) (empty when it has none)" })
     }
+  })
+
+  test('routes made with another copy of Elysia (a plugin that bundled its own) are refused with a sentence saying so, not dropped', async () => {
+    const other = await import(Bun.resolveSync('elysia', import.meta.dir) + '?another-copy')
+    const plugin = definePlugin({ name: 'bundled', setup: () => new other.Elysia({ name: 'periscope:bundled' }).get('/api/bundled', () => 'hi') })
+    const refused = await mountPlugin(plugin, appContext()).then(() => null, (e: Error) => e.message)
+    expect(refused).toBe("plugin 'bundled': its routes are made with another copy of Elysia (bundled into the plugin?); import Elysia from 'periscope/plugin' and leave it out of the bundle")
   })
 
   test('a lifecycle is declared once', async () => {
@@ -143,9 +151,9 @@ describe('backends have one owner', () => {
   test('state is per app instance: the example plugin of two services keeps two sets of ring lights', async () => {
     const acme = await loadPlugin(ACME)
     const plugins = await Promise.all(['mock', 'cameras', 'dwe'].map(loadPlugin))
-    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
+    const a = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
     servers.push(a)
-    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'acme' } })
+    const b = await startTestServer({ plugins: [...plugins, acme], config: { simulate: 'default' } })
     servers.push(b)
     expect(await a.call('POST', '/api/devices/set_uvc_control', { bus_info: RING_CAM, control_id: -100, value: 40 })).toMatchObject({ status: 200, body: { value: 40 } })
     expect((await a.call('GET', '/api/acme/ring_light')).body).toEqual({ [RING_CAM]: 40 })

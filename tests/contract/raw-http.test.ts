@@ -20,7 +20,7 @@ const logs: Record<string, any>[] = []
 beforeAll(async () => {
   dataDir = tempDir()
   service = Bun.spawn(
-    [BUN, 'core/main.ts', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'info', '--plugins', 'cameras,preferences,dwe,recordings,network,gstreamer'],
+    [BUN, 'core/main.ts', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'info', '--allowed-hosts', 'rov', '--plugins', 'cameras,preferences,dwe,recordings,network,gstreamer'],
     { cwd: ROOT, stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' },
   )
   // Read the log as it comes (one line per request: a pipe left unread would stall the service).

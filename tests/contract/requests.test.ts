@@ -98,7 +98,7 @@ describe('405 Method Not Allowed, as FastAPI answers it', () => {
     const headPost = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'HEAD' })
     expect(headPost.status).toBe(405)
     expect(headPost.headers.get('allow')).toBe('POST')
-    const preflight = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST' } })
+    const preflight = await fetch(`${s.url}/api/devices/set_nickname`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST' } })
     expect(preflight.status).toBe(204)
     expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
     for (const method of ['GET', 'POST', 'DELETE']) {

@@ -51,7 +51,7 @@ test('with the DWE plugin the same simulated camera has them, at the declared de
 })
 
 test("the example plugin's declared extension-unit control (a selector of its own) works on its simulated camera, and survives a re-plug", async () => {
-  const s = await start(['mock', 'cameras', 'dwe', ACME], 'acme')
+  const s = await start(['mock', 'cameras', 'dwe', ACME])
   const ringCam = await device(s, RING_CAM)
   expect(vendorIds(ringCam)).toEqual([-100, -101])
   expect(ringCam.controls.find((c: any) => c.control_id === -101)).toMatchObject({ name: 'Lens heater', value: 0, flags: { control_type: 'MENU', max_value: 2 } })

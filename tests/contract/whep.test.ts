@@ -6,20 +6,24 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { loadConfig } from '../../core/config'
 import { GopCache } from '../../media/hub'
 import { startsKeyFrame } from '../../media/rtp'
+import { MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES } from '../../plugins/whep/offer'
 import { hostCandidates } from '../../plugins/whep/session'
-import type { TestServer } from '../helpers'
+import { parseMetrics, type TestServer } from '../helpers'
 import { EHD, startContractServer } from './setup'
 
 let s: TestServer
 beforeAll(async () => {
   // No gstreamer plugin: no streamer, as on a machine without GStreamer.
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'whep'] })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'metrics'] })
 })
 afterAll(async () => {
   await s.stop()
 })
 
-const OFFER = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;profile-level-id=42e01f\r\n'
+const SESSION = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n'
+const CREDENTIALS = 'a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuv\r\na=fingerprint:sha-256 ' + Array(32).fill('AB').join(':') + '\r\n'
+const VIDEO = 'm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:0\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;profile-level-id=42e01f\r\n'
+const OFFER = SESSION + CREDENTIALS + VIDEO
 const post = (bus_info: string, body: string, type: string | null = 'application/sdp') =>
   fetch(`${s.url}/api/streams/${encodeURIComponent(bus_info)}/whep`, { method: 'POST', body, headers: type ? { 'content-type': type } : {} })
 const detail = async (res: Response) => ((await res.json()) as { detail: unknown }).detail
@@ -43,6 +47,60 @@ test('refusals carry a sentence: 415 wrong type, 400 not an offer, 404 unknown d
   expect(await detail(noStreamer)).toMatch(/GStreamer/)
 })
 
+/** periscope_refusals_total{what="whep_offer"} by reason, as /metrics says. */
+async function refusedOffers(): Promise<Record<string, number>> {
+  const text = await (await fetch(`${s.url}/metrics`)).text()
+  const counts: Record<string, number> = {}
+  for (const m of parseMetrics(text).samples) if (m.name === 'periscope_refusals_total' && m.labels.what === 'whep_offer') counts[m.labels.reason!] = m.value
+  return counts
+}
+
+test('offer limits: too large is 413, too many media sections, two BUNDLE groups, no fingerprint, no ICE credentials are 400 with a sentence; each counted in /metrics by reason', async () => {
+  const before = await refusedOffers()
+  const big = await post(EHD, OFFER + 'a=x-padding:' + 'x'.repeat(MAX_OFFER_BYTES) + '\r\n')
+  expect(big.status).toBe(413)
+  expect(await detail(big)).toContain(String(MAX_OFFER_BYTES))
+  const many = await post(EHD, SESSION + CREDENTIALS + VIDEO.repeat(MAX_MEDIA_SECTIONS + 1))
+  expect(many.status).toBe(400)
+  expect(await detail(many)).toContain(`more than ${MAX_MEDIA_SECTIONS} media sections`)
+  const bundles = await post(EHD, SESSION + 'a=group:BUNDLE 0\r\na=group:BUNDLE 1\r\n' + CREDENTIALS + VIDEO)
+  expect([bundles.status, await detail(bundles)]).toEqual([400, expect.stringContaining('BUNDLE')])
+  const noFingerprint = await post(EHD, OFFER.replace(/a=fingerprint:.*\r\n/, ''))
+  expect([noFingerprint.status, await detail(noFingerprint)]).toEqual([400, expect.stringContaining('a=fingerprint')])
+  const noPassword = await post(EHD, OFFER.replace(/a=ice-pwd:.*\r\n/, ''))
+  expect([noPassword.status, await detail(noPassword)]).toEqual([400, expect.stringContaining('a=ice-pwd')])
+  const emptyUfrag = await post(EHD, OFFER.replace(/a=ice-ufrag:.*\r\n/, 'a=ice-ufrag:\r\n'))
+  expect(emptyUfrag.status).toBe(400)
+  // Credentials in every media section instead of at session level are as good: refused only for want of a streamer.
+  const perSection = await post(EHD, SESSION + (CREDENTIALS + VIDEO).replace(/^((?:a=.*\r\n)+)(m=.*\r\n)/, '$2$1').repeat(2))
+  expect(perSection.status).toBe(503)
+  const after = await refusedOffers()
+  const grew = (reason: string) => (after[reason] ?? 0) - (before[reason] ?? 0)
+  expect([grew('too_large'), grew('too_many_sections'), grew('bundle'), grew('no_fingerprint'), grew('no_ice_credentials')]).toEqual([1, 1, 1, 1, 2])
+})
+
+test('an offer of 2,000 video sections (the one that froze the service for 8 minutes) is refused within 1 s, while /api/health answers within 100 ms', async () => {
+  const sections = Array.from({ length: 2000 }, (_, i) => VIDEO.replace('a=mid:0', `a=mid:${i}`)).join('')
+  const huge = SESSION + CREDENTIALS + sections
+  const small = SESSION + CREDENTIALS + Array.from({ length: 400 }, () => 'm=video 9 UDP/TLS/RTP/SAVPF 96\r\n').join('') // under the byte limit
+  expect(small.length).toBeLessThan(MAX_OFFER_BYTES)
+  for (const offer of [huge, small]) {
+    const started = performance.now()
+    const answer = post(EHD, offer).then(async (r) => ({ status: r.status, detail: await detail(r), ms: performance.now() - started }))
+    const healthMs: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now()
+      expect((await fetch(`${s.url}/api/health`)).status).toBe(200)
+      healthMs.push(performance.now() - t)
+    }
+    const refused = await answer
+    expect([413, 400]).toContain(refused.status)
+    expect(typeof refused.detail).toBe('string')
+    expect(refused.ms).toBeLessThan(1000)
+    expect(Math.max(...healthMs)).toBeLessThan(100)
+  }
+})
+
 test('DELETE of an unknown session is 404; PATCH (trickle ICE) is 405 with Allow', async () => {
   const path = `${s.url}/api/streams/${encodeURIComponent(EHD)}/whep/00000000-0000-0000-0000-000000000000`
   const del = await fetch(path, { method: 'DELETE' })
@@ -60,13 +118,13 @@ test('OPTIONS on the WHEP endpoint: 204 with Accept-Post: application/sdp, 404 f
   expect(plain.headers.get('accept-post')).toBe('application/sdp')
   expect(plain.headers.get('allow')).toBe('POST, OPTIONS')
   expect(await plain.text()).toBe('')
-  // From a page on another origin: the same answer, with the CORS headers.
-  const fromPage = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local' } })
-  expect([fromPage.status, fromPage.headers.get('accept-post'), fromPage.headers.get('access-control-allow-origin')]).toEqual([204, 'application/sdp', '*'])
+  // From a page on another origin of the vehicle (its own name, another port): the same answer, with the CORS headers.
+  const fromPage = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173' } })
+  expect([fromPage.status, fromPage.headers.get('accept-post'), fromPage.headers.get('access-control-allow-origin')]).toEqual([204, 'application/sdp', 'http://localhost:5173'])
   // A browser's preflight of the POST: answered by the CORS layer, allowing the method and Content-Type.
-  const preflight = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://ui.local', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
+  const preflight = await fetch(path, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } })
   expect(preflight.status).toBe(204)
-  expect(preflight.headers.get('access-control-allow-origin')).toBe('*')
+  expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
   expect(preflight.headers.get('access-control-allow-methods')).toContain('POST')
   expect(preflight.headers.get('access-control-allow-headers')).toContain('content-type')
   const unknown = await fetch(`${s.url}/api/streams/usb-nowhere/whep`, { method: 'OPTIONS' })

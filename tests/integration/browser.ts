@@ -205,3 +205,53 @@ export async function showImage(page: Page, path: string, timeoutMs = 10_000): P
     timeoutMs,
   )
 }
+
+/**
+ * In the page: a WHEP session whose offer has the sections `kinds` in that order ('audio', 'video' as
+ * recvonly transceivers, 'data' a data channel) under `bundlePolicy`; what openSession returns, and the
+ * error setRemoteDescription threw, if any. Its video shows in videoStats(page, key).
+ */
+export async function openOffer(page: Page, path: string, key: string, kinds: ('audio' | 'video' | 'data')[], bundlePolicy: 'balanced' | 'max-bundle' | 'max-compat'): Promise<Opened & { error?: string }> {
+  return page.evaluate(
+    async (path: string, key: string, kinds: string[], bundlePolicy: string) => {
+      const w = globalThis as any
+      w.pcs ??= {}
+      const pc = new w.RTCPeerConnection({ iceServers: [], bundlePolicy })
+      w.pcs[key] = pc
+      for (const kind of kinds) {
+        if (kind === 'data') pc.createDataChannel('chat')
+        else pc.addTransceiver(kind, { direction: 'recvonly' })
+      }
+      pc.ontrack = (e: any) => {
+        if (e.track.kind !== 'video') return
+        const video = w.document.createElement('video')
+        video.muted = true
+        video.autoplay = true
+        video.srcObject = new w.MediaStream([e.track])
+        w.document.body.appendChild(video)
+      }
+      await pc.setLocalDescription(await pc.createOffer())
+      await new Promise<void>((resolve) => {
+        if (pc.iceGatheringState === 'complete') return resolve()
+        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
+        setTimeout(resolve, 3000)
+      })
+      const postedAt = performance.now()
+      w.postedAt ??= {}
+      w.postedAt[key] = postedAt
+      const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription!.sdp })
+      const text = await res.text()
+      if (res.status !== 201) return { status: res.status, detail: JSON.parse(text).detail, postedAt }
+      try {
+        await pc.setRemoteDescription({ type: 'answer', sdp: text })
+      } catch (err) {
+        return { status: 201, location: res.headers.get('location') ?? undefined, postedAt, error: String(err) }
+      }
+      return { status: 201, location: res.headers.get('location') ?? undefined, postedAt }
+    },
+    path,
+    key,
+    kinds,
+    bundlePolicy,
+  )
+}

@@ -283,6 +283,59 @@ test('the nickname is saved when the edit is committed (Enter), not at each keys
   }
 }, 30_000)
 
+test('two cameras of one model have different titles: nickname, else model and port; a nickname wins', async () => {
+  await c.open('cameras')
+  await c.page.waitForSelector(card(FOLLOWER))
+  const leader = await device(LEADER)
+  const follower = await device(FOLLOWER)
+  expect(leader.name).toBe(follower.name) // the stellarHD pair: one model
+  const title = (bus: string) => c.page.$eval(card(bus), (e: any) => e.getAttribute('aria-label'))
+  const placeholder = (bus: string) => c.page.$eval(`${card(bus)} input[data-nickname]`, (i: any) => i.placeholder)
+  expect(await placeholder(LEADER)).toBe(`${leader.name} (port 2)`)
+  expect(await placeholder(FOLLOWER)).toBe(`${follower.name} (port 3)`)
+  expect(await title(LEADER)).toBe(leader.nickname || `${leader.name} (port 2)`)
+  expect(await title(FOLLOWER)).toBe(follower.nickname || `${follower.name} (port 3)`)
+  expect(await title(LEADER)).not.toBe(await title(FOLLOWER))
+  try {
+    await c.service.call('POST', '/api/devices/set_nickname', { bus_info: FOLLOWER, nickname: 'Starboard' })
+    await waitInPage(c.page, 'the follower titled by its nickname', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-3"]')?.getAttribute('aria-label') === 'Starboard')
+  } finally {
+    await c.service.call('POST', '/api/devices/set_nickname', { bus_info: FOLLOWER, nickname: follower.nickname })
+  }
+}, 30_000)
+
+test('the WebRTC frame rate is read over a window: nothing shown until one has passed, then never above the stream\'s rate', async () => {
+  try {
+    await press(`${card(EHD)} [data-action=enable]`)
+    const d = await until('the exploreHD streaming', () => device(EHD), (x) => x.stream.enabled && x.stream_status.state === 'running', 20_000)
+    const rate = d.stream.interval.denominator / d.stream.interval.numerator
+    const preview = '[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]'
+    await c.page.waitForSelector(preview, { timeout: 10_000 })
+    // The first decoded frames (the stream's last group of pictures, sent at once, then live): no rate yet.
+    await waitInPage(c.page, 'WebRTC frames decoded in the preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000)
+    expect(await c.page.$eval(preview, (e: any) => e.getAttribute('data-fps'))).toBe('')
+    expect(await c.page.$eval(`${preview} .overlay`, (e: any) => e.textContent)).toContain('… fps')
+    // Then five readings, each after the page's stats moved on: none above the stream's rate (a little
+    // slack for the clock).
+    await waitInPage(c.page, 'a frame rate shown', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-fps'), 15_000)
+    const attr = (name: string) => c.page.$eval(preview, (e: any, n: string) => e.getAttribute(n), name)
+    const readings: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const frames = await attr('data-frames-decoded')
+      const moved = (sel: string, before: string) => (globalThis as any).document.querySelector(sel)?.getAttribute('data-frames-decoded') !== before
+      await c.page.waitForFunction(moved, { timeout: 10_000, polling: 100 }, preview, frames)
+      readings.push(Number(await attr('data-fps')))
+    }
+    expect(readings.length).toBeGreaterThan(0)
+    for (const fps of readings) expect(fps).toBeLessThanOrEqual(rate * 1.1)
+    expect(Math.max(...readings)).toBeGreaterThan(0)
+  } finally {
+    await c.service.call('POST', '/api/devices/unconfigure_stream', { bus_info: EHD }).catch(() => {})
+    const d = await device(EHD)
+    await c.service.call('POST', '/api/devices/configure_stream', { bus_info: EHD, stream_type: 'UDP', encode_type: d.stream.encode_type, stream_format: { width: d.stream.width, height: d.stream.height, interval: d.stream.interval }, enabled: false, endpoints: [{ host: '127.0.0.1', port: 5600 }] })
+  }
+}, 60_000)
+
 test('an idle console asks nothing of the service: no request in 3 s while nothing changes', async () => {
   await c.open('cameras')
   await c.page.waitForSelector(card(EHD))

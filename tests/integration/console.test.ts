@@ -56,6 +56,23 @@ describe('one console', () => {
     await c.service.call('POST', '/api/preferences/save_preferences', before)
   }, 60_000)
 
+  test('Recordings and Status say the recordings disk the same way: one unit, one percent from the same fields', async () => {
+    const disk = (await c.service.call('GET', '/api/recordings/disk')).body
+    const said = async (page: 'recordings' | 'status') => {
+      await c.open(page)
+      await waitInPage(c.page, `the disk on ${page}`, () => /free of/.test((globalThis as any).document.querySelector('[data-disk]')?.textContent ?? ''))
+      return c.page.$eval('[data-disk]', (e: any) => e.textContent.trim())
+    }
+    const shape = /^([\d.]+ (?:bytes|KB|MB|GB|TB)) free of ([\d.]+ (?:bytes|KB|MB|GB|TB)) \((\d+) % used\)$/
+    const [recordings, status] = [shape.exec(await said('recordings')), shape.exec(await said('status'))]
+    expect(recordings).not.toBeNull()
+    expect(status).not.toBeNull()
+    expect(status![2]).toBe(recordings![2]) // the total, in the same unit
+    // Free space moves while other programs write; the percent is df's: used / (used + free).
+    expect(Math.abs(Number(status![3]) - Number(recordings![3]))).toBeLessThanOrEqual(1)
+    expect(Math.abs(Number(status![3]) - Math.round((100 * disk.used) / (disk.used + disk.free)))).toBeLessThanOrEqual(1)
+  }, 30_000)
+
   test('Status shows what /api/health says: each plugin with its state and reason', async () => {
     const health = (await c.service.call('GET', '/api/health')).body
     await c.open('status')

@@ -32,12 +32,12 @@ function v4l2Job(encode_type: StreamJob['stream']['encode_type'], stream_type: S
 const line = (tokens: string[] | null) => (tokens ?? []).join(' ')
 
 describe('buildPipeline', () => {
-  test('H264 over UDP: v4l2src caps, h264parse and rtph264pay with in-band parameters, every endpoint', () => {
+  test('H264 over UDP: v4l2src caps, h264parse putting SPS/PPS in each IDR access unit, rtph264pay, every endpoint', () => {
     const p = line(buildPipeline(v4l2Job('H264', 'UDP')))
     expect(p).toBe(
       'v4l2src name=cam0 device=/dev/video2 ! video/x-h264,width=1920,height=1080,framerate=30/1' +
         ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
-        ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
+        ' ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay aggregate-mode=zero-latency pt=96' +
         ' ! multiudpsink clients=127.0.0.1:5600,127.0.0.5:6000 sync=false async=false',
     )
   })
@@ -52,7 +52,7 @@ describe('buildPipeline', () => {
     const p = line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP')))
     expect(p).toContain('image/jpeg,width=1920,height=1080')
     expect(p).toContain(`jpegdec ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast bitrate=${softwareBitrateKbps(1920, 1080, 30)} key-int-max=30`)
-    expect(p).toContain('rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96')
+    expect(p).toContain('h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay aggregate-mode=zero-latency pt=96')
     expect(line(buildPipeline(v4l2Job('SOFTWARE_H264', 'UDP'), { bitrateKbps: 1234 }))).toContain('bitrate=1234')
   })
 
@@ -64,7 +64,7 @@ describe('buildPipeline', () => {
       'v4l2src name=cam0 device=/dev/video2 ! video/x-raw,format=YUY2,width=1920,height=1080,framerate=30/1' +
         ' ! identity name=mon0 check-imperfect-timestamp=true ! progressreport name=alive0 update-freq=1 silent=true do-query=false' +
         ` ! videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast bitrate=${softwareBitrateKbps(1920, 1080, 30)} key-int-max=30` +
-        ' ! h264parse config-interval=-1 ! rtph264pay aggregate-mode=zero-latency config-interval=-1 pt=96' +
+        ' ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay aggregate-mode=zero-latency pt=96' +
         ' ! multiudpsink clients=127.0.0.1:5600,127.0.0.5:6000 sync=false async=false',
     )
     // An explicit MJPG source is the default path.
@@ -92,6 +92,17 @@ describe('buildPipeline', () => {
   test('NONE streams nothing', () => {
     expect(buildPipeline(v4l2Job('NONE', 'UDP'))).toBeNull()
     expect(buildPipeline(v4l2Job('NONE', 'RECORDING'))).toBeNull()
+  })
+
+  test('H.264 parameter sets: h264parse inserts them per access unit on every path, the payloader never (not between slices)', () => {
+    for (const enc of ['H264', 'SOFTWARE_H264'] as const) {
+      for (const type of ['UDP', 'RECORDING'] as const) {
+        const p = line(buildPipeline(v4l2Job(enc, type), { recordingPath: '/rec/x.mkv', tapPorts: [7000] }))
+        expect(p).toContain('h264parse config-interval=-1 ! video/x-h264,alignment=au')
+        expect(p).toContain('rtph264pay aggregate-mode=zero-latency pt=96') // the tap's payloader (UDP: also the endpoints')
+        expect(p.match(/config-interval/g)?.length).toBe(1)
+      }
+    }
   })
 
   test('a UDP stream without endpoints is refused', () => {

@@ -4,6 +4,7 @@ import { expect, test } from 'bun:test'
 import type { Config } from '../../core/config'
 import { EventBus } from '../../core/events'
 import { RequestWatchers } from '../../core/http/request-log'
+import { Refusals } from '../../core/http/refusals'
 import { createLogger } from '../../core/log'
 import { mountPlugin, type MountedPlugin } from '../../core/lifecycle'
 import { Registry } from '../../core/plugin'
@@ -15,7 +16,7 @@ import { simulatedJob, tempDir, waitFor } from './gstreamer.helpers'
 test('no gst-launch-1.0 on PATH: no streamer, health down with the fix', async () => {
   const dataDir = tempDir()
   const registry = new Registry()
-  const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers() }
+  const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
   const path = process.env.PATH
   process.env.PATH = '/nonexistent'
   let instance: MountedPlugin

@@ -325,7 +325,7 @@ describe('without NetworkManager', () => {
     try {
       const r = await lonely.call('GET', '/api/network/wired/devices')
       expect(r.status).toBe(503)
-      expect(r.body.detail).toContain('cannot reach the system D-Bus')
+      expect(r.body.detail).toContain('Cannot reach the system D-Bus')
       const health = await lonely.call('GET', '/api/health')
       expect(health.status).toBe(200)
       expect(health.body.plugins.network).toMatchObject({ state: 'degraded' })

@@ -40,7 +40,8 @@ export async function startService(options: { args?: string[]; port?: number } =
     }
   }
   try {
-    await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || proc.exitCode !== null, 30_000)
+    // 401: --token-scope all (reads need the token): the service answers all the same.
+    await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || r.status === 401 || proc.exitCode !== null, 30_000)
   } catch (e) {
     await kill() // never left running behind a failed start
     throw e

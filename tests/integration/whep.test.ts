@@ -10,8 +10,8 @@ import { readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Browser } from 'puppeteer-core'
-import { until } from '../helpers'
-import { launchBrowser, openPage, openSession, watch, withPage, type Opened } from './browser'
+import { listenEvents, until } from '../helpers'
+import { launchBrowser, openOffer, openPage, openSession, watch, withPage, type Opened } from './browser'
 import { requireGStreamer, tempDir } from './gstreamer.helpers'
 
 const IDLE_TIMEOUT_S = 3
@@ -27,7 +27,7 @@ async function startService(): Promise<Service> {
   const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = probe.port
   probe.stop(true)
-  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'error', '--whep-idle-timeout', String(IDLE_TIMEOUT_S)]
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'info', '--whep-idle-timeout', String(IDLE_TIMEOUT_S)]
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), ...args], { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') })
   const url = `http://127.0.0.1:${port}`
   const call = async (method: string, path: string, body?: unknown) => {
@@ -102,7 +102,8 @@ test('Chromium watches an H.264 camera over WHEP: frames at the camera size with
   try {
     const opened = await openSession(page, whepPath(cam.bus_info), 'a')
     expect(opened.status).toBe(201)
-    expect(opened.location).toMatch(new RegExp(`^${whepPath(cam.bus_info).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/[0-9a-f-]{36}$`))
+    // The Location ends in the session's secret: 24 random bytes, base64url (192 bits).
+    expect(opened.location).toMatch(new RegExp(`^${whepPath(cam.bus_info).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/[A-Za-z0-9_-]{32}$`))
     const v = await watch(page, 'a', (v) => v.framesDecoded > 0 && v.width > 0, 20_000)
     console.log(`whep: first decoded frame ${Math.round(v.firstFrameMs!)} ms after the POST (${cam.width}x${cam.height})`)
     expect([v.width, v.height]).toEqual([cam.width, cam.height])
@@ -123,6 +124,65 @@ test('Chromium watches an H.264 camera over WHEP: frames at the camera size with
     await page.close()
   }
 }, 90_000)
+
+test("a session's Location is its own secret: unguessable, and nowhere else (logs, health, metrics, events); a wrong one ends nothing", async () => {
+  const cam = await streaming('H264')
+  const events = listenEvents(`${service.url}/api/events`)
+  await events.ready
+  const page = await openPage(browser, service.url)
+  try {
+    const opened = [await openSession(page, whepPath(cam.bus_info), 's1'), await openSession(page, whepPath(cam.bus_info), 's2')]
+    const secrets = opened.map((o) => o.location!.split('/').at(-1)!)
+    for (const secret of secrets) expect(Buffer.from(secret, 'base64url').length * 8).toBeGreaterThanOrEqual(128)
+    expect(secrets[0]).not.toBe(secrets[1])
+    await watch(page, 's1', (v) => v.framesDecoded > 0, 20_000)
+    // Someone else's guess, and the other session's secret on a wrong camera: 404, and both sessions live on.
+    const guess = await fetch(`${service.url}${whepPath(cam.bus_info)}/${Buffer.alloc(24).toString('base64url')}`, { method: 'DELETE' })
+    expect(guess.status).toBe(404)
+    expect(await sessionCount()).toBe(2)
+    expect((await fetch(service.url + opened[0]!.location!, { method: 'DELETE' })).status).toBe(200)
+    const everywhere = [
+      JSON.stringify((await service.call('GET', '/api/logs?limit=1000')).body),
+      JSON.stringify((await service.call('GET', '/api/health')).body),
+      await (await fetch(`${service.url}/metrics`)).text(),
+      JSON.stringify(events.events),
+      JSON.stringify((await service.call('GET', '/api/devices')).body),
+    ]
+    for (const text of everywhere) for (const secret of secrets) expect(text).not.toContain(secret)
+    // The log names sessions by a label of their own.
+    expect(everywhere[0]).toMatch(/whep-\d+/)
+    expect((await fetch(service.url + opened[1]!.location!, { method: 'DELETE' })).status).toBe(200)
+  } finally {
+    events.close()
+    await page.close()
+  }
+}, 90_000)
+
+test('every well-formed offer is answered and plays: audio first, max-bundle, balanced, max-compat, a data channel, two video sections', async () => {
+  const cam = await streaming('H264')
+  const page = await openPage(browser, service.url)
+  const shapes: { kinds: ('audio' | 'video' | 'data')[]; policy: 'balanced' | 'max-bundle' | 'max-compat' }[] = [
+    { kinds: ['audio', 'video'], policy: 'max-bundle' }, // the medooze whip-whep client's offer
+    { kinds: ['audio', 'video'], policy: 'balanced' },
+    { kinds: ['video', 'audio'], policy: 'max-compat' },
+    { kinds: ['video', 'audio', 'data'], policy: 'max-bundle' },
+    { kinds: ['data', 'video'], policy: 'balanced' },
+    { kinds: ['video', 'video'], policy: 'max-bundle' },
+  ]
+  try {
+    for (const [i, shape] of shapes.entries()) {
+      const key = `shape${i}`
+      const opened = await openOffer(page, whepPath(cam.bus_info), key, shape.kinds, shape.policy)
+      const what = `${shape.kinds.join('+')} ${shape.policy}`
+      expect({ what, status: opened.status, error: opened.error, detail: opened.detail }).toEqual({ what, status: 201, error: undefined, detail: undefined })
+      const v = await watch(page, key, (v) => v.framesDecoded > 0, 20_000)
+      expect([what, v.width, v.height]).toEqual([what, cam.width, cam.height])
+      expect((await fetch(service.url + opened.location!, { method: 'DELETE' })).status).toBe(200)
+    }
+  } finally {
+    await page.close()
+  }
+}, 180_000)
 
 test('a tab closed without DELETE is reaped after the idle timeout, and its sockets are closed', async () => {
   const cam = await streaming('H264')
@@ -255,7 +315,8 @@ test('refusals on a real service: malformed offer 400, wrong content type 415, n
   const stopped = (await streaming('MJPG')).bus_info
   expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: stopped })).status).toBe(200)
   const post = (bus_info: string, sdp: string, type = 'application/sdp') => fetch(service.url + whepPath(bus_info), { method: 'POST', headers: { 'content-type': type }, body: sdp })
-  const offerish = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n'
+  const credentials = 'a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuv\r\na=fingerprint:sha-256 ' + Array(32).fill('AB').join(':') + '\r\n'
+  const offerish = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n' + credentials + 'm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 VP8/90000\r\n'
   const bad = await post(running, 'hello')
   expect(bad.status).toBe(400)
   expect(((await bad.json()) as { detail: string }).detail).toContain('v=0')
@@ -268,13 +329,29 @@ test('refusals on a real service: malformed offer 400, wrong content type 415, n
     'v=0\r\nm=video \r\n',
     offerish.replace('VP8', 'H264') + 'a=fmtp:96 packetization-mode=0\r\n',
     offerish.replace('VP8', 'H264') + 'a=fingerprint:sha-256 zz\r\na=ice-ufrag:\r\n',
-    offerish + 'a=' + 'x'.repeat(100_000) + '\r\n',
     'v=0\nm=video 9 RTP/AVP 96\n' + 'm=video 9 RTP/AVP 96\n'.repeat(200),
+    offerish.replace(/a=fingerprint.*\r\n/, ''),
+    offerish.replace(/a=ice-pwd.*\r\n/, ''),
   ]
   for (const sdp of hostile) {
     const r = await post(running, sdp)
     expect([r.status, typeof (await r.json() as { detail: unknown }).detail]).toEqual([400, 'string'])
   }
+  const huge = await post(running, offerish + 'a=' + 'x'.repeat(100_000) + '\r\n')
+  expect([huge.status, typeof (await huge.json() as { detail: unknown }).detail]).toEqual([413, 'string'])
+  // The offer that froze the service for 8 minutes: 2,000 video sections, refused within 1 s, /api/health unhindered.
+  const sections = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n' + credentials + 'm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n'.repeat(2000)
+  const started = performance.now()
+  const refusal = post(running, sections).then((r) => ({ status: r.status, ms: performance.now() - started }))
+  const healthMs: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now()
+    expect((await service.call('GET', '/api/health')).status).toBe(200)
+    healthMs.push(performance.now() - t)
+  }
+  expect((await refusal).status).toBe(413)
+  expect((await refusal).ms).toBeLessThan(1000)
+  expect(Math.max(...healthMs)).toBeLessThan(100)
   const wrongType = await post(running, offerish, 'application/json')
   expect(wrongType.status).toBe(415)
   expect(((await wrongType.json()) as { detail: string }).detail).toContain('application/sdp')

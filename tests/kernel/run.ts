@@ -3,6 +3,7 @@
 // results come out through the VM's writable 9p share. Exits non-zero on any failure or when the VM
 // cannot boot.
 import { spawnSync } from 'node:child_process'
+import { partFailure, selectVmTests, sumCounts } from './select'
 import { REPO, runInVm, VmError } from './vm'
 
 const bun = process.execPath
@@ -12,50 +13,62 @@ const VM_TIMEOUT_MS = Number(process.env.PERISCOPE_VM_TIMEOUT_MS ?? 900_000)
 const FILE_TIMEOUT_S = 300
 const failures: string[] = []
 const totals = { pass: 0, fail: 0 }
-/** Adds up bun test's "N pass" / "N fail" lines, so the tier ends with one total the test runner reads. */
-function count(output: string) {
-  for (const m of output.matchAll(/^\s*(\d+) (pass|fail)$/gm)) totals[m[2] as 'pass' | 'fail'] += Number(m[1])
+const add = (counts: { pass: number; fail: number }) => {
+  totals.pass += counts.pass
+  totals.fail += counts.fail
 }
 
 console.log('kernel tier: host tests (tests/kernel/host)')
 const host = spawnSync(bun, ['test', 'tests/kernel/host'], { cwd: REPO, encoding: 'utf8', timeout: 180_000 })
 const hostOut = `${host.stdout ?? ''}${host.stderr ?? ''}`
 console.log(hostOut.replace(/^/gm, '  [host] '))
-count(hostOut)
-if (host.status !== 0) failures.push(`host tests failed (exit ${host.status ?? host.signal})`)
+const hostCounts = sumCounts(hostOut)
+add(hostCounts)
+const hostFailure = partFailure('host tests', host.status, hostCounts)
+if (hostFailure) failures.push(hostFailure)
 
-console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
+// Refused before booting: a filter that names nothing, or a file that does not exist.
+let vmFiles: string[] = []
 try {
-  // One bun process per file, in this order: the hot-plug, set-read and service tests unbind vivid, so they run after
-  // the others (stream and rtsp need vivid bound, as booted). PERISCOPE_VM_TESTS=stream,rtsp runs only those.
-  const all = ['enumerate', 'controls', 'stream', 'rtsp', 'hotplug', 'set-read', 'service']
-  const only = process.env.PERISCOPE_VM_TESTS?.split(',').filter(Boolean)
-  const unknown = only?.filter((f) => !all.includes(f)) ?? []
-  if (unknown.length) throw new Error(`PERISCOPE_VM_TESTS: no VM test file ${unknown.join(', ')} (there are ${all.join(', ')})`)
-  const files = all.filter((f) => !only || only.includes(f)).map((f) => `tests/kernel/vm/${f}.test.ts`)
-  const runFile = (f: string) =>
-    `timeout -k 5 ${FILE_TIMEOUT_S} ./node_modules/.bin/bun test --timeout 60000 ${f}; s=$?\n` +
-    `if [ $s -eq 124 ] || [ $s -eq 137 ]; then echo "KILLED (exit $s): ${f} ran past ${FILE_TIMEOUT_S} s, or something killed it"; fi\n[ $s -eq 0 ] || rc=1`
-  const script = `rc=0\n${files.map(runFile).join('\n')}\nexit $rc`
-  let out = ''
-  let printed = 0
-  const printLines = (flush: boolean) => {
-    const end = flush ? out.length : out.lastIndexOf('\n') + 1
-    if (end > printed) console.log(out.slice(printed, end).replace(/\n$/, '').replace(/^/gm, '  [vm] '))
-    printed = Math.max(printed, end)
-  }
-  const run = await runInVm(script, {
-    timeoutMs: VM_TIMEOUT_MS,
-    onOutput: (text) => {
-      out += text
-      printLines(false)
-    },
-  }).finally(() => printLines(true))
-  count(out)
-  console.log(`VM finished in ${run.seconds.toFixed(1)} s`)
-  if (run.rc !== 0) failures.push(run.rc === null ? 'the VM tests wrote no result (crashed?)' : `VM tests failed (exit ${run.rc})`)
+  vmFiles = selectVmTests(process.env.PERISCOPE_VM_TESTS)
 } catch (e) {
-  failures.push(e instanceof VmError ? `VM: ${e.message}` : `VM harness: ${(e as Error).stack}`)
+  failures.push((e as Error).message)
+}
+
+if (vmFiles.length) {
+  console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
+  try {
+    // One bun process per file (PERISCOPE_VM_TESTS=stream,rtsp runs only those).
+    const files = vmFiles.map((f) => `tests/kernel/vm/${f}.test.ts`)
+    const runFile = (f: string) =>
+      `timeout -k 5 ${FILE_TIMEOUT_S} ./node_modules/.bin/bun test --timeout 60000 ${f}; s=$?\n` +
+      `if [ $s -eq 124 ] || [ $s -eq 137 ]; then echo "KILLED (exit $s): ${f} ran past ${FILE_TIMEOUT_S} s, or something killed it"; fi\n[ $s -eq 0 ] || rc=1`
+    const script = `rc=0\n${files.map(runFile).join('\n')}\nexit $rc`
+    let out = ''
+    let printed = 0
+    const printLines = (flush: boolean) => {
+      const end = flush ? out.length : out.lastIndexOf('\n') + 1
+      if (end > printed) console.log(out.slice(printed, end).replace(/\n$/, '').replace(/^/gm, '  [vm] '))
+      printed = Math.max(printed, end)
+    }
+    const run = await runInVm(script, {
+      timeoutMs: VM_TIMEOUT_MS,
+      onOutput: (text) => {
+        out += text
+        printLines(false)
+      },
+    }).finally(() => printLines(true))
+    const vmCounts = sumCounts(out)
+    add(vmCounts)
+    console.log(`VM finished in ${run.seconds.toFixed(1)} s`)
+    if (run.rc === null) failures.push('the VM tests wrote no result (crashed?)')
+    else {
+      const vmFailure = partFailure('VM tests', run.rc, vmCounts)
+      if (vmFailure) failures.push(vmFailure)
+    }
+  } catch (e) {
+    failures.push(e instanceof VmError ? `VM: ${e.message}` : `VM harness: ${(e as Error).stack}`)
+  }
 }
 
 console.log(`\n ${totals.pass} pass\n ${Math.max(totals.fail, failures.length ? 1 : 0)} fail`)

@@ -2,7 +2,10 @@
 // the page's base). JSON in and out; every failure becomes an ApiError that carries the service's
 // `detail` sentence (a 422's list mapped to the fields it names by `loc`), so no refused request can
 // pass for a success. A 401 asks the pilot for the token (core/http/token.ts: with --token, every
-// change needs it), keeps it for the session, and sends the request again.
+// change needs it; with --token-scope all, every read too), keeps it for the session, and sends the
+// request again. What the browser fetches by itself (the event stream, MJPEG and snapshot pictures,
+// a recording's player or download link) cannot carry a header: for those the token also goes in a
+// session cookie under the page's base path, which the service takes for reads only.
 import { Value } from './state'
 import type { Device } from './types'
 
@@ -103,6 +106,14 @@ export const tokenPrompt = new Value<{ refused: boolean; answer(token: string | 
 
 export const savedToken = (): string | null => sessionStorage.getItem(TOKEN_KEY)
 
+/** The cookie core/http/token.ts reads (TOKEN_COOKIE), for this page's base path only: null removes it. */
+function tokenCookie(token: string | null): void {
+  const path = new URL(serviceBase()).pathname
+  document.cookie = token === null ? `periscope_token=; path=${path}; max-age=0; samesite=strict` : `periscope_token=${encodeURIComponent(token)}; path=${path}; samesite=strict`
+}
+// A reload keeps the tab's token (sessionStorage) and so its cookie.
+if (typeof document !== 'undefined' && savedToken()) tokenCookie(savedToken())
+
 let asking: Promise<string | null> | null = null
 
 /** One prompt at a time: requests refused together wait for the same answer. */
@@ -113,7 +124,10 @@ function askForToken(refused: boolean): Promise<string | null> {
       answer(token) {
         asking = null
         tokenPrompt.set(null)
-        if (token) sessionStorage.setItem(TOKEN_KEY, token)
+        if (token) {
+          sessionStorage.setItem(TOKEN_KEY, token)
+          tokenCookie(token)
+        }
         resolve(token)
       },
     })
@@ -155,7 +169,10 @@ export async function request(method: string, path: string, body?: { type: strin
     const text = await res.text()
     if (res.ok) return { status: res.status, headers: res.headers, text }
     if (res.status === 401) {
-      if (token && savedToken() === token) sessionStorage.removeItem(TOKEN_KEY)
+      if (token && savedToken() === token) {
+        sessionStorage.removeItem(TOKEN_KEY)
+        tokenCookie(null)
+      }
       if (savedToken() || (await askForToken(Boolean(token)))) continue
     }
     throw refusal(res, text)

@@ -95,7 +95,7 @@ function TokenDialog() {
         }}
       >
         <h2 id="token-title">Token needed</h2>
-        <p>{prompt?.refused ? 'The service refused that token. Type it again.' : 'This service was started with --token: changes need it. It is kept for this browser tab only.'}</p>
+        <p>{prompt?.refused ? 'The service refused that token. Type it again.' : 'This service was started with --token: changes need it (with --token-scope all, so do recordings, logs, events and live video). It is kept for this tab, and as a cookie for the pictures and events the browser fetches by itself until the browser closes.'}</p>
         <label for="token-input">Token</label>
         <input id="token-input" type="password" autocomplete="current-password" value={token} onInput={(e) => setToken(e.currentTarget.value)} autofocus />
         <div class="actions">

@@ -6,6 +6,7 @@
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { answeredLocation, ApiError, request, whyRefused } from './api'
+import { FrameRate } from './framerate'
 import { useValue, Value } from './state'
 import type { Device } from './types'
 
@@ -16,7 +17,7 @@ const SNAPSHOT_EVERY_MS = 3000
 
 function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
   const video = useRef<HTMLVideoElement>(null)
-  const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number } | null>(null)
+  const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number | null } | null>(null)
   useEffect(() => {
     let closed = false
     let session: string | null = null
@@ -51,16 +52,15 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
       if (closed) return void end()
       await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
     })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
-    // The browser's own count of decoded frames: shown, so a frozen picture is seen as one.
-    let last = { frames: 0, at: performance.now() }
+    // The browser's own count of decoded frames: shown, so a frozen picture is seen as one. The rate is
+    // over a 2 s window, shown once a full one has passed (framerate.ts).
+    const rate = new FrameRate()
     const timer = setInterval(async () => {
       let s = { frames: 0, width: 0, height: 0 }
       ;(await pc.getStats()).forEach((r) => {
         if (r.type === 'inbound-rtp' && r.kind === 'video') s = { frames: r.framesDecoded ?? 0, width: r.frameWidth ?? 0, height: r.frameHeight ?? 0 }
       })
-      const now = performance.now()
-      const fps = ((s.frames - last.frames) * 1000) / (now - last.at)
-      last = { frames: s.frames, at: now }
+      const fps = rate.add(performance.now(), s.frames)
       if (!closed) setStats({ ...s, fps })
     }, 1000)
     return () => {
@@ -72,11 +72,11 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
     }
   }, [url])
   return (
-    <div class="preview-box" data-preview="whep" data-frames-decoded={stats?.frames ?? 0}>
+    <div class="preview-box" data-preview="whep" data-frames-decoded={stats?.frames ?? 0} data-fps={stats?.fps == null ? '' : stats.fps.toFixed(1)}>
       <video ref={video} muted autoplay playsInline />
       {stats && (
         <span class="overlay">
-          {stats.width}×{stats.height} · {Math.round(stats.fps)} fps · WebRTC
+          {stats.width}×{stats.height} · {stats.fps === null ? '… fps' : `${Math.round(stats.fps)} fps`} · WebRTC
         </span>
       )}
     </div>

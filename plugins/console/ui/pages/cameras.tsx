@@ -7,6 +7,7 @@ import { get, post } from '../api'
 import { SOURCE_FORMAT } from '../../../cameras/source-formats'
 import { ControlsPanel } from '../controls'
 import { devices, devicesError, reloadDevices } from '../devices'
+import { bytes, cameraTitle } from '../format'
 import { Preview } from '../preview'
 import { useResource } from '../resource'
 import { useValue } from '../state'
@@ -17,13 +18,11 @@ import { ConfirmDialog, CopyUrl, ErrorLine, Field, useAction } from '../widgets'
 const LEADS = new Set([1, 3])
 const FOLLOWS = new Set([2, 4])
 
-export const displayName = (d: Device) => d.nickname || d.name || d.bus_info
-
 /** What the device is in a stereo group, in words. */
 export function groupRole(d: Device, all: Device[]): string {
   const name = (bus: string) => {
     const other = all.find((x) => x.bus_info === bus)
-    return other ? displayName(other) : bus
+    return other ? cameraTitle(other) : bus
   }
   if (d.followers.length) return `leads ${d.followers.map(name).join(', ')}`
   if (d.leader) return `follows ${name(d.leader)}`
@@ -74,8 +73,8 @@ function Nickname({ d }: { d: Device }) {
   return (
     <div class="nickname">
       <input
-        aria-label={`Nickname of ${d.name ?? d.bus_info}`}
-        placeholder={d.name ?? 'Nickname'}
+        aria-label={`Nickname of ${cameraTitle({ ...d, nickname: '' })}`}
+        placeholder={cameraTitle({ ...d, nickname: '' })}
         value={text}
         disabled={state.busy}
         data-nickname
@@ -118,7 +117,7 @@ const configureBody = (d: Device, change: Partial<{ enabled: boolean }> = {}) =>
 
 function StreamActions({ d }: { d: Device }) {
   const [run, state] = useAction()
-  const name = displayName(d)
+  const name = cameraTitle(d)
   const running = d.stream_status?.state === 'running'
   const recording = d.recording?.active ?? false
   if (d.leader) return null
@@ -150,7 +149,7 @@ function StreamActions({ d }: { d: Device }) {
       </div>
       {d.recording?.file && (
         <p class="muted" data-recording-state={recording ? 'active' : 'ended'}>
-          {recording ? <span class="tag live">REC</span> : 'Last recording'} {d.recording.file} · {(d.recording.bytes / 2 ** 20).toFixed(1)} MB
+          {recording ? <span class="tag live">REC</span> : 'Last recording'} {d.recording.file} · {bytes(d.recording.bytes)}
           {d.recording.error && <span class="error-text"> · {d.recording.error}</span>}
         </p>
       )}
@@ -251,7 +250,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
       // it was edited again meanwhile.
       await reloadDevices()
       if (edits.current === submitted) setDirty(false)
-    }, `${displayName(d)}: stream settings saved`)
+    }, `${cameraTitle(d)}: stream settings saved`)
   const fields = state.fields
   return (
     <form
@@ -349,7 +348,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
   const [removing, setRemoving] = useState<string | null>(null)
   const name = (bus: string) => {
     const x = all.find((o) => o.bus_info === bus)
-    return x ? displayName(x) : bus
+    return x ? cameraTitle(x) : bus
   }
   const remove = (leader: string, follower: string) =>
     run(async () => {
@@ -400,7 +399,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
             void run(async () => {
               await post('/api/devices/add_follower', { leader_bus_info: d.bus_info, follower_bus_info: follower })
               await reloadDevices()
-            }, `${name(follower)} now follows ${displayName(d)}`)
+            }, `${name(follower)} now follows ${cameraTitle(d)}`)
           }}
         >
           <Field label="Add a follower">
@@ -408,7 +407,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
               <select id={fid} aria-describedby={note2} value={chosen} onChange={(e) => setPick(e.currentTarget.value)} data-follower-pick>
                 {candidates.map((o) => (
                   <option key={o.bus_info} value={o.bus_info}>
-                    {displayName(o)} · {o.bus_info}
+                    {cameraTitle(o)} · {o.bus_info}
                     {note(o)}
                   </option>
                 ))}
@@ -434,7 +433,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
             void remove(d.bus_info, follower)
           }}
         >
-          <p>Its own stream stays stopped until you enable it; {displayName(d)}'s stream restarts without it.</p>
+          <p>Its own stream stays stopped until you enable it; {cameraTitle(d)}'s stream restarts without it.</p>
         </ConfirmDialog>
       )}
     </div>
@@ -443,7 +442,7 @@ function GroupPanel({ d, all }: { d: Device; all: Device[] }) {
 
 function CameraCard({ d, all, prefs }: { d: Device; all: Device[]; prefs: Preferences | null }) {
   return (
-    <article class="card" data-device={d.bus_info} aria-label={displayName(d)}>
+    <article class="card" data-device={d.bus_info} aria-label={cameraTitle(d)}>
       <header>
         <Nickname d={d} />
         <p class="muted">

@@ -8,19 +8,14 @@ import { useEffect, useState } from 'preact/hooks'
 import { api } from '../api'
 import { useResource } from '../resource'
 import type { Recording } from '../types'
+import { diskUsage, type Disk } from '../format'
 import { ConfirmDialog, ErrorLine, useAction } from '../widgets'
-import { bytes } from './recordings/format'
 import { Player } from './recordings/player'
 import './recordings/recordings.css'
 import { RenameDialog } from './recordings/rename'
 import { useZipJob, ZipProgress } from './recordings/zip'
 
 type Listed = Recording & { in_progress?: boolean }
-interface Disk {
-  total: number
-  used: number
-  free: number
-}
 
 /** The file's own name (its extension as written on disk): the name every recording route takes. */
 export const fileNameOf = (r: Recording) => r.path.slice(r.path.lastIndexOf('/') + 1) || `${r.name}.${r.format}`
@@ -28,13 +23,11 @@ export const fileNameOf = (r: Recording) => r.path.slice(r.path.lastIndexOf('/')
 const REFRESH_ON = ['recording', 'stream_error'] as const
 
 function DiskUsage({ disk }: { disk: Disk }) {
-  const share = disk.total > 0 ? disk.used / disk.total : 0
+  const { share, text } = diskUsage(disk)
   return (
     <div class="disk" data-disk>
       <meter min={0} max={1} value={share} low={0.8} high={0.95} optimum={0} aria-label="Disk used" />
-      <span>
-        {bytes(disk.free)} free of {bytes(disk.total)} ({Math.round(share * 100)} % used)
-      </span>
+      <span>{text}</span>
     </div>
   )
 }

@@ -1,6 +1,7 @@
 // Status: GET /api/health — the service's version and uptime, whether settings can be saved, each
 // plugin's state with its reason, and which plugin provides which backend.
 import { Fragment } from 'preact'
+import { diskUsage, type Disk } from '../format'
 import { useResource, whenChanged } from '../resource'
 import type { Health } from '../types'
 import { ErrorLine } from '../widgets'
@@ -11,14 +12,6 @@ function uptime(seconds: number): string {
   const m = Math.floor((seconds % 3600) / 60)
   return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min ${seconds % 60} s` : `${seconds} s`
 }
-
-interface Disk {
-  total: number
-  used: number
-  free: number
-}
-
-const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`
 
 export function StatusPage() {
   const health = useResource<Health>('/api/health', ['stream_error', 'device_added', 'device_removed', 'network_changed', 'preferences_updated'])
@@ -48,7 +41,7 @@ export function StatusPage() {
               <span class={`tag ${h.settings.state}`}>{h.settings.state}</span> {h.settings.detail}
             </dd>
             <dt>Recordings disk</dt>
-            <dd data-disk>{disk.data ? `${gib(disk.data.free)} free of ${gib(disk.data.total)} (${Math.round((100 * disk.data.used) / Math.max(1, disk.data.used + disk.data.free))} % used, as df counts it)` : (disk.error ?? '…')}</dd>
+            <dd data-disk>{disk.data ? diskUsage(disk.data).text : (disk.error ?? '…')}</dd>
           </dl>
           {reasons.length > 0 && (
             <>

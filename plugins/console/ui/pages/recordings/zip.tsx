@@ -8,7 +8,7 @@ import type { ZipStatusModel } from '../../../../../core/schemas'
 import { api, ApiError, get, post, request, serviceUrl } from '../../api'
 import { on } from '../../events'
 import { ErrorLine, notify } from '../../widgets'
-import { bytes } from './format'
+import { bytes } from '../../format'
 
 export type ZipStatus = Static<typeof ZipStatusModel>
 
