@@ -1,5 +1,5 @@
 // The JPEG views (plugins/jpeg), on the real service with simulated cameras streaming 1280x720@30:
-//  1. snapshot latency: from a running stream (MJPG: the camera's own next JPEG; H.264: the live tap's
+//  1. snapshot latency: from a running stream (MJPG: the camera's own next JPEG; H.264: the stream hub's
 //     last group of pictures decoded by a one-shot child) against a one-shot capture of the same camera
 //     stopped. With `--baseline <checkout>` (another Periscope tree, e.g. `git archive <commit>` with
 //     node_modules linked), the same H.264 snapshots are also asked, turn about, of a second service

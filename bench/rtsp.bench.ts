@@ -218,7 +218,7 @@ for (const n of [0, ...VIEWERS]) {
   console.log(`${String(n).padStart(7)} ${cpu.toFixed(1).padStart(7)} ${perViewer.padStart(18)} ${rss.toFixed(0).padStart(8)} ${slowest.padStart(10)}`)
   for (const c of clients) c.close()
 }
-console.log('\n(the camera\'s gst child is the same in every row: viewers are served from the live tap, never re-encoded)')
+console.log('\n(the camera\'s gst child is the same in every row: viewers are served from the stream hub, never re-encoded)')
 endpoint.close()
 service.kill('SIGTERM')
 await service.exited

@@ -17,7 +17,7 @@ import { createSocket } from 'node:dgram'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { RTCPeerConnection } from 'werift'
-import { payloadOffset } from '../plugins/whep/h264'
+import { payloadOffset } from '../media/rtp'
 import { H264_CODEC } from '../plugins/whep/session'
 import { sharedNow } from './lib'
 

@@ -7,7 +7,7 @@
 //     `--baseline <checkout>` (another Periscope tree, e.g. `git archive <commit>` with node_modules
 //     linked), a second service runs from it beside this one and the joins alternate between the two:
 //     both figures come from the same run, under the same load, with their ratio. Also the cost of
-//     keeping the last group of pictures (drivers/gstreamer/tap.ts GopCache) per packet of this stream;
+//     keeping the last group of pictures (media/hub.ts GopCache) per packet of this stream;
 //  2. what the browser adds per frame once it plays (getStats: mean jitter-buffer delay and decode time);
 //  3. the latency a WHEP viewer pays over a plain RTP/UDP receiver (issue 12's target: ≤ 5 ms at p99):
 //     per frame, when its last packet reaches a werift WHEP client minus when the same packet reached
@@ -25,7 +25,7 @@
 //     and then each of --viewers werift WHEP clients, each in its own process (Chromium decoding 1080p
 //     eight times would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send);
 //  5. the send path alone, with neither the camera nor the receivers in the figure: the stream's real key
-//     frames handed by a stand-in tap to n WhepSessions (plugins/whep/session.ts) in this process, whose
+//     frames handed by a stand-in hub to n WhepSessions (plugins/whep/session.ts) in this process, whose
 //     werift peers run in processes of their own; the time until every session has sent the whole frame
 //     (the sends all happen before the event loop's next turn) beside plain node:dgram sending the same
 //     packets to n loopback ports. A key frame is what the p99 of 3. is made of: one frame in FPS.
@@ -36,10 +36,10 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser } from 'puppeteer-core'
-import type { LiveTap } from '../core/types'
-import { GopCache } from '../drivers/gstreamer/tap'
+import { createLogger } from '../core/log'
+import { GopCache, MediaHub } from '../media/hub'
 import { WhepSession } from '../plugins/whep/session'
-import { startsKeyFrame } from '../plugins/whep/h264'
+import { startsKeyFrame } from '../media/rtp'
 import { launchBrowser, openPage, openSession, watch } from '../tests/integration/browser'
 import { TICK, argOf, cpuTicks, freePort, numberArg, rssKb, waitHttp } from './lib'
 import { Receiver, type Arrivals } from './whep-receiver'
@@ -155,25 +155,9 @@ function packetsPerFrame(packets: Uint8Array[]) {
   return { keyFrame: keyFrames.map((f) => f.length), otherFrame: otherFrames.map((f) => f.length) }
 }
 
-/** A tap that hands out what the bench feeds it: the send-path section's stand-in for drivers/gstreamer/tap.ts. */
-class StandInTap implements LiveTap {
-  readonly encoding = 'H264' as const
-  readonly members = 1
-  readonly watchers = new Set<(packet: Uint8Array) => void>()
-  constructor(readonly width: number, readonly height: number, readonly fps: number) {}
-  subscribe(_member: number, onPacket: (packet: Uint8Array) => void) {
-    this.watchers.add(onPacket)
-    return () => void this.watchers.delete(onPacket)
-  }
-  feed(packet: Uint8Array) {
-    for (const watch of this.watchers) watch(packet)
-  }
-  sent() {
-    return { bytes: 0, frames: 0 }
-  }
-  lastGop() {
-    return []
-  }
+/** The send-path section's hub: a real one (media/hub.ts) that never listens; the bench hands it the packets. */
+function standInHub(width: number, height: number, fps: number): MediaHub {
+  return new MediaHub({ encoding: 'H264', width, height, fps, members: [EHD], log: createLogger('error') })
 }
 
 /** Resolves once what the current turn of the event loop queued (ticks, microtasks: the sends) has run. */
@@ -189,18 +173,18 @@ async function sendPath() {
   const fanOut = createSocket('udp4')
   await new Promise<void>((resolve) => fanOut.bind(0, '127.0.0.1', resolve))
   for (const n of VIEWERS) {
-    const tap = new StandInTap(WIDTH, HEIGHT, FPS)
+    const hub = standInHub(WIDTH, HEIGHT, FPS)
     const sessions: WhepSession[] = []
     const peers: Receiver[] = []
     try {
       for (let i = 0; i < n; i++) {
-        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, tap, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
+        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
         sessions.push(session)
         peers.push(await Receiver.spawn(['peer'], (offer) => session.answer(offer)))
       }
       const started = performance.now()
-      while (tap.watchers.size < n) {
-        if (performance.now() - started > 30_000) throw new Error(`${tap.watchers.size} of ${n} sessions connected within 30 s`)
+      while (hub.readerStats().readers < n) {
+        if (performance.now() - started > 30_000) throw new Error(`${hub.readerStats().readers} of ${n} sessions connected within 30 s`)
         await Bun.sleep(20)
       }
       const whep: number[] = []
@@ -215,7 +199,7 @@ async function sendPath() {
         const frame = keyFrames[b % keyFrames.length]!
         await Bun.sleep(1000 / FPS) // the peers take theirs in between
         let [t0, c0] = [performance.now(), process.cpuUsage()]
-        for (const packet of frame) tap.feed(packet)
+        for (const packet of frame) hub.receive(0, packet)
         await nextTurn()
         whep.push(performance.now() - t0)
         whepCpu += cpuOf(c0)
@@ -340,7 +324,7 @@ try {
     }
     const perPacketUs = ((performance.now() - started) * 1000) / (rounds * service.sample.length)
     const rate = packetRate()
-    console.log(`\nGOP cache (tap.ts): ${perPacketUs.toFixed(2)} µs per packet over ${service.sample.length} packets of this stream; at its ~${Math.round(rate)} packets/s that is ${((perPacketUs * rate) / 1e4).toFixed(3)} % of a core`)
+    console.log(`\nGOP cache (media/hub.ts): ${perPacketUs.toFixed(2)} µs per packet over ${service.sample.length} packets of this stream; at its ~${Math.round(rate)} packets/s that is ${((perPacketUs * rate) / 1e4).toFixed(3)} % of a core`)
   }
 
   // 3. Latency: every werift viewer against the plain receiver, frame by frame, each in its own process.
@@ -408,7 +392,7 @@ try {
     await Promise.all(viewers.map((v) => v.close()))
     await Bun.sleep(1000) // sessions gone before the next row
   }
-  console.log("(the camera's gst child is the same in every row: viewers are sent the live tap's H.264, never re-encoded)")
+  console.log("(the camera's gst child is the same in every row: viewers are sent the stream hub's H.264, never re-encoded)")
   }
 
   // 5. The send path alone: key frames to n sessions, beside a plain fan-out of the same packets.

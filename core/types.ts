@@ -211,13 +211,18 @@ export interface Streamer {
   /** Absolute paths of recording files being written right now (rename/delete refuse them). */
   activeRecordings(): string[]
   /**
-   * The live RTP of the job that streams this camera (a lone camera's, or its group's with `member` its
-   * place: 0 = leader), for viewers; null while no job streams it.
+   * The hub of the job that streams this camera (a lone camera's, or its group's with `member` its
+   * place: 0 = leader), for readers; null while no job streams it.
    */
-  live(bus_info: string): { tap: LiveTap; member: number } | null
+  live(bus_info: string): { hub: StreamHub; member: number } | null
+  /**
+   * What a one-shot capture of this member reads as gst-launch tokens, up to the camera's native caps
+   * (v4l2src with its caps, or a simulated camera's description): the JPEG views' still source.
+   */
+  captureSource?(member: StreamMember, stream: Stream): string[]
   /**
    * Starts recording the running stream of this camera (a group's: one file, one track per camera) from
-   * the live tap, without a second encoder; null when no job streams it. Throws when the recorder fails to start.
+   * the stream's hub, without a second encoder; null when no job streams it. Throws when the recorder fails to start.
    */
   startRecording(bus_info: string): Promise<DeviceRecording | null>
   /** Ends the recording (EOS: the file is closed and kept); null when none was active. The stream runs on. */
@@ -258,21 +263,63 @@ export interface DeviceDirectory {
   stopRecording(bus_info: string): Promise<DeviceRecording>
 }
 
+/** What a hub carries: H.264 (payload type 96, RFC 6184) or JPEG (payload type 26, RFC 2435). */
+export type MediaEncoding = 'H264' | 'JPEG'
+
+/**
+ * A consumer of a running stream's hub (media/hub.ts): a viewer, the recorder, a loopback feeder, a
+ * counter. Each reader has its own bounded queue: one that falls behind skips to the next key frame
+ * (H.264) or frame (JPEG) on its own queue and never holds the others.
+ */
+export interface HubReader {
+  /** Who reads, for the log and /metrics: 'whep', 'rtsp', 'mjpeg', 'recorder', 'mavlink', … */
+  readonly name: string
+  /** 'key': from the next key frame (H.264) or frame start (JPEG); 'now' (the default): every packet from now on. */
+  readonly from?: 'now' | 'key'
+  /**
+   * One RTP packet, shared with the other readers (copy it before changing it). A returned promise holds
+   * this reader's next packets in its queue until it settles. A throw or a rejection ends this reader
+   * alone (logged once with its reason).
+   */
+  packet(packet: Uint8Array): void | Promise<unknown>
+  /** The reader ended without closing itself: its handler failed, or the stream stopped or was replaced by `next`. */
+  ended?(end: ReaderEnd): void
+}
+
+export interface ReaderEnd {
+  reason: 'failed' | 'closed' | 'replaced'
+  /** A sentence: the error, or what happened to the stream. */
+  detail: string
+  /** For 'replaced': the hub of the restarted stream (`next.memberOf(bus_info)` finds the camera in it). */
+  next?: StreamHub
+}
+
+/** A reader's place at a hub. */
+export interface Reading {
+  /** Leaves the hub (idempotent); `ended` is not called. */
+  close(): void
+  /** Packets this reader lost to its queue's bound (it fell behind). */
+  readonly dropped: number
+}
+
 /**
  * A running stream's RTP, one stream per member (0 = leader), as it leaves the camera's pipeline:
- * H.264 with payload type 96 or JPEG with 26. Viewers subscribe and unsubscribe without touching the
- * pipeline. Packets keep the pipeline's RTP sequence numbers and timestamps (a child restart starts new ones).
+ * H.264 with payload type 96 or JPEG with 26. Readers come and go without touching the pipeline.
+ * Packets keep the pipeline's RTP sequence numbers and timestamps (a child restart starts new ones).
+ * A hub lives as long as its job: a restarted job gets a new hub ('replaced'), a stopped one none ('closed').
  */
-export interface LiveTap {
-  readonly encoding: 'H264' | 'JPEG'
+export interface StreamHub {
+  readonly encoding: MediaEncoding
   readonly width: number
   readonly height: number
   readonly fps: number
   readonly members: number
-  /** Every RTP packet of member `member` from now on; returns the unsubscribe. */
-  subscribe(member: number, onPacket: (packet: Uint8Array) => void): () => void
+  /** The member that is this camera, or -1. */
+  memberOf(bus_info: string): number
+  /** Adds a reader of member `member`'s packets. Throws RangeError for a member the hub does not have. */
+  read(member: number, reader: HubReader): Reading
   /**
-   * What member `member`'s pipeline has sent since the tap opened (the job started; child restarts
+   * What member `member`'s pipeline has sent since the hub opened (the job started; child restarts
    * included): RTP bytes of one copy (each UDP endpoint receives as many) and frames (packets that end
    * one, with the RTP marker bit).
    */
@@ -284,6 +331,13 @@ export interface LiveTap {
    * the cache's bound. The packets are shared: copy one before changing it.
    */
   lastGop(member: number): readonly Uint8Array[]
+  /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
+  readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
+  readonly closed: boolean
+  /** The job restarted (restart_stream, a new configuration, a regrouping): `next` carries it now. */
+  on(event: 'replaced', listener: (next: StreamHub) => void): () => void
+  /** The job stopped (stop, unplug, unconfigure), with no hub after it. */
+  on(event: 'closed', listener: (reason: string) => void): () => void
 }
 
 // ---- network (drivers/networkmanager) ----

@@ -1,13 +1,11 @@
-// What every supervised gst-launch-1.0 child shares, the stream runner's and the recorder's: reading its
-// output line by line, stopping it (EOS first for a file, then SIGKILL), recording file names that never
-// collide, and pushing a file being written to the disk.
+// What the stream runner's and the recorder's children share beyond media/children.ts (spawning,
+// stopping, reading output): recording file names that never collide, and pushing a file being written
+// to the disk.
 import { existsSync, mkdirSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import { recordingFileName } from '../storage/naming'
-import { children } from './children'
 import { RECORDING_EXT } from './pipeline'
 
 /** "No space left on the resource." (filesink), "… on device" (errno). */
@@ -56,35 +54,3 @@ export function syncToDisk(path: string, log?: Logger): void {
 
 /** Why the latest fsync of `path` failed, while it still fails; null when it succeeds (or was never tried). */
 export const syncProblem = (path: string): string | null => syncTrouble.get(path) ?? null
-
-/**
- * Ends a child: `signal` first (SIGINT makes gst-launch -e send EOS, so a muxer closes its file), then
- * SIGKILL after `timeoutMs`. Resolves once it is gone and out of the children registry.
- */
-export async function endChild(child: Subprocess, signal: 'SIGINT' | 'SIGTERM', timeoutMs: number): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) {
-    child.kill(signal)
-    const timedOut = await Promise.race([child.exited.then(() => false), Bun.sleep(timeoutMs).then(() => true)])
-    if (timedOut) {
-      child.kill('SIGKILL')
-      await child.exited
-    }
-  }
-  children.delete(child.pid)
-}
-
-/** Calls `onLine` for each line of a child's output, until it ends. */
-export async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
-  const decoder = new TextDecoder()
-  let rest = ''
-  try {
-    for await (const chunk of stream) {
-      const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n')
-      rest = lines.pop()!
-      for (const line of lines) onLine(line)
-    }
-  } catch {
-    // the child is gone
-  }
-  if (rest) onLine(rest)
-}

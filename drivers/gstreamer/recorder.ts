@@ -1,16 +1,17 @@
-// A recording made while streaming: one supervised gst-launch-1.0 child per recording, fed from the
-// job's live tap (tap.ts). Its RTP is forwarded over loopback to the child's udpsrc (one per member),
+// A recording made while streaming: one supervised gst-launch-1.0 child per recording, a reader of the
+// job's hub (media/hub.ts). Its RTP is fed over loopback to the child's udpsrc (one per member,
+// media/feeder.ts),
 // depayloaded and muxed into the same crash-safe Matroska file end as a RECORDING stream (pipeline.ts):
 // the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
 // starting or stopping a recording costs the stream's viewers nothing.
-import { createSocket, type Socket } from 'node:dgram'
 import { statSync, unlinkSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
-import type { DeviceRecording, LiveTap } from '../../core/types'
-import { children } from './children'
-import { DISK_FULL, endChild, pumpLines, syncProblem, syncToDisk } from './child'
+import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
+import { endChild, pumpLines, spawnChild } from '../../media/children'
+import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { DISK_FULL, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, shellCommand } from './pipeline'
 
@@ -24,9 +25,9 @@ export interface RecorderOptions {
   log: Logger
 }
 
-/** How the camera's RTP and the recorder child meet: the tap, the file, and who to tell when it ends. */
+/** How the camera's RTP and the recorder child meet: the hub, the file, and who to tell when it ends. */
 export interface RecorderSpec {
-  tap: LiveTap
+  hub: StreamHub
   path: string
   /** Called once when the recording has ended, by stop() or by itself (then `error` says why). */
   onEnd(recorder: Recorder): void
@@ -38,8 +39,8 @@ export class Recorder {
   readonly started = new Date()
   error: string | null = null
   private child: Subprocess | null = null
-  private sender: Socket | null = null
-  private unsubscribes: (() => void)[] = []
+  private feeder: LoopbackFeeder | null = null
+  private readings: Reading[] = []
   private timer: ReturnType<typeof setInterval> | null = null
   private stopping = false
   private ended = false
@@ -73,7 +74,7 @@ export class Recorder {
     return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error ?? (this.active ? syncProblem(this.spec.path) : null) }
   }
 
-  /** Spawns the child, waits until it listens, then forwards the tap from each member's next key frame. */
+  /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
   static async start(spec: RecorderSpec, options: RecorderOptions): Promise<Recorder> {
     const recorder = new Recorder(spec, options)
     try {
@@ -86,12 +87,11 @@ export class Recorder {
   }
 
   private async launch(): Promise<void> {
-    const { tap } = this.spec
-    const ports = await freeLoopbackPorts(tap.members)
-    const tokens = buildRecorderPipeline(tap.encoding, ports, this.spec.path)
+    const { hub } = this.spec
+    const ports = await freeLoopbackPorts(hub.members)
+    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.path)
     this.options.log.info('starting recorder', { file: this.spec.path, command: shellCommand(tokens) })
-    const child = (this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }))
-    children.add(child.pid)
+    const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
     const onLine = (line: string) => {
       // udpsrc binds going to READY; PLAYING comes after, so then every port listens.
@@ -103,7 +103,6 @@ export class Recorder {
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, onLine)
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, onLine)
     void child.exited.then(() => {
-      children.delete(child.pid)
       if (!this.stopping) void this.finish(this.endReason())
     })
 
@@ -114,18 +113,11 @@ export class Recorder {
       await Bun.sleep(20)
     }
 
-    const sender = (this.sender = createSocket('udp4'))
-    sender.on('error', () => {}) // loopback to our own child: nothing to recover
-    for (let member = 0; member < tap.members; member++) {
-      const port = ports[member]!
-      let started = false
-      this.unsubscribes.push(
-        tap.subscribe(member, (packet) => {
-          // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
-          if (!started && !(started = startsKeyFrame(packet, tap.encoding))) return
-          sender.send(packet, port, '127.0.0.1')
-        }),
-      )
+    const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
+    for (let member = 0; member < hub.members; member++) {
+      // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
+      // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
+      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
     }
     this.timer = setInterval(() => {
       syncToDisk(this.spec.path, this.options.log)
@@ -140,7 +132,7 @@ export class Recorder {
   }
 
   /**
-   * EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The tap runs on.
+   * EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The stream runs on.
    * `error`: why, when it is a failure rather than a request.
    */
   async stop(error: string | null = null): Promise<void> {
@@ -152,13 +144,11 @@ export class Recorder {
   }
 
   private detach(): void {
-    for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe()
+    for (const reading of this.readings.splice(0)) reading.close()
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    try {
-      this.sender?.close()
-    } catch {}
-    this.sender = null
+    this.feeder?.close()
+    this.feeder = null
   }
 
   private async finish(error: string | null): Promise<void> {
@@ -177,39 +167,4 @@ export class Recorder {
     }
     this.spec.onEnd(this)
   }
-}
-
-/** Whether an RTP packet opens a frame a decoder can start from: H.264 SPS (sent before every IDR), or a JPEG's first fragment. */
-export function startsKeyFrame(packet: Uint8Array, encoding: LiveTap['encoding']): boolean {
-  if (packet.length < 13) return false
-  let offset = 12 + 4 * (packet[0]! & 0x0f)
-  if (packet[0]! & 0x10) {
-    if (packet.length < offset + 4) return false
-    offset += 4 + 4 * ((packet[offset + 2]! << 8) | packet[offset + 3]!)
-  }
-  const payload = packet.subarray(offset)
-  if (encoding === 'JPEG') return payload.length >= 4 && payload[1] === 0 && payload[2] === 0 && payload[3] === 0
-  const SPS = 7
-  const type = payload[0]! & 0x1f
-  if (type === 24) {
-    // STAP-A: a whole access unit's small NAL units (an AUD may come before the SPS)
-    for (let at = 1; at + 2 < payload.length; at += 2 + ((payload[at]! << 8) | payload[at + 1]!)) if ((payload[at + 2]! & 0x1f) === SPS) return true
-    return false
-  }
-  if (type === 28) return payload.length > 1 && (payload[1]! & 0x80) !== 0 && (payload[1]! & 0x1f) === SPS // FU-A start
-  return type === SPS
-}
-
-/** Ports free on loopback now (bound, noted, released): the child binds them a moment later. */
-async function freeLoopbackPorts(count: number): Promise<number[]> {
-  const sockets = await Promise.all(
-    Array.from({ length: count }, () => new Promise<Socket>((resolve, reject) => {
-      const socket = createSocket('udp4')
-      socket.once('error', reject)
-      socket.bind(0, '127.0.0.1', () => resolve(socket))
-    })),
-  )
-  const ports = sockets.map((s) => s.address().port)
-  for (const s of sockets) s.close()
-  return ports
 }

@@ -8,9 +8,9 @@ import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
-import { children } from './children'
+import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { BUSY, describeHolders, holdersOf } from './holders'
-import { DISK_FULL, endChild, pumpLines, reserveRecordingPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, reserveRecordingPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -53,7 +53,7 @@ export class StreamRunner {
   private dropsReported = -1
   private readonly frameNs: number
 
-  /** `tapPorts`: per member, the loopback port of the job's live tap (tap.ts), which outlives child restarts. */
+  /** `tapPorts`: per member, the loopback port of the job's hub (media/hub.ts), which outlives child restarts. */
   constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks, private readonly tapPorts?: number[]) {
     this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
   }
@@ -134,22 +134,16 @@ export class StreamRunner {
     this.hooks.log.info('starting pipeline', { bus_info: this.job.bus_info, command: shellCommand(tokens) })
     try {
       // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages, which monitor.ts reads.
-      this.child = Bun.spawn([...this.options.prefix, this.options.gstLaunch, '-e', '-m', ...tokens], {
-        stdin: 'ignore',
-        stdout: 'pipe',
-        stderr: 'pipe',
-      })
+      this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix)
     } catch (err) {
       this.child = null
       return this.failure(`cannot run ${this.options.gstLaunch}: ${(err as Error).message}`)
     }
     const child = this.child
-    children.add(child.pid)
     this.setState('starting', null)
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onLine(line))
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onStderr(line))
     void child.exited.then((code) => {
-      children.delete(child.pid)
       if (generation !== this.generation) return
       this.child = null
       if (!this.wanted) return

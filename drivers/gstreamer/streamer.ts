@@ -1,13 +1,13 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
 import type { Logger } from '../../core/log'
-import type { DeviceRecording, LiveTap, StreamJob, StreamStatus, Streamer } from '../../core/types'
-import { guardChildren } from './children'
+import type { DeviceRecording, Stream, StreamHub, StreamJob, StreamMember, StreamStatus, Streamer } from '../../core/types'
+import { guardChildren, parentDeathPrefix } from '../../media/children'
+import { MediaHub } from '../../media/hub'
 import { reserveRecordingPath } from './child'
 import { Recorder } from './recorder'
 import type { FrameSync } from './framesync'
-import { fps } from './pipeline'
+import { fps, sourceDescription } from './pipeline'
 import { StreamRunner, type RunnerOptions } from './runner'
-import { RtpTap } from './tap'
 
 export interface GstStreamerOptions extends Partial<RunnerOptions> {
   log: Logger
@@ -25,8 +25,8 @@ const NO_RECORDING: DeviceRecording = { active: false, file: null, started: null
 export class GstStreamer implements Streamer {
   readonly name = 'gstreamer'
   private runners = new Map<string, StreamRunner>()
-  /** Per running job, its live tap (viewers subscribe here; tap.ts). */
-  private taps = new Map<string, RtpTap>()
+  /** Per running job, its hub (readers read here; media/hub.ts). */
+  private hubs = new Map<string, MediaHub>()
   /** Per job, the start/stop in progress: calls for one bus_info run one after the other. */
   private pending = new Map<string, Promise<unknown>>()
   /** Per job, the recording made while it streams (recorder.ts). */
@@ -37,11 +37,10 @@ export class GstStreamer implements Streamer {
 
   constructor(private readonly options: GstStreamerOptions) {
     guardChildren()
-    const setpriv = Bun.which('setpriv')
     this.runnerOptions = {
       gstLaunch: options.gstLaunch ?? 'gst-launch-1.0',
       // The kernel kills the child if the service dies, even by kill -9: no orphan, ever.
-      prefix: options.prefix ?? (setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []),
+      prefix: options.prefix ?? parentDeathPrefix(),
       stallMs: options.stallMs ?? 5000,
       stableMs: options.stableMs ?? 60_000,
       maxBackoffMs: options.maxBackoffMs ?? 60_000,
@@ -52,10 +51,27 @@ export class GstStreamer implements Streamer {
 
   start(job: StreamJob): Promise<void> {
     return this.serial(job.bus_info, async () => {
-      await this.stopRunner(job.bus_info)
+      // A restart: the old hub goes quiet now and says 'replaced' once the new one listens, so its
+      // readers follow the stream instead of ending.
+      const previous = this.hubs.get(job.bus_info)
+      await this.stopRunner(job.bus_info, true)
       const log = this.options.log.child({ bus_info: job.bus_info })
-      const tap = await RtpTap.open(job)
-      this.taps.set(job.bus_info, tap)
+      const hub = new MediaHub({
+        encoding: job.stream.encode_type === 'MJPG' ? 'JPEG' : 'H264',
+        width: job.stream.width,
+        height: job.stream.height,
+        fps: fps(job),
+        members: job.members.map((m) => m.bus_info),
+        log: log.child({ part: 'hub' }),
+        relay: true,
+      })
+      try {
+        await hub.listen()
+      } catch (err) {
+        previous?.close('the stream could not restart')
+        throw err
+      }
+      this.hubs.set(job.bus_info, hub)
       const runner = new StreamRunner(job, this.runnerOptions, {
         log,
         onState: (status) => {
@@ -63,10 +79,11 @@ export class GstStreamer implements Streamer {
           this.updateFrameSync()
         },
         onDrops: (num_drops) => this.options.emit('frame_stats', { bus_info: job.bus_info, num_drops }),
-      }, tap.ports)
+      }, hub.ports)
       this.runners.set(job.bus_info, runner)
       runner.start()
       this.updateFrameSync()
+      previous?.replace(hub)
     })
   }
 
@@ -82,12 +99,16 @@ export class GstStreamer implements Streamer {
     return this.runners.get(bus_info)?.drops ?? 0
   }
 
-  live(bus_info: string): { tap: LiveTap; member: number } | null {
-    for (const [key, tap] of this.taps) {
-      const member = this.runners.get(key)?.job.members.findIndex((m) => m.bus_info === bus_info) ?? -1
-      if (member >= 0) return { tap, member }
+  live(bus_info: string): { hub: StreamHub; member: number } | null {
+    for (const hub of this.hubs.values()) {
+      const member = hub.memberOf(bus_info)
+      if (member >= 0) return { hub, member }
     }
     return null
+  }
+
+  captureSource(member: StreamMember, stream: Stream): string[] {
+    return sourceDescription(member, { stream }, 0)
   }
 
   activeRecordings(): string[] {
@@ -100,8 +121,8 @@ export class GstStreamer implements Streamer {
     if (!key) return Promise.resolve(null)
     return this.serial(key, async () => {
       const runner = this.runners.get(key)
-      const tap = this.taps.get(key)
-      if (!runner || !tap) return null // stopped meanwhile
+      const hub = this.hubs.get(key)
+      if (!runner || !hub) return null // stopped meanwhile
       const active = this.recorders.get(key)
       if (active) return active.state()
       const { job } = runner
@@ -110,7 +131,7 @@ export class GstStreamer implements Streamer {
       const announce = (recorder: Recorder) => this.options.emit('recording', { bus_info: key, members, ...recorder.state() })
       const recorder = await Recorder.start(
         {
-          tap,
+          hub,
           path,
           onProgress: announce,
           onEnd: (ended) => {
@@ -193,15 +214,18 @@ export class GstStreamer implements Streamer {
     this.options.frameSync?.stop()
   }
 
-  private async stopRunner(bus_info: string): Promise<void> {
+  /** Stops a job's child, its recording and its hub; `restarting`: the hub only goes quiet (start() says 'replaced'). */
+  private async stopRunner(bus_info: string, restarting = false): Promise<void> {
     const runner = this.runners.get(bus_info)
     if (!runner) return
     this.runners.delete(bus_info)
     // The recording ends with its stream (EOS: the file is closed and kept), alongside the stream's stop.
     const recorder = this.recorders.get(bus_info)
     await Promise.all([runner.stop(), recorder?.stop()])
-    this.taps.get(bus_info)?.close()
-    this.taps.delete(bus_info)
+    const hub = this.hubs.get(bus_info)
+    this.hubs.delete(bus_info)
+    if (restarting) hub?.silence()
+    else hub?.close('the stream has stopped')
     this.updateFrameSync()
   }
 

@@ -4,10 +4,9 @@
 // directory's own regular files (lstat, so symlinks are never followed), so no request reaches a
 // file outside the directory.
 import { lstat, mkdir, readdir, realpath, rename, unlink } from 'node:fs/promises'
-import { realpathSync, statfsSync, type Stats } from 'node:fs'
+import { realpathSync, type Stats } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import type { Static } from '@sinclair/typebox'
-import type { DiskModel } from '../../core/schemas'
+import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
 import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from './naming'
@@ -46,7 +45,7 @@ export interface ListedRecording extends Recording {
   in_progress?: true
 }
 
-export type DiskUsage = Static<typeof DiskModel>
+export type { DiskUsage }
 
 const pad = (n: number) => String(n).padStart(2, '0')
 const localTime = (ms: number) => {
@@ -234,11 +233,4 @@ export class RecordingStore {
   disk(): DiskUsage {
     return diskUsage(this.dir)
   }
-}
-
-/** Size, used and free bytes (free: what an unprivileged writer may still use) of the file system holding `path`. */
-export function diskUsage(path: string): DiskUsage {
-  const s = statfsSync(path)
-  const total = s.blocks * s.bsize
-  return { total, used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize }
 }

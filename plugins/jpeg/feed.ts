@@ -1,11 +1,13 @@
-// One producer of JPEG frames per camera, shared by every MJPEG viewer and snapshot of it. An MJPG
-// camera's frames are its own JPEGs, depayloaded from the live tap in the service (no child, never
-// re-encoded); an H.264 camera's are decoded and encoded by one transcoder child fed from the tap
-// through a loopback socket. The producer starts with the first viewer and stops with the last; the
-// camera's pipeline is never touched (the tap), so viewers coming and going cost its endpoints nothing.
-import { createSocket, type Socket } from 'node:dgram'
+// One producer of JPEG frames per camera, shared by every MJPEG viewer and snapshot of it: a reader of
+// the stream's hub (media/hub.ts). An MJPG camera's frames are its own JPEGs, depayloaded in the service
+// (no child, never re-encoded); an H.264 camera's are decoded and encoded by one transcoder child fed
+// from the hub through a loopback feeder (media/feeder.ts). The producer starts with the first viewer
+// and stops with the last; the camera's pipeline is never touched, so viewers coming and going cost
+// its endpoints nothing. The stream's stop or restart reaches the feed as the hub's event and ends it
+// (its viewers reconnect to the new stream).
 import type { Logger } from '../../core/log'
-import type { LiveTap } from '../../core/types'
+import type { Reading, StreamHub } from '../../core/types'
+import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { transcoderTokens, type GstChild, type GstRunner } from './gst'
 import { RtpJpegDepayloader } from './rtp-jpeg'
 
@@ -23,8 +25,6 @@ export interface FeedOptions {
   quality: number
   /** Most frames per second a transcoder makes. */
   maxFps: number
-  /** The tap that streams this camera now (the feed ends when it is no longer `tap`). */
-  live(): LiveTap | null
   /** Called once when the feed has ended, to forget it. */
   ended(): void
 }
@@ -34,19 +34,22 @@ export class JpegFeed {
   /** The newest frame and when it was whole (ms, performance.now()). */
   latest: { jpeg: Uint8Array; at: number } | null = null
   private stopSource: (() => Promise<void> | void) | null = null
-  private watchdog: ReturnType<typeof setInterval>
+  private unwatch: () => void
   private closed = false
 
   constructor(
     readonly bus_info: string,
-    readonly tap: LiveTap,
+    readonly hub: StreamHub,
     private readonly member: number,
     private readonly options: FeedOptions,
   ) {
-    // The tap closes with its job: a stopped or restarted stream ends the feed (its viewers reconnect).
-    this.watchdog = setInterval(() => {
-      if (this.options.live() !== this.tap) void this.end(`the stream of '${bus_info}' stopped`)
-    }, 500)
+    // The hub ends with its job: a stopped or restarted stream ends the feed (its viewers reconnect).
+    const stops = [
+      hub.on('closed', () => void this.end(`the stream of '${bus_info}' stopped`)),
+      hub.on('replaced', () => void this.end(`the stream of '${bus_info}' restarted`)),
+    ]
+    this.unwatch = () => stops.forEach((stop) => stop())
+    if (hub.closed) queueMicrotask(() => void this.end(`the stream of '${bus_info}' stopped`))
   }
 
   get viewerCount(): number {
@@ -103,39 +106,46 @@ export class JpegFeed {
   }
 
   private start(): void {
-    if (this.tap.encoding === 'JPEG') {
-      const depayloader = new RtpJpegDepayloader(this.tap)
-      this.stopSource = this.tap.subscribe(this.member, (packet) => {
-        const jpeg = depayloader.push(packet)
-        if (jpeg) this.publish(jpeg)
+    if (this.hub.encoding === 'JPEG') {
+      const depayloader = new RtpJpegDepayloader(this.hub)
+      const reading = this.hub.read(this.member, {
+        name: 'mjpeg',
+        from: 'key',
+        packet: (packet) => {
+          const jpeg = depayloader.push(packet)
+          if (jpeg) this.publish(jpeg)
+        },
+        ended: (end) => end.reason === 'failed' && void this.end(`the MJPEG of '${this.bus_info}' failed: ${end.detail}`),
       })
+      this.stopSource = () => reading.close()
       return
     }
     this.startTranscoder()
   }
 
-  /** H.264: a child decodes the tap's RTP (forwarded to its loopback port) and encodes JPEG. */
+  /** H.264: a child decodes the hub's RTP (fed to its loopback port) and encodes JPEG. */
   private startTranscoder(): void {
     let stopped = false
-    let socket: Socket | null = null
-    let unsubscribe = () => {}
+    let feeder: LoopbackFeeder | null = null
+    let reading: Reading | null = null
     let child: GstChild | null = null
     this.stopSource = () => {
       stopped = true
-      unsubscribe()
-      socket?.close()
+      reading?.close()
+      feeder?.close()
       this.child = null
       return child?.stop()
     }
     void (async () => {
-      const port = await freeUdpPort()
+      const [port] = await freeLoopbackPorts(1)
       if (stopped) return
-      child = this.options.runner.spawn(transcoderTokens(port, Math.min(this.tap.fps, this.options.maxFps), this.options.quality))
+      child = this.options.runner.spawn(transcoderTokens(port!, Math.min(this.hub.fps, this.options.maxFps), this.options.quality))
       this.child = child
-      socket = createSocket('udp4')
-      socket.on('error', () => {}) // loopback to our own child: nothing to recover
-      const target = socket
-      unsubscribe = this.tap.subscribe(this.member, (packet) => target.send(packet, port, '127.0.0.1'))
+      feeder = new LoopbackFeeder(this.options.log)
+      reading = feeder.feed(this.hub, this.member, port!, {
+        name: 'mjpeg',
+        ended: (end) => end.reason === 'failed' && void this.end(`the JPEG transcoder of '${this.bus_info}' failed: ${end.detail}`),
+      })
       const running = child
       await this.options.runner.frames(running, (jpeg) => {
         if (!stopped) this.publish(jpeg)
@@ -158,7 +168,7 @@ export class JpegFeed {
   async end(reason: string): Promise<void> {
     if (this.closed) return
     this.closed = true
-    clearInterval(this.watchdog)
+    this.unwatch()
     const viewers = [...this.viewers]
     this.viewers.clear()
     const stopping = this.stop()
@@ -166,16 +176,4 @@ export class JpegFeed {
     this.options.ended()
     await stopping
   }
-}
-
-/** A loopback UDP port free right now (the child binds it a moment later; loopback has few contenders). */
-function freeUdpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createSocket('udp4')
-    probe.once('error', reject)
-    probe.bind(0, '127.0.0.1', () => {
-      const { port } = probe.address()
-      probe.close(() => resolve(port))
-    })
-  })
 }

@@ -1,11 +1,10 @@
 // The gst-launch-1.0 children of the JPEG views: a transcoder per H.264 camera with MJPEG viewers, a
 // one-shot capture of a camera whose stream does not run, a scaler for ?height=. Each is supervised
-// like the streamer's children: the parent-death signal (setpriv) takes it along on a kill -9 of the
-// service, and the `children` registry kills what a crash skipped stopping.
+// like every child of the media plane (media/children.ts): the parent-death signal takes it along on a
+// kill -9 of the service, and the registry kills what a crash skipped stopping.
 import type { Subprocess } from 'bun'
-import { children, guardChildren } from '../../drivers/gstreamer/children'
 import type { Stream, StreamMember } from '../../core/types'
-import { sourceDescription } from '../../drivers/gstreamer/pipeline'
+import { spawnChild } from '../../media/children'
 import { JpegSplitter } from './jpeg'
 
 export interface GstChild {
@@ -16,18 +15,10 @@ export interface GstChild {
 }
 
 export class GstRunner {
-  private readonly prefix: string[]
-
-  constructor(readonly gstLaunch: string) {
-    guardChildren()
-    const setpriv = Bun.which('setpriv')
-    this.prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
-  }
+  constructor(readonly gstLaunch: string) {}
 
   spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore'): GstChild {
-    const proc = Bun.spawn([...this.prefix, this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
-    children.add(proc.pid)
-    void proc.exited.then(() => children.delete(proc.pid))
+    const proc = spawnChild([this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
     let tail = ''
     void (async () => {
       const decoder = new TextDecoder()
@@ -115,7 +106,7 @@ export function h264Decoder(): ReturnType<typeof pickH264Decoder> {
 }
 
 /**
- * A group of pictures of H.264 RTP (a tap's lastGop, framed by rtpStream) from stdin to JPEGs on stdout,
+ * A group of pictures of H.264 RTP (a hub's lastGop, framed by rtpStream) from stdin to JPEGs on stdout,
  * the newest frame last: every frame is decoded, but the encoder takes only the newest one waiting (the
  * leaky queue), so it encodes a few and always the last.
  */
@@ -153,11 +144,11 @@ export function transcoderTokens(port: number, fps: number, quality: number, dec
 }
 
 /**
- * One still from a camera whose stream does not run: its source as the streamer would read it, then
- * JPEG — the camera's own when it sends MJPG, else decoded (H.264) or converted (raw) and encoded.
+ * One still from a camera whose stream does not run: its source as the streamer would read it
+ * (Streamer.captureSource), then JPEG — the camera's own when it sends MJPG, else decoded (H.264) or
+ * converted (raw) and encoded.
  */
-export function stillTokens(member: StreamMember, stream: Stream, quality: number): string[] {
-  const source = sourceDescription(member, { stream }, 0)
+export function stillTokens(source: string[], member: StreamMember, stream: Stream, quality: number): string[] {
   const format = member.pixel_format ?? stream.encode_type
   const toJpeg =
     format === 'MJPG' ? ['jpegparse'] : format === 'H264' ? ['h264parse', '!', h264Decoder(), '!', 'videoconvert', '!', 'jpegenc', `quality=${quality}`] : ['videoconvert', '!', 'jpegenc', `quality=${quality}`]

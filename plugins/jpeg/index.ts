@@ -1,6 +1,6 @@
 // JPEG views of the cameras for browsers and plain HTTP clients: an MJPEG stream
 // (`multipart/x-mixed-replace`, which an <img> shows natively) and snapshots. Everything comes from the
-// live tap of the running stream (drivers/gstreamer/tap.ts), so the camera's pipeline is never touched:
+// hub of the running stream (media/hub.ts), so the camera's pipeline is never touched:
 // no viewer and no snapshot ever stalls the stream or costs its UDP endpoints a frame (MCM #618). An MJPG
 // camera's MJPEG is its own JPEGs, depayloaded in the service, never re-encoded.
 import { Elysia, t } from 'elysia'
@@ -8,7 +8,7 @@ import { conflict, HttpError, notFound, unavailable } from '../../core/errors'
 import { hangUpSignal, isHead, UNBUFFERED_BY_PROXIES } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import type { LiveTap } from '../../core/types'
+import type { StreamHub } from '../../core/types'
 import { typed } from '../../core/validation'
 import { JpegFeed } from './feed'
 import { GstFailure, GstRunner, gopTokens, rtpStream, scaleTokens, stillTokens } from './gst'
@@ -62,16 +62,15 @@ export default definePlugin({
     const liveOf = (bus_info: string) => registry.get('streamer')?.live(bus_info) ?? null
 
     /** The camera's shared producer, made for its running stream. */
-    const feedFor = (gst: GstRunner, bus_info: string, live: { tap: LiveTap; member: number }): JpegFeed => {
+    const feedFor = (gst: GstRunner, bus_info: string, live: { hub: StreamHub; member: number }): JpegFeed => {
       const existing = feeds.get(bus_info)
-      if (existing && existing.tap === live.tap) return existing
+      if (existing && existing.hub === live.hub) return existing
       void existing?.end(`the stream of '${bus_info}' restarted`)
-      const feed: JpegFeed = new JpegFeed(bus_info, live.tap, live.member, {
+      const feed: JpegFeed = new JpegFeed(bus_info, live.hub, live.member, {
         runner: gst,
         log,
         quality: QUALITY,
         maxFps: MAX_TRANSCODE_FPS,
-        live: () => liveOf(bus_info)?.tap ?? null,
         ended: () => feeds.get(bus_info) === feed && feeds.delete(bus_info),
       })
       feeds.set(bus_info, feed)
@@ -90,9 +89,9 @@ export default definePlugin({
       if (live) {
         // Someone watches the MJPEG: its newest frame is the current one (no wait, no work).
         const watched = feeds.get(bus_info)
-        if (watched?.tap === live.tap && watched.latest && performance.now() - watched.latest.at < 1000 / Math.max(1, live.tap.fps) + 50) return watched.latest.jpeg
-        // H.264: the tap's last group of pictures, decoded up to its newest frame, rather than a wait for the next key frame.
-        const gop = live.tap.lastGop(live.member)
+        if (watched?.hub === live.hub && watched.latest && performance.now() - watched.latest.at < 1000 / Math.max(1, live.hub.fps) + 50) return watched.latest.jpeg
+        // H.264: the hub's last group of pictures, decoded up to its newest frame, rather than a wait for the next key frame.
+        const gop = live.hub.lastGop(live.member)
         if (gop.length) {
           try {
             return await gst.first(gopTokens(QUALITY), GOP_DECODE_TIMEOUT_MS, rtpStream(gop), true)
@@ -108,8 +107,11 @@ export default definePlugin({
       }
       const still = registry.deviceDirectory().stillSource(bus_info)
       if (!still) throw conflict(`'${bus_info}' has no video format to capture: configure its stream first (POST /api/devices/configure_stream)`)
+      const streamer = registry.get('streamer')
+      if (!streamer?.captureSource) throw unavailable('No streamer can read the camera for a capture: the gstreamer plugin is not running')
+      const source = streamer.captureSource(still.member, still.stream)
       try {
-        return await gst.first(stillTokens(still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS)
+        return await gst.first(stillTokens(source, still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS)
       } catch (err) {
         const reason = (err as Error).message
         if (/busy/i.test(reason)) throw conflict(`'${bus_info}' is in use by another program, so it cannot be captured: ${reason}`)

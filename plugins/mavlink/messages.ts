@@ -22,7 +22,7 @@ export interface StreamFacts {
   height: number
   fps: number
   encoding: 'H264' | 'JPEG'
-  /** Measured at the live tap, bits/s (0 until a second has been measured). */
+  /** Measured at the stream's hub, bits/s (0 until a second has been measured). */
   bitrate: number
   uri: { type: 'RTSP' | 'RTPUDP'; uri: string }
 }

@@ -14,9 +14,9 @@ import { HttpError } from '../../core/errors'
 import type { EventBus } from '../../core/events'
 import type { Logger } from '../../core/log'
 import type { PluginHealth, Registry } from '../../core/plugin'
-import type { Device, DeviceDirectory, LiveTap } from '../../core/types'
+import type { Device, DeviceDirectory, StreamHub } from '../../core/types'
 import { VERSION } from '../../core/version'
-import { diskUsage } from '../../drivers/storage/recordings'
+import { diskUsage } from '../../core/disk'
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
 
@@ -33,10 +33,9 @@ const Result = common.MavResult
 interface Component {
   bus_info: string
   compid: number
-  tap: LiveTap
+  hub: StreamHub
   member: number
-  unsubscribe: () => void
-  /** Tap bytes since the last measurement, and the rate measured then (bits/s). */
+  /** The hub's byte count of the member at the last measurement, and the rate measured then (bits/s). */
   bytes: number
   measuredAt: number
   bitrate: number
@@ -193,14 +192,14 @@ export class MavlinkService {
     const present = new Set(devices.map((d) => d.bus_info))
     for (const bus_info of [...this.assigned.keys()]) if (!present.has(bus_info)) this.assigned.delete(bus_info)
     const streamer = this.ctx.registry.get('streamer')
-    const live = new Map<string, { tap: LiveTap; member: number }>()
+    const live = new Map<string, { hub: StreamHub; member: number }>()
     for (const device of devices) {
       const found = streamer?.live(device.bus_info)
       if (found) live.set(device.bus_info, found)
     }
     for (const component of [...this.components.values()]) {
       const now = live.get(component.bus_info)
-      if (!now || now.tap !== component.tap || now.member !== component.member) this.remove(component)
+      if (!now || now.hub !== component.hub || now.member !== component.member) this.remove(component)
     }
     this.unassigned.clear()
     for (const bus_info of [...live.keys()].sort()) {
@@ -227,29 +226,26 @@ export class MavlinkService {
     return compid
   }
 
-  private add(bus_info: string, compid: number, live: { tap: LiveTap; member: number }): void {
+  private add(bus_info: string, compid: number, live: { hub: StreamHub; member: number }): void {
     const component: Component = {
       bus_info,
       compid,
-      tap: live.tap,
+      hub: live.hub,
       member: live.member,
-      unsubscribe: () => {},
-      bytes: 0,
+      // The stream's own bitrate, from the hub's count of the member's bytes (no per-packet reader needed).
+      bytes: live.hub.sent(live.member).bytes,
       measuredAt: Date.now(),
       bitrate: 0,
       announcedUri: null,
       recordingActive: this.ctx.registry.get('streamer')?.recording(bus_info).active ?? false,
       statusTimer: null,
     }
-    // The stream's own bitrate, counted at its live tap (the camera's pipeline is not touched).
-    component.unsubscribe = live.tap.subscribe(live.member, (packet) => void (component.bytes += packet.length))
     this.components.set(bus_info, component)
     this.ctx.log.info('MAVLink camera on the link', { bus_info, component_id: compid })
     this.send(component, msg.heartbeat(this.device(bus_info)?.stream_status?.state === 'running'))
   }
 
   private remove(component: Component): void {
-    component.unsubscribe()
     if (component.statusTimer) clearInterval(component.statusTimer)
     this.components.delete(component.bus_info)
     this.ctx.log.info('MAVLink camera off the link', { bus_info: component.bus_info, component_id: component.compid })
@@ -263,8 +259,9 @@ export class MavlinkService {
     for (const component of this.components.values()) {
       const elapsed = (now - component.measuredAt) / 1000
       if (elapsed > 0.5) {
-        component.bitrate = Math.round((component.bytes * 8) / elapsed)
-        component.bytes = 0
+        const bytes = component.hub.sent(component.member).bytes
+        component.bitrate = Math.round(((bytes - component.bytes) * 8) / elapsed)
+        component.bytes = bytes
         component.measuredAt = now
       }
       const device = this.device(component.bus_info)
@@ -303,13 +300,13 @@ export class MavlinkService {
   }
 
   private streamFacts(component: Component, device: Device): msg.StreamFacts {
-    const { tap } = component
+    const { hub } = component
     return {
       running: device.stream_status?.state === 'running',
-      width: tap.width,
-      height: tap.height,
-      fps: tap.fps,
-      encoding: tap.encoding,
+      width: hub.width,
+      height: hub.height,
+      fps: hub.fps,
+      encoding: hub.encoding,
       bitrate: component.bitrate,
       uri: this.streamUri(component, device),
     }

@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (text exposition format 0.0.4), through prom-client. Camera values
 // are read when Prometheus scrapes, from what GET /api/devices shows (stream state, restarts, drops,
-// recording), the streams' live taps (frames and bytes sent) and the viewer plugins' counts (registry):
+// recording), the streams' hubs (frames and bytes sent, what readers lost) and the viewer plugins' counts (registry):
 // nothing polls. Requests are counted and timed by route template where core/http/request-log.ts
 // measures them, so a bus_info or a recording name never becomes a label value.
 import { Elysia } from 'elysia'
@@ -13,7 +13,7 @@ import { definePlugin } from '../../core/plugin'
 import { STREAM_STATES } from '../../core/schemas'
 import type { Device } from '../../core/types'
 import { VERSION } from '../../core/version'
-import { diskUsage } from '../../drivers/storage/recordings'
+import { diskUsage } from '../../core/disk'
 
 /**
  * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
@@ -112,15 +112,17 @@ export default definePlugin({
     const state = new Gauge(camera('periscope_stream_state', "1 for the camera's stream state now, 0 for the others (a follower: its group's)", ['state']))
     const restarts = new Counter(camera('periscope_stream_restarts_total', 'Restarts of the stream after a failure or a stall since it was last started (restart_stream, configure_stream and a replug start it anew; a follower: its group\'s)'))
     const drops = new Counter(camera('periscope_stream_dropped_frames_total', "Frames lost since the stream was last started: the camera's (v4l2src QoS) and, in a group, frames out of step (a follower: its group's)"))
-    const frames = new Counter(camera('periscope_stream_frames_total', "Frames the camera's pipeline sent since the stream was last started (RTP packets with the marker bit, counted on the live tap)"))
+    const frames = new Counter(camera('periscope_stream_frames_total', "Frames the camera's pipeline sent since the stream was last started (RTP packets with the marker bit, counted at the stream's hub)"))
     const sentBytes = new Counter(camera('periscope_stream_sent_bytes_total', "RTP bytes the camera's pipeline sent since the stream was last started, one copy (each UDP endpoint receives as many): rate() is the stream's bitrate"))
+    const readerDrops = new Counter(camera('periscope_reader_dropped_packets_total', "RTP packets readers of the stream's hub lost to their queue's bound (a reader fell behind and skipped to the next key frame) since the stream was last started, by reader (whep, rtsp, mjpeg, recorder); on a group's leader for the whole group", ['reader']))
+    const readerFailures = new Counter(camera('periscope_reader_failures_total', "Readers of the stream's hub ended by an error of their own (the others read on) since the stream was last started; on a group's leader for the whole group"))
     const viewers = new Gauge(camera('periscope_viewers', 'Viewers watching the camera now, by protocol (rtsp, whep, mjpeg; only those whose plugin is loaded)', ['protocol']))
     const recording = new Gauge(camera('periscope_recording_active', '1 while a recording made while streaming (start_recording) runs for the camera (a group: on each of its cameras)'))
     const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, as the scrape finds it; 0 when none runs'))
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
     const refused = new Counter({ name: 'periscope_refusals_total', help: "Requests a limit refused since the start, by what was refused and why (what=whep_offer: WHEP offers too large, with too many media sections, without a fingerprint or ICE credentials…)", labelNames: ['what', 'reason'], registers })
-    const perCamera = [info, state, restarts, drops, frames, sentBytes, viewers, recording, recordingBytes]
+    const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes]
 
     const devices = (): Device[] => {
       try {
@@ -145,7 +147,12 @@ export default definePlugin({
         restarts.inc({ bus_info }, status.restarts)
         drops.inc({ bus_info }, device.frame_stats.num_drops)
         const live = streamer?.live(bus_info)
-        const sent = live ? live.tap.sent(live.member) : { bytes: 0, frames: 0 }
+        const sent = live ? live.hub.sent(live.member) : { bytes: 0, frames: 0 }
+        if (live?.member === 0) {
+          const stats = live.hub.readerStats()
+          for (const [reader, count] of Object.entries(stats.dropped)) readerDrops.inc({ bus_info, reader }, count)
+          readerFailures.inc({ bus_info }, stats.failed)
+        }
         frames.inc({ bus_info }, sent.frames)
         sentBytes.inc({ bus_info }, sent.bytes)
         for (const [protocol, count] of Object.entries(registry.viewers(bus_info))) viewers.set({ bus_info, protocol }, count)

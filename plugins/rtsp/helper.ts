@@ -1,12 +1,11 @@
 // The supervisor of the RTSP helper (server.py: GStreamer's RTSP server run by Debian's python3-gi):
 // one child per service, spoken to in JSON lines, restarted with backoff 1, 2, 4 … 30 s when it dies,
-// killed with the service (setpriv's parent-death signal, and the gst children registry's exit guard).
+// killed with the service (media/children.ts: the parent-death signal and the children registry's exit guard).
 // When the helper's packages are missing it is not restarted: the plugin reports itself down.
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
-import { children, guardChildren } from '../../drivers/gstreamer/children'
-import { pumpLines } from '../../drivers/gstreamer/child'
+import { children, pumpLines, spawnChild } from '../../media/children'
 
 /** Debian's python3 with its gi module (python3 on PATH may be another one, without gi). */
 export const SYSTEM_PYTHON = '/usr/bin/python3'
@@ -52,9 +51,7 @@ export class RtspHelper {
     private readonly onEvent: (event: HelperEvent) => void,
     /** With --token-scope all: every client must give it as the password (rtsp://periscope:<token>@host/path). */
     private readonly token: string | null = null,
-  ) {
-    guardChildren()
-  }
+  ) {}
 
   get pid(): number | null {
     return this.child?.pid ?? null
@@ -98,22 +95,19 @@ export class RtspHelper {
   private launch(): void {
     this.timer = null
     if (!this.wanted) return
-    const setpriv = Bun.which('setpriv')
-    const prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
     let child: Subprocess<'pipe', 'pipe', 'pipe'>
     try {
       // The token by environment, never in argv (which any local user can read in ps).
       const env: Record<string, string | undefined> = { ...process.env }
       delete env[TOKEN_ENV]
       if (this.token) env[TOKEN_ENV] = this.token
-      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', env })
+      child = spawnChild([SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', env })
     } catch (err) {
       this.state = 'missing'
       this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`
       return
     }
     this.child = child
-    children.add(child.pid)
     this.state = 'starting'
     let stderr = ''
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => {

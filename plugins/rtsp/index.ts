@@ -1,19 +1,17 @@
 // RTSP: rtsp://<host>:<rtsp-port>/<bus_info> (and /<nickname> when unique) for every camera whose
 // stream runs, over UDP or TCP-interleaved, to any number of clients. GStreamer's own RTSP server does
 // the protocol in a supervised helper (server.py, helper.ts); this plugin keeps its mounts in step with
-// the running streams and, once a client came, feeds each mount from the stream's live tap (drivers/gstreamer/tap.ts)
-// over loopback UDP. The camera's pipeline is never touched: clients come and go at no cost to it.
+// the running streams (a stream's start is an event, its restart or stop its hub's 'replaced'/'closed')
+// and, once a client came, feeds each mount as a reader of the stream's hub (media/hub.ts) through a
+// loopback feeder (media/feeder.ts). The camera's pipeline is never touched: clients come and go at no cost to it.
 // At most --max-viewers clients per camera (its path and its alias together): the helper says 503 beyond.
 import { Elysia, t } from 'elysia'
-import { createSocket, type Socket } from 'node:dgram'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import type { Device } from '../../core/types'
+import type { Device, Reading } from '../../core/types'
+import { LoopbackFeeder } from '../../media/feeder'
 import { RtspHelper, type HelperEvent } from './helper'
 import { pathSegment, wantedMounts, type WantedMount } from './mounts'
-
-/** A safety net beside the events: mounts follow the streams within this even if an event is missed. */
-const RECONCILE_MS = 1000
 
 interface Mount {
   wanted: WantedMount
@@ -21,7 +19,9 @@ interface Mount {
   ports: number[] | null
   /** The helper's media runs (since a first client came): only then are packets forwarded. */
   running: boolean
-  unsubscribe: (() => void)[]
+  readings: Reading[]
+  /** Stops listening to the hub's 'replaced'/'closed'. */
+  unwatch: () => void
 }
 
 const MountModel = t.Object({
@@ -60,8 +60,7 @@ export default definePlugin({
     /** RTSP clients per camera (bus_info), as the helper counts them. */
     const viewers = new Map<string, number>()
     // One socket sends every mount its packets (loopback, to our own helper: a lost packet is just lost).
-    let forward: Socket | null = null
-    let timer: ReturnType<typeof setInterval> | null = null
+    let feeder: LoopbackFeeder | null = null
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
 
@@ -72,18 +71,23 @@ export default definePlugin({
       unfeed(mount)
       const ports = mount.ports
       if (!ports || !mount.running) return
-      mount.unsubscribe = mount.wanted.members.map((member, track) =>
-        mount.wanted.tap.subscribe(member, (packet) => forward?.send(packet, ports[track]!, '127.0.0.1')),
+      if (!feeder) return
+      const fed = feeder
+      mount.readings = mount.wanted.members.map((member, track) =>
+        fed.feed(mount.wanted.hub, member, ports[track]!, {
+          name: 'rtsp',
+          ended: (end) => end.reason === 'failed' && log.warn('rtsp: a mount stopped being fed', { path: mount.wanted.path, error: end.detail }),
+        }),
       )
     }
 
     function unfeed(mount: Mount): void {
-      for (const stop of mount.unsubscribe.splice(0)) stop()
+      for (const reading of mount.readings.splice(0)) reading.close()
     }
 
     function add(mount: Mount): void {
-      const { path, tap, members, bus_info } = mount.wanted
-      helper?.send({ op: 'add', path, encoding: tap.encoding, tracks: members.length, camera: bus_info })
+      const { path, hub, members, bus_info } = mount.wanted
+      helper?.send({ op: 'add', path, encoding: hub.encoding, tracks: members.length, camera: bus_info })
     }
 
     function devices(): Device[] {
@@ -102,18 +106,21 @@ export default definePlugin({
       const wanted = streamer ? wantedMounts(devices(), (bus_info) => streamer.live(bus_info)) : new Map<string, WantedMount>()
       for (const [path, mount] of mounts) {
         const next = wanted.get(path)
-        const same = next && next.tap === mount.wanted.tap && next.members.join() === mount.wanted.members.join()
+        const same = next && next.hub === mount.wanted.hub && next.members.join() === mount.wanted.members.join()
         if (same) {
           mount.wanted = next // the bus_info behind a nickname may change
           continue
         }
         unfeed(mount)
+        mount.unwatch()
         mounts.delete(path)
         helper.send({ op: 'remove', path })
       }
       for (const [path, want] of wanted) {
         if (mounts.has(path)) continue
-        const mount: Mount = { wanted: want, ports: null, running: false, unsubscribe: [] }
+        // The stream's restart or stop changes the mounts at once (its clients get BYE).
+        const stops = [want.hub.on('replaced', schedule), want.hub.on('closed', schedule)]
+        const mount: Mount = { wanted: want, ports: null, running: false, readings: [], unwatch: () => stops.forEach((stop) => stop()) }
         mounts.set(path, mount)
         add(mount)
       }
@@ -157,25 +164,24 @@ export default definePlugin({
     lifecycle({
       start() {
         if (!helper) return
-        forward = createSocket('udp4')
-        forward.on('error', () => {})
+        feeder = new LoopbackFeeder(log)
         helper.start()
         unsubscribeEvents = events.subscribe((event) => {
           if (event.type === 'stream_error' || event.type.startsWith('device_')) schedule()
         })
-        timer = setInterval(reconcile, RECONCILE_MS)
         schedule()
       },
       async stop() {
         unsubscribeEvents?.()
-        if (timer) clearInterval(timer)
-        timer = null
-        for (const mount of mounts.values()) unfeed(mount)
+        for (const mount of mounts.values()) {
+          unfeed(mount)
+          mount.unwatch()
+        }
         mounts.clear()
         viewers.clear()
         await helper?.stop()
-        forward?.close()
-        forward = null
+        feeder?.close()
+        feeder = null
       },
       health() {
         if (!helper) return { state: 'ok', detail: 'off (--rtsp-port 0)', enabled: false }
@@ -211,7 +217,7 @@ export default definePlugin({
             url: `rtsp://${authority}:${port}${wanted.path}`,
             bus_info: wanted.bus_info,
             tracks: wanted.members.length,
-            encoding: wanted.tap.encoding,
+            encoding: wanted.hub.encoding,
             viewers: viewers.get(wanted.bus_info) ?? 0,
           })),
         }

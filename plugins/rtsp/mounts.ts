@@ -1,14 +1,14 @@
 // Which RTSP mounts should exist: one per camera whose stream runs, at /<bus_info>, plus /<nickname>
 // when exactly one camera has that nickname. A job's own bus_info (a group's leader) serves every
 // member of the job, one track each; a follower's serves its own track.
-import type { Device, LiveTap } from '../../core/types'
+import type { Device, StreamHub } from '../../core/types'
 
 export interface WantedMount {
   /** The URL path as clients send it (the RTSP server matches it literally). */
   path: string
   bus_info: string
-  tap: LiveTap
-  /** The tap members fed to tracks 0, 1, … */
+  hub: StreamHub
+  /** The hub's members fed to tracks 0, 1, … */
   members: number[]
 }
 
@@ -21,14 +21,14 @@ export function pathSegment(name: string): string {
   return encodeURIComponent(name).replace(/%(3A|40|24|26|2B|2C|3B|3D)/gi, (code) => decodeURIComponent(code))
 }
 
-export function wantedMounts(devices: Device[], live: (bus_info: string) => { tap: LiveTap; member: number } | null): Map<string, WantedMount> {
+export function wantedMounts(devices: Device[], live: (bus_info: string) => { hub: StreamHub; member: number } | null): Map<string, WantedMount> {
   const wanted = new Map<string, WantedMount>()
   const running: { device: Device; mount: WantedMount }[] = []
   for (const device of devices) {
     const found = live(device.bus_info)
     if (!found) continue
-    const members = found.member === 0 ? Array.from({ length: found.tap.members }, (_, i) => i) : [found.member]
-    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, tap: found.tap, members }
+    const members = found.member === 0 ? Array.from({ length: found.hub.members }, (_, i) => i) : [found.member]
+    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, hub: found.hub, members }
     wanted.set(mount.path, mount)
     running.push({ device, mount })
   }

@@ -1,12 +1,13 @@
 // WebRTC for browsers through WHEP (the WebRTC-HTTP egress protocol): a browser POSTs an SDP offer to
 // /api/streams/{bus_info}/whep and gets 201 Created, the session's Location and the SDP answer; DELETE
 // on the Location ends it; OPTIONS says what a POST takes (Accept-Post: application/sdp). The camera's
-// H.264 goes out as the pipeline made it (from the live tap), never re-encoded; an MJPG stream is
+// H.264 goes out as the pipeline made it (read from the stream's hub), never re-encoded; an MJPG stream is
 // refused (409) with a pointer to the MJPEG route. Host candidates only, no trickle (PATCH on a session
 // is 405, as the WHEP draft allows): the pilot is on the vehicle's LAN. Sessions that go unheard for
-// --whep-idle-timeout seconds (a closed tab) and sessions whose stream ended (an unplugged camera) are
-// closed; at most --max-viewers per camera. Offers are bounded and checked first (./offer.ts); a
-// session's Location ends in a secret that nothing else shows (docs/whep.md).
+// --whep-idle-timeout seconds (a closed tab) are closed; a session whose stream stops (the hub says
+// 'closed') ends, one whose stream restarts ('replaced') follows it; at most --max-viewers per camera.
+// Offers are bounded and checked first (./offer.ts); a session's Location ends in a secret that nothing
+// else shows (docs/whep.md).
 import { Elysia } from 'elysia'
 import { randomBytes } from 'node:crypto'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
@@ -17,10 +18,8 @@ import { checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_
 import { OfferError, WhepSession, type EndReason } from './session'
 import { guardWeriftSockets } from './sockets'
 
-/** How often sessions are checked for silence and for their stream's end. */
+/** How often sessions are checked for silence (a browser's RTCP stopped). */
 const REAP_INTERVAL_MS = 1_000
-/** A restart stops the old child before the new one runs: a stream missing this long has ended. */
-const STREAM_GONE_MS = 5_000
 /**
  * A session's Location ends it, so its last segment is a secret: 192 random bits, never logged, never
  * listed. Logs and health name a session by a short label of its own (whep-1, whep-2…).
@@ -58,21 +57,12 @@ export default definePlugin({
       log.info('whep: a socket error, the viewer is still heard from and keeps watching', { bus_info: session.bus_info, session: session.label, detail })
 
     /**
-     * Closes sessions that went silent (a session not yet heard from gets the same grace), whose camera
-     * was unplugged, or whose stream stopped; a restarted stream (a new tap) is followed.
+     * Closes sessions that went silent (a session not yet heard from gets the same grace). A stream's
+     * stop or restart reaches its sessions from the hub (session.ts), not from here.
      */
     const reap = () => {
-      const streamer = registry.get('streamer')
       const now = Date.now()
-      for (const session of sessions.values()) {
-        const live = streamer?.live(session.bus_info)
-        if (live?.tap.encoding === 'H264') {
-          session.streamSeenAt = now
-          if (live.tap !== session.tap) session.follow(live.tap, live.member)
-        }
-        if (!registry.deviceDirectory().device(session.bus_info) || now - session.streamSeenAt > STREAM_GONE_MS) void session.close('stream ended')
-        else if (now - session.lastHeardAt > idleMs) void session.close('idle')
-      }
+      for (const session of sessions.values()) if (now - session.lastHeardAt > idleMs) void session.close('idle')
     }
     let reaper: ReturnType<typeof setInterval> | null = null
 
@@ -91,7 +81,7 @@ export default definePlugin({
     // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
     registry.addWatchLink(
       'whep',
-      (bus_info, origin) => (registry.get('streamer')?.live(bus_info)?.tap.encoding === 'H264' ? `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/whep` : null),
+      (bus_info, origin) => (registry.get('streamer')?.live(bus_info)?.hub.encoding === 'H264' ? `${origin.origin}/api/streams/${encodeURIComponent(bus_info)}/whep` : null),
       'whep',
     )
 
@@ -148,14 +138,14 @@ export default definePlugin({
           const streamer = registry.require('streamer')
           const live = streamer.live(bus_info)
           if (!live) throw conflict(`The stream of '${bus_info}' is not running: start it with POST /api/devices/restart_stream {"bus_info": "${bus_info}"}`)
-          if (live.tap.encoding !== 'H264') {
+          if (live.hub.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
           const viewers = watching(bus_info)
           if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = newSessionSecret()
-          const session = new WhepSession({ id, label: `whep-${++opened}`, bus_info, tap: live.tap, member: live.member, listenHost: config.host, onEnd, onSocketError })
+          const session = new WhepSession({ id, label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })
           sessions.set(id, session)
           let answer: string
           try {

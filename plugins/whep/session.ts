@@ -1,14 +1,16 @@
 // One WHEP viewer: a werift RTCPeerConnection that answers the browser's offer and sends the camera's
-// H.264 RTP as it leaves the pipeline (from the live tap), never re-encoded. Once connected, the
-// session first sends the tap's last group of pictures (from its latest key frame), so the browser
-// decodes at once instead of waiting for the next key frame; without one, it joins at the next key
-// frame. It keeps its own sequence numbers and timestamps continuous when the camera's child restarts
-// (new SSRC, new numbering), and remembers when the browser was last heard (RTCP), so the plugin can
-// reap a tab that vanished without DELETE.
+// H.264 RTP as it leaves the pipeline, never re-encoded: a reader of the stream's hub (media/hub.ts),
+// with its own bounded queue. Once connected, the session first sends the hub's last group of pictures
+// (from its latest key frame), so the browser decodes at once instead of waiting for the next key
+// frame; without one, it joins at the next key frame. It keeps its own sequence numbers and timestamps
+// continuous when the camera's child restarts (new SSRC, new numbering) or the stream restarts (the
+// hub says 'replaced': the session reads the next one), ends when the stream stops (the hub says
+// 'closed'), and remembers when the browser was last heard (RTCP), so the plugin can reap a tab that
+// vanished without DELETE.
 import { networkInterfaces } from 'node:os'
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
-import type { LiveTap } from '../../core/types'
-import { rtpHeader, startsKeyFrame } from './h264'
+import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
+import { rtpHeader, startsKeyFrame } from '../../media/rtp'
 import { gatherFor } from './sockets'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
@@ -57,7 +59,7 @@ export interface SessionOptions {
   /** How logs name it: short, not secret. */
   label: string
   bus_info: string
-  tap: LiveTap
+  hub: StreamHub
   member: number
   listenHost: string
   onEnd: (session: WhepSession, reason: EndReason, detail?: string) => void
@@ -69,10 +71,8 @@ export class WhepSession {
   readonly id: string
   readonly label: string
   readonly bus_info: string
-  /** The tap it reads: a restart of the camera's stream makes a new one, which the session follows. */
-  tap: LiveTap
-  /** When the camera's stream was last seen running (the plugin ends sessions whose stream is gone). */
-  streamSeenAt = Date.now()
+  /** The hub it reads: a restart of the camera's stream makes a new one, which the session follows. */
+  hub: StreamHub
   readonly createdAt = Date.now()
   /** When the browser was last heard from: RTCP, or the session's creation. */
   lastHeardAt = Date.now()
@@ -80,7 +80,9 @@ export class WhepSession {
   private readonly pc: RTCPeerConnection
   private readonly track = new MediaStreamTrack({ kind: 'video' })
   private sender: RTCRtpSender | null = null
-  private unsubscribe: (() => void) | null = null
+  private reading: Reading | null = null
+  /** Stops listening to the hub's 'replaced'/'closed' (watch). */
+  private unwatch: () => void = () => {}
   private ended = false
   /** Forwarding waits for a key frame: on joining without a kept group of pictures, and after the camera's child restarted. */
   private needKeyFrame = true
@@ -96,11 +98,12 @@ export class WhepSession {
     this.id = options.id
     this.label = options.label
     this.bus_info = options.bus_info
-    this.tap = options.tap
+    this.hub = options.hub
     this.member = options.member
     this.onEnd = options.onEnd
     this.onSocketError = options.onSocketError
-    this.frameTicks = Math.max(1, Math.round(90000 / (options.tap.fps || 30)))
+    this.frameTicks = Math.max(1, Math.round(90000 / (options.hub.fps || 30)))
+    this.watch(options.hub)
     const { addresses, bind } = hostCandidates(options.listenHost)
     const loopbackOnly = addresses.every(isLoopback)
     this.pc = new RTCPeerConnection({
@@ -178,15 +181,41 @@ export class WhepSession {
   }
 
   /**
-   * Once connected: the tap's last group of pictures first, then every packet as it comes. Both in the
-   * same turn of the event loop, so no packet falls between them or comes twice.
+   * Once connected: the hub's last group of pictures first, then every packet as it comes (through this
+   * reader's queue). The reader joins in the same turn of the event loop as the group is taken, so no
+   * packet falls between them or comes twice.
    */
   private subscribe(): void {
-    if (this.ended || this.unsubscribe || this.connectedAt === null) return
-    const gop = this.tap.lastGop(this.member)
-    this.unsubscribe = this.tap.subscribe(this.member, (packet) => this.forward(packet))
+    if (this.ended || this.reading || this.connectedAt === null) return
+    const gop = this.hub.lastGop(this.member)
+    this.reading = this.hub.read(this.member, {
+      name: 'whep',
+      packet: (packet) => this.forward(packet),
+      ended: (end) => this.streamEnded(end),
+    })
     this.replay(gop)
   }
+
+  /** The reader ended from the hub's side: a failure ends the session; a restart or a stop comes as the hub's event (watch). */
+  private streamEnded(end: ReaderEnd): void {
+    this.reading = null
+    if (end.reason === 'failed') void this.close('failed')
+  }
+
+  /** From creation on (connected or not): a restarted stream is followed, a stopped one ends the session. */
+  private watch(hub: StreamHub): void {
+    this.unwatch()
+    const stops = [
+      hub.on('replaced', (next) => {
+        const member = next.memberOf(this.bus_info)
+        if (next.encoding === 'H264' && member >= 0) this.follow(next, member)
+        else void this.close('stream ended')
+      }),
+      hub.on('closed', () => void this.close('stream ended')),
+    ]
+    this.unwatch = () => stops.forEach((stop) => stop())
+  }
+
 
   /**
    * Sends a group of pictures that is already past: its frames get timestamps one tick apart, ending at
@@ -208,18 +237,19 @@ export class WhepSession {
     }
   }
 
-  /** The camera's stream was restarted (a new job, a new tap): carry on from the new tap's latest key frame. */
-  follow(tap: LiveTap, member: number): void {
+  /** The camera's stream was restarted (a new job, a new hub): carry on from the new hub's latest key frame. */
+  follow(hub: StreamHub, member: number): void {
     if (this.ended) return
-    this.unsubscribe?.()
-    this.unsubscribe = null
-    this.tap = tap
+    this.reading?.close()
+    this.reading = null
+    this.hub = hub
+    this.watch(hub)
     this.member = member
     this.needKeyFrame = true
     this.subscribe()
   }
 
-  /** Sends one packet of the tap, with `timestamp` in place of its own when given (a replayed one). */
+  /** Sends one packet of the hub, with `timestamp` in place of its own when given (a replayed one). */
   private forward(packet: Uint8Array, timestamp?: number): void {
     if (this.ended || !this.sender || packet.length < 12) return
     const header = rtpHeader(packet)
@@ -241,7 +271,7 @@ export class WhepSession {
       const bytes = Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)
       if (timestamp === undefined) this.sender.sendRtp(bytes).catch(failed)
       else {
-        // A parsed copy of the header: the packet's bytes are shared with the tap's other viewers.
+        // A parsed copy of the header: the packet's bytes are shared with the hub's other readers.
         const rtp = RtpPacket.deSerialize(bytes)
         rtp.header.timestamp = timestamp
         this.sender.sendRtp(rtp).catch(failed)
@@ -255,8 +285,9 @@ export class WhepSession {
   async close(reason: EndReason, detail?: string): Promise<void> {
     if (this.ended) return
     this.ended = true
-    this.unsubscribe?.()
-    this.unsubscribe = null
+    this.reading?.close()
+    this.reading = null
+    this.unwatch()
     this.onEnd(this, reason, detail)
     try {
       await this.pc.close()

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createSocket } from 'node:dgram'
 import { statfsSync } from 'node:fs'
 import { STREAM_STATES } from '../../core/schemas'
-import { RtpTap } from '../../drivers/gstreamer/tap'
+import { createLogger } from '../../core/log'
+import { MediaHub } from '../../media/hub'
 import { parseMetrics, until, type TestServer } from '../helpers'
 import { BRIGHTNESS, EHD, FOLLOWER, LEADER, startContractServer, WEBCAM } from './setup'
 
@@ -208,14 +209,9 @@ describe('/metrics over HTTP', () => {
   })
 })
 
-test("the live tap counts what the pipeline sends: every byte, and a frame per RTP marker bit", async () => {
-  const job = {
-    bus_info: 'usb-tap',
-    stream: { stream_type: 'UDP', encode_type: 'H264', width: 640, height: 480, interval: { numerator: 1, denominator: 30 }, endpoints: [], enabled: true },
-    members: [{ bus_info: 'usb-tap', label: 'tap', source: { kind: 'gst', description: 'videotestsrc' } }],
-    recordings_dir: '/nonexistent',
-  } as any
-  const tap = await RtpTap.open(job)
+test("the stream's hub counts what the pipeline sends: every byte, and a frame per RTP marker bit", async () => {
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 30, members: ['usb-tap'], log: createLogger('error') })
+  await hub.listen()
   const sender = createSocket('udp4')
   try {
     const packet = (marker: boolean, size: number) => {
@@ -225,12 +221,12 @@ test("the live tap counts what the pipeline sends: every byte, and a frame per R
       return p
     }
     const sent = [packet(false, 1200), packet(false, 1200), packet(true, 300), packet(true, 900)]
-    for (const p of sent) await new Promise<void>((done) => sender.send(p, tap.ports[0]!, '127.0.0.1', () => done()))
-    await until('the four packets at the tap', async () => tap.sent(0), (c) => c.bytes === 3600)
-    expect(tap.sent(0)).toEqual({ bytes: 3600, frames: 2 })
-    expect(() => tap.sent(1)).toThrow(RangeError)
+    for (const p of sent) await new Promise<void>((done) => sender.send(p, hub.ports[0]!, '127.0.0.1', () => done()))
+    await until('the four packets at the hub', async () => hub.sent(0), (c) => c.bytes === 3600)
+    expect(hub.sent(0)).toEqual({ bytes: 3600, frames: 2 })
+    expect(() => hub.sent(1)).toThrow(RangeError)
   } finally {
     sender.close()
-    tap.close()
+    hub.close()
   }
 })

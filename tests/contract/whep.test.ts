@@ -4,8 +4,8 @@
 // host candidates are offered.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { loadConfig } from '../../core/config'
-import { GopCache } from '../../drivers/gstreamer/tap'
-import { startsKeyFrame } from '../../plugins/whep/h264'
+import { GopCache } from '../../media/hub'
+import { startsKeyFrame } from '../../media/rtp'
 import { MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES } from '../../plugins/whep/offer'
 import { hostCandidates } from '../../plugins/whep/session'
 import { parseMetrics, type TestServer } from '../helpers'

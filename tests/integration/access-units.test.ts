@@ -88,9 +88,10 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
       const tapped = new RtpH264Reader()
       try {
         await running(job)
-        const { tap } = streamer.live(job.bus_info)!
-        const unsubscribe = tap.subscribe(0, (packet) => tapped.packet(packet))
-        // The tap of a RECORDING job is its own payloader branch; a UDP job's tap is the endpoint's copy.
+        const { hub } = streamer.live(job.bus_info)!
+        const reading = hub.read(0, { name: 'test', packet: (packet) => tapped.packet(packet) })
+        const unsubscribe = () => reading.close()
+        // The hub of a RECORDING job reads its own payloader branch; a UDP job's is the endpoint's copy.
         const readers = stream_type === 'UDP' ? [endpoint.reader, tapped] : [tapped]
         await waitFor('three key frames and 90 access units', () => readers.every((r) => complete(r).filter((u) => u.idr).length >= 3 && complete(r).length >= 90), 30_000)
         unsubscribe()
@@ -102,7 +103,7 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
         }
         // The kept group of pictures (what a WHEP viewer or a snapshot starts from) opens on a whole key frame.
         const gop = new RtpH264Reader()
-        for (const packet of tap.lastGop(0)) gop.packet(packet)
+        for (const packet of hub.lastGop(0)) gop.packet(packet)
         const units = [...gop.units, ...(gop.open ? [gop.open] : [])]
         expect(units[0]?.idr).toBe(true)
         expect(units[0]?.firstMbs[0]).toBe(0)
@@ -176,9 +177,9 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
       await running(job)
       const started = await streamer.startRecording(job.bus_info)
       const path = join(job.recordings_dir, started!.file!)
-      const { tap } = streamer.live(job.bus_info)!
-      const from = tap.sent(0).frames
-      await waitFor('four seconds of frames through the tap', () => tap.sent(0).frames - from >= 120, 30_000)
+      const { hub } = streamer.live(job.bus_info)!
+      const from = hub.sent(0).frames
+      await waitFor('four seconds of frames through the hub', () => hub.sent(0).frames - from >= 120, 30_000)
       await streamer.stopRecording(job.bus_info)
       const decoded = await ffprobeDecode(['-i', path], 100_000, 60_000)
       expect(decoded.exitCode).toBe(0)

@@ -290,8 +290,8 @@ test("an H.264 snapshot is decoded from the tap's last group of pictures: no tra
   const port = freePort()
   try {
     await stream(EHD, 'H264', port)
-    const { tap, member } = s.ctx.registry.get('streamer')!.live(EHD)!
-    await waitFor('a kept group of pictures', () => tap.lastGop(member).length > 0, 20_000)
+    const { hub, member } = s.ctx.registry.get('streamer')!.live(EHD)!
+    await waitFor('a kept group of pictures', () => hub.lastGop(member).length > 0, 20_000)
     const feedsBefore = (await s.call('GET', '/api/health')).body.plugins.jpeg.feeds
     const r = await snapshot(EHD)
     expect(r.status).toBe(200)

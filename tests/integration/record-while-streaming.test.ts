@@ -90,12 +90,12 @@ test('a group of two MJPG cameras records one file with two video tracks', async
     expect(started?.active).toBe(true)
     expect(streamer.recording(job.bus_info)).toEqual(streamer.recording(job.members[1]!.bus_info))
     const path = join(job.recordings_dir, started!.file!)
-    // Frames (RTP marker bits) of each camera at the tap since the start: a second and a half of both.
-    const { tap } = streamer.live(job.bus_info)!
+    // Frames (RTP marker bits) of each camera at the hub since the start: a second and a half of both.
+    const { hub } = streamer.live(job.bus_info)!
     const frames = [0, 0]
-    const unsubscribe = [0, 1].map((member) => tap.subscribe(member, (p) => void (p[1]! & 0x80 && frames[member]!++)))
+    const readings = [0, 1].map((member) => hub.read(member, { name: 'test', packet: (p) => void (p[1]! & 0x80 && frames[member]!++) }))
     await waitFor('1.5 s of frames from both cameras', () => frames.every((n) => n > 45), 30_000)
-    unsubscribe.forEach((u) => u())
+    readings.forEach((r) => r.close())
     const stopped = await streamer.stopRecording(job.bus_info)
     const d = discover(path)
     expect(d.videoStreams).toBe(2)

@@ -100,7 +100,7 @@ test('restart_stream of a device as first seen streams to loopback (simulated ca
       .split('\0')
       .filter((arg) => arg.startsWith('clients='))
       .flatMap((arg) => arg.slice('clients='.length).split(','))
-    // The endpoint, and the service's own live tap (drivers/gstreamer/tap.ts): loopback, both.
+    // The endpoint, and the service's own stream hub (media/hub.ts): loopback, both.
     expect(clients).toContain(`127.0.0.1:${dev.stream.endpoints[0].port}`)
     expect(clients.length).toBe(2)
     expect(clients.every((client) => client.startsWith('127.0.0.1:'))).toBe(true)

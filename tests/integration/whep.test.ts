@@ -264,7 +264,7 @@ test('a stream that stops ends its sessions: the Location is gone, no viewer is 
     expect(await sessionCount()).toBe(1)
     const endedBefore = (await health()).ended['stream ended']
 
-    // The camera stays plugged in; only its stream stops (the plugin gives a restart 5 s to come back).
+    // The camera stays plugged in; only its stream stops (its hub says 'closed': the session ends).
     expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: cam.bus_info })).status).toBe(200)
     await until('the session ended with its stream', sessionCount, (n) => n === 0, 30_000)
     expect((await health()).ended['stream ended']).toBe(endedBefore + 1)

@@ -1,0 +1,69 @@
+// The one way a child process that needs a stream's packets gets them: a reader of the hub that sends
+// each packet to the child's loopback UDP port (a udpsrc). The recorder, the MJPEG transcoder and the
+// RTSP server are fed this way. The hub's relay thread (relay.ts) sends them when the hub has one, off
+// the main event loop; otherwise a feeder is a reader like any other, with its own bounded queue. Either
+// way the stream's end or restart reaches it as an event.
+import { createSocket, type Socket } from 'node:dgram'
+import type { Logger } from '../core/log'
+import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
+import { MediaHub } from './hub'
+
+export interface FeedOptions {
+  /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
+  name: string
+  /** 'key': start at the next key frame (a file or a decoder that starts mid-GOP opens on grey smears). */
+  from?: 'now' | 'key'
+  ended?(end: ReaderEnd): void
+}
+
+/** One socket that sends to any number of loopback ports (our own children: a lost packet is just lost). */
+export class LoopbackFeeder {
+  private socket: Socket | null
+
+  constructor(private readonly log: Logger) {
+    const socket = (this.socket = createSocket('udp4'))
+    // Loopback to a child of ours: ECONNREFUSED while it starts or after it died is expected, logged once.
+    let warned = false
+    socket.on('error', (err) => {
+      if (!warned) this.log.debug('loopback feeder: a send failed (the child is not listening)', { error: err.message })
+      warned = true
+    })
+  }
+
+  /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
+  feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
+    // A hub with a relay sends from the relay's thread, off the main event loop.
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null
+    if (relayed) return relayed
+    const reader: HubReader = {
+      name: options.name,
+      from: options.from,
+      packet: (packet) => {
+        this.socket?.send(packet, port, '127.0.0.1')
+      },
+      ended: options.ended,
+    }
+    return hub.read(member, reader)
+  }
+
+  close(): void {
+    try {
+      this.socket?.close()
+    } catch {}
+    this.socket = null
+  }
+}
+
+/** Ports free on loopback now (bound, noted, released): the child binds them a moment later. */
+export async function freeLoopbackPorts(count: number): Promise<number[]> {
+  const sockets = await Promise.all(
+    Array.from({ length: count }, () => new Promise<Socket>((resolve, reject) => {
+      const socket = createSocket('udp4')
+      socket.once('error', reject)
+      socket.bind(0, '127.0.0.1', () => resolve(socket))
+    })),
+  )
+  const ports = sockets.map((s) => s.address().port)
+  await Promise.all(sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
+  return ports
+}

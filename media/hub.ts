@@ -1,0 +1,418 @@
+// The hub of one running stream: the camera's child sends one more copy of each member's RTP to a
+// loopback socket of the service (beside the configured endpoints), and the hub hands every packet to
+// its readers — WHEP, RTSP, MJPEG/snapshots, the recorder, MAVLink's and the metrics' counters. Each
+// reader has its own bounded queue (queue.ts), drained in its own turn of the event loop (setImmediate),
+// so the socket is emptied at once, a slow or failing reader loses only its own packets, and no reader
+// runs inside another's. The camera's child is never touched: readers come and go at no cost to the
+// endpoints. The hub lives as long as the job (its ports survive child restarts); a restarted job gets
+// a new hub and the old one says 'replaced', a stopped one says 'closed', so readers never poll.
+// For H.264 it keeps each member's last group of pictures (GopCache), so a viewer or a snapshot that
+// arrives between two key frames starts at once.
+import { createSocket, type Socket } from 'node:dgram'
+import type { Logger } from '../core/log'
+import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
+import { ReaderQueue, type QueueLimits } from './queue'
+import { Relay } from './relay'
+import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame } from './rtp'
+
+/** Bigger than the kernel's default (208 KiB): a 1080p key frame arrives as a burst of ~200 packets. */
+const RECEIVE_BUFFER = 4 << 20
+/**
+ * The most a kept group of pictures holds; a longer one (a camera with a long GOP, a high bitrate) is
+ * dropped and nothing is kept until the next key frame. Software H.264 at 1080p30 with a key frame every
+ * second is ~0.8 MB in ~600 packets; a viewer is sent the whole group at once when it joins.
+ */
+const GOP_MAX_BYTES = 3 << 20
+const GOP_MAX_PACKETS = 2500
+/**
+ * The most packets one reader handles in one turn of the event loop before it yields to the others and
+ * to HTTP (a key frame's burst is ~200 packets; a backlog drains over a few turns).
+ */
+export const DRAIN_BUDGET = 256
+
+/**
+ * One member's packets from its latest key frame on, with no gap: a lost packet, a new SSRC (the
+ * camera's child restarted) or a group past the bounds empties it until the next key frame.
+ */
+export class GopCache {
+  private packets: Uint8Array[] = []
+  private bytes = 0
+
+  push(packet: Uint8Array): void {
+    if (startsKeyFrame(packet, 'H264')) {
+      this.packets = [packet]
+      this.bytes = packet.length
+      return
+    }
+    const last = this.packets.at(-1)
+    if (!last) return
+    const follows = packet.length >= 12 && sequenceOf(packet) === ((sequenceOf(last) + 1) & 0xffff) && ssrcOf(packet) === ssrcOf(last)
+    if (!follows || this.packets.length >= GOP_MAX_PACKETS || this.bytes + packet.length > GOP_MAX_BYTES) {
+      this.packets = []
+      this.bytes = 0
+      return
+    }
+    this.packets.push(packet)
+    this.bytes += packet.length
+  }
+
+  /** A copy of the list (the packets themselves are shared). */
+  get gop(): Uint8Array[] {
+    return this.packets.slice()
+  }
+}
+
+export interface HubOptions {
+  encoding: MediaEncoding
+  width: number
+  height: number
+  fps: number
+  /** The cameras of the job, in member order (0 = leader). */
+  members: string[]
+  log: Logger
+  /** Each reader's queue bounds (queue.ts has the defaults). */
+  queue?: Partial<QueueLimits>
+  /**
+   * The child sends to the relay's thread (relay.ts), which forwards to this hub and to loopback
+   * feeders off the main event loop; without it the child sends to the hub's own sockets.
+   */
+  relay?: boolean
+}
+
+/** A loopback feeder served by the relay's thread: no queue here, the thread sends as packets come. */
+class RelayedReading implements Reading {
+  readonly dropped = 0
+  private done = false
+  constructor(
+    private readonly hub: MediaHub,
+    readonly member: number,
+    readonly reader: Pick<HubReader, 'name' | 'ended'>,
+    private readonly stop: () => void,
+  ) {}
+
+  end(end: ReaderEnd): void {
+    if (this.done) return
+    this.close()
+    try {
+      this.reader.ended?.(end)
+    } catch {}
+  }
+
+  close(): void {
+    if (this.done) return
+    this.done = true
+    this.stop()
+    this.hub.removeRelayed(this)
+  }
+}
+
+/** One reader at the hub: its queue, and whether a drain is scheduled or a promise it returned is pending. */
+class Slot implements Reading {
+  readonly queue: ReaderQueue
+  private scheduled = false
+  private busy = false
+  private done = false
+
+  constructor(
+    private readonly hub: MediaHub,
+    readonly member: number,
+    readonly reader: HubReader,
+    limits: Partial<QueueLimits> | undefined,
+  ) {
+    this.queue = new ReaderQueue(hub.encoding, { fromKeyFrame: reader.from === 'key', limits })
+  }
+
+  get dropped(): number {
+    return this.queue.dropped
+  }
+
+  get active(): boolean {
+    return !this.done
+  }
+
+  offer(packet: Uint8Array): void {
+    const before = this.queue.dropped
+    this.queue.push(packet)
+    if (this.queue.dropped !== before) this.hub.noteDropped(this.reader.name, this.queue.dropped - before)
+    this.schedule()
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.busy || this.done || this.queue.length === 0) return
+    this.scheduled = true
+    setImmediate(this.drain)
+  }
+
+  private readonly drain = (): void => {
+    this.scheduled = false
+    for (let n = 0; n < DRAIN_BUDGET && !this.done && !this.busy; n++) {
+      const packet = this.queue.shift()
+      if (!packet) break
+      let result: void | Promise<unknown>
+      try {
+        result = this.reader.packet(packet)
+      } catch (err) {
+        this.fail(err)
+        return
+      }
+      if (result && typeof (result as Promise<unknown>).then === 'function') {
+        // The reader paces itself: its next packets wait (bounded) until this one is handled.
+        this.busy = true
+        ;(result as Promise<unknown>).then(
+          () => {
+            this.busy = false
+            this.schedule()
+          },
+          (err) => this.fail(err),
+        )
+      }
+    }
+    this.schedule()
+  }
+
+  private fail(err: unknown): void {
+    if (this.done) return
+    const detail = err instanceof Error ? err.message : String(err)
+    this.hub.noteFailed(this)
+    this.hub.log.warn('a reader of the stream failed and was ended; the others read on', { reader: this.reader.name, member: this.member, error: detail })
+    this.end({ reason: 'failed', detail })
+  }
+
+  /** Ends the reader from the hub's side, telling it why. */
+  end(end: ReaderEnd): void {
+    if (this.done) return
+    this.close()
+    try {
+      this.reader.ended?.(end)
+    } catch (err) {
+      this.hub.log.warn('a reader failed while ending', { reader: this.reader.name, error: String(err) })
+    }
+  }
+
+  close(): void {
+    if (this.done) return
+    this.done = true
+    this.queue.clear()
+    this.hub.remove(this)
+  }
+}
+
+type Listeners = { replaced: Set<(next: StreamHub) => void>; closed: Set<(reason: string) => void> }
+
+export class MediaHub implements StreamHub {
+  readonly encoding: MediaEncoding
+  readonly width: number
+  readonly height: number
+  readonly fps: number
+  readonly log: Logger
+  private readonly cameras: string[]
+  private readonly slots: Set<Slot>[]
+  private readonly counts: { bytes: number; frames: number }[]
+  private readonly gops: GopCache[]
+  private readonly sockets: Socket[] = []
+  private readonly listeners: Listeners = { replaced: new Set(), closed: new Set() }
+  private readonly limits: Partial<QueueLimits> | undefined
+  private readonly droppedBy: Record<string, number> = {}
+  private failures = 0
+  private readonly relayed: Set<RelayedReading>[]
+  private readonly useRelay: boolean
+  private relay: Relay | null = null
+  private relayIds: number[] = []
+  closed = false
+  /** Per member, the loopback port the child sends to (after listen()). */
+  ports: number[] = []
+
+  constructor(options: HubOptions) {
+    this.encoding = options.encoding
+    this.width = options.width
+    this.height = options.height
+    this.fps = options.fps
+    this.log = options.log
+    this.limits = options.queue
+    this.cameras = options.members.slice()
+    this.slots = this.cameras.map(() => new Set())
+    this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
+    this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
+    this.relayed = this.cameras.map(() => new Set())
+    this.useRelay = options.relay ?? false
+  }
+
+  get members(): number {
+    return this.cameras.length
+  }
+
+  memberOf(bus_info: string): number {
+    return this.cameras.indexOf(bus_info)
+  }
+
+  /** Binds one loopback socket per member (and the relay's, with `relay`); the child sends member i's RTP to ports[i]. */
+  async listen(): Promise<number[]> {
+    try {
+      await this.bind()
+      if (this.useRelay) {
+        const relay = (this.relay = Relay.shared(this.log))
+        const own = this.ports
+        this.ports = []
+        for (const port of own) {
+          const input = await relay.open(this.encoding, port)
+          this.relayIds.push(input.id)
+          this.ports.push(input.port)
+        }
+        if (this.closed) this.silence()
+      }
+    } catch (err) {
+      this.close('the hub could not listen')
+      throw err
+    }
+    return this.ports
+  }
+
+  private async bind(): Promise<void> {
+    for (let member = 0; member < this.members; member++) {
+      const socket = createSocket({ type: 'udp4', recvBufferSize: RECEIVE_BUFFER })
+      this.sockets.push(socket)
+      socket.on('message', (packet) => this.receive(member, packet))
+      socket.on('error', (err) => this.log.warn('stream hub socket error', { member, error: err.message })) // loopback, ours: nothing to recover
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject)
+        socket.bind(0, '127.0.0.1', () => {
+          socket.off('error', reject)
+          resolve()
+        })
+      })
+      this.ports.push(socket.address().port)
+    }
+  }
+
+  /**
+   * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
+   * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
+   */
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>): Reading | null {
+    const relay = this.relay
+    const id = this.relayIds[member]
+    if (!relay || id === undefined) return null
+    const set = this.relayed[member]
+    if (!set) throw new RangeError(`member ${member} of ${this.members}`)
+    if (this.closed) return null
+    const target = relay.feed(id, port, reader.from === 'key')
+    const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target))
+    set.add(reading)
+    return reading
+  }
+
+  /** @internal (RelayedReading) */
+  removeRelayed(reading: RelayedReading): void {
+    this.relayed[reading.member]?.delete(reading)
+  }
+
+  /** One packet of member `member` (from its socket; tests call it directly). Only queues: readers run in their own turns. */
+  receive(member: number, packet: Uint8Array): void {
+    if (this.closed) return
+    const counts = this.counts[member]
+    if (!counts) return
+    counts.bytes += packet.length
+    if (endsFrame(packet)) counts.frames++
+    this.gops[member]?.push(packet)
+    for (const slot of this.slots[member]!) slot.offer(packet)
+  }
+
+  read(member: number, reader: HubReader): Reading {
+    const slots = this.slots[member]
+    if (!slots) throw new RangeError(`member ${member} of ${this.members}`)
+    const slot = new Slot(this, member, reader, this.limits)
+    if (this.closed) {
+      queueMicrotask(() => slot.end({ reason: 'closed', detail: 'the stream has stopped' }))
+      return slot
+    }
+    slots.add(slot)
+    return slot
+  }
+
+  sent(member: number): { bytes: number; frames: number } {
+    const counts = this.counts[member]
+    if (!counts) throw new RangeError(`member ${member} of ${this.members}`)
+    return { ...counts }
+  }
+
+  lastGop(member: number): readonly Uint8Array[] {
+    return this.gops[member]?.gop ?? []
+  }
+
+  readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number } {
+    const byName: Record<string, number> = {}
+    for (const slots of this.slots) for (const slot of slots) byName[slot.reader.name] = (byName[slot.reader.name] ?? 0) + 1
+    for (const set of this.relayed) for (const r of set) byName[r.reader.name] = (byName[r.reader.name] ?? 0) + 1
+    const readers = this.slots.reduce((n, s) => n + s.size, 0) + this.relayed.reduce((n, s) => n + s.size, 0)
+    return { readers, byName, dropped: { ...this.droppedBy }, failed: this.failures }
+  }
+
+  on(event: 'replaced', listener: (next: StreamHub) => void): () => void
+  on(event: 'closed', listener: (reason: string) => void): () => void
+  on(event: 'replaced' | 'closed', listener: ((next: StreamHub) => void) | ((reason: string) => void)): () => void {
+    const set = this.listeners[event] as Set<typeof listener>
+    set.add(listener)
+    return () => void set.delete(listener)
+  }
+
+  /** The job restarted as `next`: readers are ended with it (they follow it or leave), then 'replaced'. */
+  replace(next: StreamHub): void {
+    if (this.closed) return
+    this.shut({ reason: 'replaced', detail: 'the stream restarted', next })
+    for (const listener of [...this.listeners.replaced]) this.call(() => listener(next))
+    this.forget()
+  }
+
+  /** The job stopped: readers are ended, then 'closed'. */
+  close(reason = 'the stream has stopped'): void {
+    if (this.closed) return
+    this.shut({ reason: 'closed', detail: reason })
+    for (const listener of [...this.listeners.closed]) this.call(() => listener(reason))
+    this.forget()
+  }
+
+  /** Closes the sockets now, without telling anyone yet (a restart: the next hub says 'replaced' once it listens). */
+  silence(): void {
+    for (const id of this.relayIds.splice(0)) this.relay?.close(id)
+    for (const socket of this.sockets.splice(0)) {
+      try {
+        socket.close()
+      } catch {}
+    }
+  }
+
+  private shut(end: ReaderEnd): void {
+    this.closed = true
+    this.silence()
+    for (const slots of this.slots) for (const slot of [...slots]) slot.end(end)
+    for (const set of this.relayed) for (const reading of [...set]) reading.end(end)
+  }
+
+  private forget(): void {
+    this.listeners.replaced.clear()
+    this.listeners.closed.clear()
+  }
+
+  private call(fn: () => void): void {
+    try {
+      fn()
+    } catch (err) {
+      this.log.warn('a stream hub listener failed', { error: String(err) })
+    }
+  }
+
+  /** @internal (Slot) */
+  remove(slot: Slot): void {
+    this.slots[slot.member]?.delete(slot)
+  }
+
+  /** @internal (Slot) */
+  noteDropped(name: string, count: number): void {
+    this.droppedBy[name] = (this.droppedBy[name] ?? 0) + count
+  }
+
+  /** @internal (Slot) */
+  noteFailed(_slot: Slot): void {
+    this.failures++
+  }
+}

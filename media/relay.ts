@@ -1,0 +1,75 @@
+// The relay: one worker thread (relay-worker.ts) that owns the sockets a stream's child sends to, and
+// forwards each packet to the hub on the main thread and to the children fed over loopback, so the
+// UDP-to-UDP paths (RTSP server, recorder, MJPEG transcoder) never wait behind HTTP work on the main
+// event loop (bench/media-hub.bench.ts measured why: docs/media.md).
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import type { Logger } from '../core/log'
+import type { MediaEncoding } from './rtp'
+import type { RelayCommand } from './relay-worker'
+
+let shared: Relay | null = null
+
+export class Relay {
+  private readonly worker: Worker
+  private readonly opening = new Map<number, (port: number) => void>()
+  private next = 1
+
+  private constructor(private readonly log: Logger) {
+    this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
+    this.worker.unref() // never keeps the process alive
+    this.worker.on('message', (m: { id: number; port: number }) => {
+      this.opening.get(m.id)?.(m.port)
+      this.opening.delete(m.id)
+    })
+    this.worker.on('error', (err) => {
+      // The thread died: every stream's forwarding with it; the next hub starts a new relay.
+      if (shared === this) shared = null
+      for (const reject of this.opening.values()) reject(-1)
+      this.opening.clear()
+      this.log.error('the media relay thread failed: streams fed through it stop until they restart', { error: String(err) })
+    })
+  }
+
+  /** The process's relay, started on first use (its failure is logged to the first user's log). */
+  static shared(log: Logger): Relay {
+    shared ??= new Relay(log)
+    return shared
+  }
+
+  private post(command: RelayCommand): void {
+    this.worker.postMessage(command)
+  }
+
+  /** An input socket that forwards to the hub's `hubPort`; resolves with its id and its port. */
+  open(encoding: MediaEncoding, hubPort: number): Promise<{ id: number; port: number }> {
+    const id = this.next++
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.opening.delete(id)
+        reject(new Error('the media relay did not open a socket within 5 s'))
+      }, 5000)
+      this.opening.set(id, (port) => {
+        clearTimeout(timer)
+        if (port < 0) reject(new Error('the media relay thread failed'))
+        else resolve({ id, port })
+      })
+      this.post({ op: 'open', id, encoding, hubPort })
+    })
+  }
+
+  close(id: number): void {
+    this.post({ op: 'close', id })
+  }
+
+  /** Sends input `id`'s packets to 127.0.0.1:`port` too (from the next key frame with `fromKey`); returns the target's id. */
+  feed(id: number, port: number, fromKey: boolean): number {
+    const target = this.next++
+    this.post({ op: 'feed', id, target, port, fromKey })
+    return target
+  }
+
+  unfeed(id: number, target: number): void {
+    this.post({ op: 'unfeed', id, target })
+  }
+}

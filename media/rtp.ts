@@ -1,0 +1,54 @@
+// The one RTP reader of the media plane: header fields, where the payload starts, and where a decoder
+// can start (a key frame). Every reader of a hub, the GOP cache and the reader queues use these, so a
+// packet is understood the same way on every path (WHEP, RTSP, MJPEG, the recorder).
+//
+// Our streams carry SPS/PPS before every IDR (rtph264pay config-interval=-1), so an H.264 packet that
+// opens with an SPS (alone, anywhere in a STAP-A after an access unit delimiter, or the start of a
+// fragmented one) starts a frame a decoder needs nothing before. A JPEG (RFC 2435) starts at the
+// fragment with offset 0: every JPEG frame stands alone.
+
+/** What a hub carries: H.264 (payload type 96, RFC 6184) or JPEG (payload type 26, RFC 2435). */
+export type MediaEncoding = 'H264' | 'JPEG'
+
+const SPS = 7
+const STAP_A = 24
+const FU_A = 28
+
+/** Offset of the RTP payload (after CSRCs and a header extension), or -1 for a packet too short to have one. */
+export function payloadOffset(packet: Uint8Array): number {
+  if (packet.length < 12) return -1
+  let offset = 12 + (packet[0]! & 0x0f) * 4
+  if (packet[0]! & 0x10) {
+    if (packet.length < offset + 4) return -1
+    offset += 4 + ((packet[offset + 2]! << 8) | packet[offset + 3]!) * 4
+  }
+  return offset < packet.length ? offset : -1
+}
+
+export const sequenceOf = (packet: Uint8Array): number => (packet[2]! << 8) | packet[3]!
+export const timestampOf = (packet: Uint8Array): number => ((packet[4]! << 24) | (packet[5]! << 16) | (packet[6]! << 8) | packet[7]!) >>> 0
+export const ssrcOf = (packet: Uint8Array): number => ((packet[8]! << 24) | (packet[9]! << 16) | (packet[10]! << 8) | packet[11]!) >>> 0
+/** The RTP marker bit: the packet ends a frame (an H.264 access unit, RFC 6184; a JPEG, RFC 2435). */
+export const endsFrame = (packet: Uint8Array): boolean => packet.length > 1 && (packet[1]! & 0x80) !== 0
+
+/** The RTP header fields a viewer follows: the SSRC changes when the camera's child restarts. */
+export function rtpHeader(packet: Uint8Array): { ssrc: number; sequenceNumber: number; timestamp: number } {
+  return { sequenceNumber: sequenceOf(packet), timestamp: timestampOf(packet), ssrc: ssrcOf(packet) }
+}
+
+/** Whether this RTP packet opens a frame a decoder can start from: H.264 its SPS, JPEG its first fragment. */
+export function startsKeyFrame(packet: Uint8Array, encoding: MediaEncoding = 'H264'): boolean {
+  const at = payloadOffset(packet)
+  if (at < 0) return false
+  if (encoding === 'JPEG') return packet.length >= at + 4 && packet[at + 1] === 0 && packet[at + 2] === 0 && packet[at + 3] === 0
+  const type = packet[at]! & 0x1f
+  if (type === SPS) return true
+  if (type === STAP_A) {
+    for (let nal = at + 1; nal + 2 < packet.length; nal += 2 + ((packet[nal]! << 8) | packet[nal + 1]!)) {
+      if ((packet[nal + 2]! & 0x1f) === SPS) return true
+    }
+    return false
+  }
+  if (type === FU_A) return at + 1 < packet.length && (packet[at + 1]! & 0x80) !== 0 && (packet[at + 1]! & 0x1f) === SPS
+  return false
+}
