@@ -35,6 +35,8 @@ export interface Config {
   mavlinkSystemId: number
   /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
   mavlinkStreamAddress: string | null
+  /** MAVLink 2 signing key (32 bytes): set, every frame in and out is signed and unsigned ones are refused. */
+  mavlinkSigningKey: Uint8Array | null
 }
 
 /**
@@ -56,6 +58,13 @@ export function parseMavlinkEndpoint(raw: string): MavlinkEndpoint {
     throw new Error(`mavlink must be udpout:<host>:<port>, udpin:<address>:<port> or tcpout:<host>:<port> (port 1-65535), got '${raw}'`)
   }
   return { kind: m[1] as MavlinkEndpoint['kind'], host: m[2]!.replace(/^\[|\]$/g, ''), port }
+}
+/** A MAVLink 2 signing key: 32 bytes, as 64 hex digits or base64. */
+export function parseSigningKey(raw: string): Uint8Array {
+  const text = raw.trim()
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : /^[A-Za-z0-9+/]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : null
+  if (!bytes || bytes.length !== 32) throw new Error('mavlink-signing-key must be 32 bytes, written as 64 hex digits or in base64 (44 characters)')
+  return new Uint8Array(bytes)
 }
 
 export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
@@ -133,6 +142,13 @@ const OPTIONS: Option[] = [
     key: 'mavlinkStreamAddress',
     help: "the vehicle's address in the stream URIs sent over MAVLink (default: --host when it is one address, else the one facing the MAVLink peer, else the first LAN address)",
     parse: (r) => r || null,
+    def: () => null,
+  },
+  {
+    flag: 'mavlink-signing-key',
+    key: 'mavlinkSigningKey',
+    help: 'MAVLink 2 signing key, 32 bytes as 64 hex digits or base64: frames without a valid signature are refused and ours are signed (off by default)',
+    parse: (r) => (r === '' || r === 'off' ? null : parseSigningKey(r)),
     def: () => null,
   },
 ]

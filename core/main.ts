@@ -19,7 +19,7 @@ try {
 }
 
 const log = createLogger(config.logLevel)
-log.info('starting', { config: { ...config, token: config.token ? '(set)' : null } })
+log.info('starting', { config: { ...config, token: config.token ? '(set)' : null, mavlinkSigningKey: config.mavlinkSigningKey ? '(set)' : null } })
 const periscope = await createApp(config, await loadPlugins(config), log)
 const { url } = await periscope.listen()
 log.info('listening', { url, docs: `${url}/docs` })

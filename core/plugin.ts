@@ -81,6 +81,7 @@ export class Registry {
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
+  private limits = new Map<string, number>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -156,6 +157,19 @@ export class Registry {
   /** Viewers of the camera now, for each way of watching that a loaded plugin serves (absent: none serves it). */
   viewers(bus_info: string): Partial<Record<ViewerKind, number>> {
     return Object.fromEntries([...this.viewerCounts].map(([kind, { count }]) => [kind, count(bus_info)]))
+  }
+
+  /**
+   * A limit was hit (an event-stream client dropped for being too far behind, a snapshot refused at the
+   * children's cap, a MAVLink frame refused, …): counted by name for /metrics (periscope_limit_hits_total).
+   * Names are fixed strings of the code, never request input; docs/limits.md lists them.
+   */
+  limitHit(limit: string): void {
+    this.limits.set(limit, (this.limits.get(limit) ?? 0) + 1)
+  }
+
+  limitHits(): ReadonlyMap<string, number> {
+    return this.limits
   }
 
   provides(plugin: string): boolean {

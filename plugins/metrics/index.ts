@@ -106,6 +106,7 @@ export default definePlugin({
     const recordingBytes = new Gauge(camera('periscope_recording_bytes', 'Size on disk of the recording being made while streaming, as the scrape finds it; 0 when none runs'))
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
+    const limitHits = new Counter({ name: 'periscope_limit_hits_total', help: 'Times a limit refused or cut off something, by limit (docs/limits.md lists them): a client too far behind, a cap on children, a frame refused', labelNames: ['limit'], registers })
     const perCamera = [info, state, restarts, drops, frames, sentBytes, viewers, recording, recordingBytes]
 
     const devices = (): Device[] => {
@@ -136,6 +137,8 @@ export default definePlugin({
         recording.set({ bus_info }, made.active ? 1 : 0)
         recordingBytes.set({ bus_info }, made.active ? made.bytes : 0)
       }
+      limitHits.reset()
+      for (const [limit, count] of registry.limitHits()) limitHits.inc({ limit }, count)
       try {
         const disk = diskUsage(nearestExisting(config.recordingsDir))
         diskFree.set(disk.free)
