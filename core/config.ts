@@ -19,6 +19,8 @@ export interface Config {
   /** When set, mutating operations need `Authorization: Bearer <token>`. */
   token: string | null
   bodyLimit: number
+  /** Bytes of events queued for one GET /api/events client that does not keep up; past it the client is dropped. */
+  eventsQueueBytes: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
@@ -117,6 +119,13 @@ const OPTIONS: Option[] = [
   { flag: 'cors-origins', key: 'corsOrigins', help: "origins allowed to call the API from a browser ('*' = any)", parse: list, def: () => ['*'] },
   { flag: 'token', key: 'token', help: 'bearer token required for mutating operations (off by default)', parse: (r) => r || null, def: () => null },
   { flag: 'body-limit', key: 'bodyLimit', help: 'largest request body in bytes', parse: int('body-limit', 1, 1 << 30), def: () => 1 << 20 },
+  {
+    flag: 'events-queue-bytes',
+    key: 'eventsQueueBytes',
+    help: 'bytes of events queued for one /api/events client that does not keep up; past it the client gets a last `dropped` event and is disconnected',
+    parse: int('events-queue-bytes', 4096, 64 << 20),
+    def: () => 256 * 1024,
+  },
   { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
   {
     flag: 'network-rollback',
