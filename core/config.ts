@@ -25,6 +25,8 @@ export interface Config {
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
   maxViewers: number
+  /** gst-launch children for snapshots (captures, decodes, scalers) at once; a few more wait, the rest get 503. */
+  snapshotChildren: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
@@ -135,6 +137,13 @@ const OPTIONS: Option[] = [
     def: () => 30,
   },
   { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
+  {
+    flag: 'snapshot-children',
+    key: 'snapshotChildren',
+    help: 'snapshot children (capture, decode, scale) running at once; 8 more wait, further snapshots get 503 with Retry-After',
+    parse: int('snapshot-children', 1, 32),
+    def: () => 2,
+  },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
   {
