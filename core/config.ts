@@ -25,6 +25,8 @@ export interface Config {
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
   maxViewers: number
+  /** MiB that must be free on the recordings disk for start_recording (507 below). */
+  minFreeToRecordMiB: number
   /** gst-launch children for snapshots (captures, decodes, scalers) at once; a few more wait, the rest get 503. */
   snapshotChildren: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
@@ -137,6 +139,13 @@ const OPTIONS: Option[] = [
     def: () => 30,
   },
   { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
+  {
+    flag: 'min-free-to-record',
+    key: 'minFreeToRecordMiB',
+    help: 'MiB that must be free on the recordings disk to start a recording while streaming; below it start_recording answers 507',
+    parse: int('min-free-to-record', 0, 1 << 20),
+    def: () => 64,
+  },
   {
     flag: 'snapshot-children',
     key: 'snapshotChildren',
