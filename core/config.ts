@@ -33,6 +33,10 @@ export interface Config {
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
   rtspPort: number
+  /** RTSP connections at once; one more is closed at once. */
+  rtspMaxConnections: number
+  /** Seconds an RTSP connection may stay without a session before it is closed. */
+  rtspIdleTimeoutSeconds: number
   /** Where the MAVLink camera components talk (plugins/mavlink); null = off. */
   mavlink: MavlinkEndpoint | null
   /** Component id of the first camera (QGroundControl looks for cameras at 100–105). */
@@ -155,6 +159,14 @@ const OPTIONS: Option[] = [
   },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
+  { flag: 'rtsp-max-connections', key: 'rtspMaxConnections', help: 'RTSP connections at once (all cameras); one more is closed at once', parse: int('rtsp-max-connections', 1, 4096), def: () => 64 },
+  {
+    flag: 'rtsp-idle-timeout',
+    key: 'rtspIdleTimeoutSeconds',
+    help: 'seconds an RTSP connection may stay without a session (no SETUP, or a DESCRIBE only) before it is closed',
+    parse: int('rtsp-idle-timeout', 1, 3600),
+    def: () => 10,
+  },
   {
     flag: 'mavlink',
     key: 'mavlink',

@@ -22,6 +22,7 @@ export type HelperEvent =
   | { event: 'running'; path: string; on: boolean }
   | { event: 'removed'; path: string }
   | { event: 'viewers'; camera: string; count: number }
+  | { event: 'refused'; why: 'viewers' | 'connections' | 'idle' }
   | { event: 'error'; message: string }
 
 export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
@@ -42,6 +43,8 @@ export class RtspHelper {
     private readonly host: string,
     /** Clients per camera; the helper refuses one more with 503. */
     private readonly maxViewers: number,
+    /** Connections at once, and seconds one may stay without a session (--rtsp-max-connections, --rtsp-idle-timeout). */
+    private readonly limits: { maxConnections: number; idleSeconds: number },
     private readonly log: Logger,
     /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
     private readonly onEvent: (event: HelperEvent) => void,
@@ -95,7 +98,7 @@ export class RtspHelper {
     const prefix = setpriv ? [setpriv, '--pdeathsig', 'KILL'] : []
     let child: Subprocess<'pipe', 'pipe', 'pipe'>
     try {
-      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+      child = Bun.spawn([...prefix, SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers), String(this.limits.maxConnections), String(this.limits.idleSeconds)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
     } catch (err) {
       this.state = 'missing'
       this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`

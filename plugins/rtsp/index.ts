@@ -65,7 +65,7 @@ export default definePlugin({
     let unsubscribeEvents: (() => void) | null = null
     let scheduled = false
 
-    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper)
+    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, { maxConnections: config.rtspMaxConnections, idleSeconds: config.rtspIdleTimeoutSeconds }, log, onHelper)
 
     function feed(mount: Mount): void {
       unfeed(mount)
@@ -125,6 +125,7 @@ export default definePlugin({
     }
 
     function onHelper(event: HelperEvent): void {
+      if (event.event === 'refused') return registry.limitHit(`rtsp_${event.why}`)
       if (event.event === 'viewers') {
         if (event.count > 0) viewers.set(event.camera, event.count)
         else viewers.delete(event.camera)
