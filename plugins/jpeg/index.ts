@@ -209,6 +209,7 @@ export default definePlugin({
           const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...UNBUFFERED_BY_PROXIES }
           if (isHead(request)) return new Response(null, { headers })
           const clients = mjpegClients.get(bus_info) ?? 0
+          if (clients >= maxViewers) registry.limitHit('mjpeg_viewers')
           if (clients >= maxViewers) throw unavailable(`'${bus_info}' already has ${maxViewers} MJPEG viewers, the most allowed (--max-viewers); close one (or watch over RTSP/WebRTC)`)
           mjpegClients.set(bus_info, clients + 1)
           const left = () => {
