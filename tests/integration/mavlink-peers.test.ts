@@ -181,3 +181,18 @@ test('udpin with a signing key: unsigned, wrongly signed and replayed frames are
   expect(unsigned.messages).toEqual([])
   expect(forger.messages).toEqual([])
 }, 120_000)
+
+test('udpin: a ground station that falls silent (its port still open) is dropped after 10 s, and is a peer again from its next frame', async () => {
+  const { s, port, compid } = await udpinService()
+  const gcs = await station(port)
+  gcsHeartbeat(gcs)
+  await gcs.next('a camera heartbeat', heartbeatFrom(compid), 10_000)
+  const heardAt = Date.now()
+  const gone = await until('the silent peer dropped', () => mavlinkHealth(s), (h) => h.link.peers.length === 0, 30_000)
+  expect(Date.now() - heardAt).toBeGreaterThanOrEqual(9_000)
+  expect(gone.link.state).toBe('listening')
+  const since = gcs.messages.length
+  gcsHeartbeat(gcs)
+  await gcs.next('heartbeats again', heartbeatFrom(compid), 10_000, since)
+  expect((await mavlinkHealth(s)).link.peers).toEqual([`127.0.0.1:${gcs.port}`])
+}, 90_000)
