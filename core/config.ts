@@ -28,14 +28,24 @@ export interface Config {
   clientLimits: boolean
   /** Seconds a request body may take to arrive whole; later: 408 and the connection closed. */
   bodyTimeoutSeconds: number
+  /** Bytes of events queued for one GET /api/events client that does not keep up; past it the client is dropped. */
+  eventsQueueBytes: number
   zipTokenTtlSeconds: number
   networkRollbackSeconds: number
   /** Viewers allowed per camera at once, for each way of watching (RTSP, WebRTC, MJPEG) apart. */
   maxViewers: number
+  /** MiB that must be free on the recordings disk for start_recording (507 below). */
+  minFreeToRecordMiB: number
+  /** gst-launch children for snapshots (captures, decodes, scalers) at once; a few more wait, the rest get 503. */
+  snapshotChildren: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
   rtspPort: number
+  /** RTSP connections at once; one more is closed at once. */
+  rtspMaxConnections: number
+  /** Seconds an RTSP connection may stay without a session before it is closed. */
+  rtspIdleTimeoutSeconds: number
   /** Where the MAVLink camera components talk (plugins/mavlink); null = off. */
   mavlink: MavlinkEndpoint | null
   /** Component id of the first camera (QGroundControl looks for cameras at 100–105). */
@@ -44,6 +54,8 @@ export interface Config {
   mavlinkSystemId: number
   /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
   mavlinkStreamAddress: string | null
+  /** MAVLink 2 signing key (32 bytes): set, every frame in and out is signed and unsigned ones are refused. */
+  mavlinkSigningKey: Uint8Array | null
   /** The values of the loaded plugins' own flags (core/plugin.ts `flags`), by flag name. */
   pluginFlags: Record<string, unknown>
 }
@@ -76,6 +88,13 @@ export function parseMavlinkEndpoint(raw: string): MavlinkEndpoint {
     throw new Error(`mavlink must be udpout:<host>:<port>, udpin:<address>:<port> or tcpout:<host>:<port> (port 1-65535), got '${raw}'`)
   }
   return { kind: m[1] as MavlinkEndpoint['kind'], host: m[2]!.replace(/^\[|\]$/g, ''), port }
+}
+/** A MAVLink 2 signing key: 32 bytes, as 64 hex digits or base64. */
+export function parseSigningKey(raw: string): Uint8Array {
+  const text = raw.trim()
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : /^[A-Za-z0-9+/]{43}=?$/.test(text) ? Buffer.from(text, 'base64') : null
+  if (!bytes || bytes.length !== 32) throw new Error('mavlink-signing-key must be 32 bytes, written as 64 hex digits or in base64 (44 characters)')
+  return new Uint8Array(bytes)
 }
 
 export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
@@ -156,6 +175,13 @@ const OPTIONS: Option[] = [
     def: () => true,
   },
   { flag: 'body-timeout', key: 'bodyTimeoutSeconds', help: 'seconds a request body may take to arrive whole; later: 408 and the connection closed', parse: int('body-timeout', 1, 3600), def: () => 30 },
+  {
+    flag: 'events-queue-bytes',
+    key: 'eventsQueueBytes',
+    help: 'bytes of events queued for one /api/events client that does not keep up; past it the client gets a last `dropped` event and is disconnected',
+    parse: int('events-queue-bytes', 4096, 64 << 20),
+    def: () => 256 * 1024,
+  },
   { flag: 'zip-token-ttl', key: 'zipTokenTtlSeconds', help: 'seconds an unused zip download token lives', parse: int('zip-token-ttl', 1, 86400 * 7), def: () => 600 },
   {
     flag: 'network-rollback',
@@ -165,8 +191,30 @@ const OPTIONS: Option[] = [
     def: () => 30,
   },
   { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
+  {
+    flag: 'min-free-to-record',
+    key: 'minFreeToRecordMiB',
+    help: 'MiB that must be free on the recordings disk to start a recording while streaming; below it start_recording answers 507',
+    parse: int('min-free-to-record', 0, 1 << 20),
+    def: () => 64,
+  },
+  {
+    flag: 'snapshot-children',
+    key: 'snapshotChildren',
+    help: 'snapshot children (capture, decode, scale) running at once; 8 more wait, further snapshots get 503 with Retry-After',
+    parse: int('snapshot-children', 1, 32),
+    def: () => 2,
+  },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },
+  { flag: 'rtsp-max-connections', key: 'rtspMaxConnections', help: 'RTSP connections at once (all cameras); one more is closed at once', parse: int('rtsp-max-connections', 1, 4096), def: () => 64 },
+  {
+    flag: 'rtsp-idle-timeout',
+    key: 'rtspIdleTimeoutSeconds',
+    help: 'seconds an RTSP connection may stay without a session (no SETUP, or a DESCRIBE only) before it is closed',
+    parse: int('rtsp-idle-timeout', 1, 3600),
+    def: () => 10,
+  },
   {
     flag: 'mavlink',
     key: 'mavlink',
@@ -181,6 +229,13 @@ const OPTIONS: Option[] = [
     key: 'mavlinkStreamAddress',
     help: "the vehicle's address in the stream URIs sent over MAVLink (default: --host when it is one address, else the one facing the MAVLink peer, else the first LAN address)",
     parse: (r) => r || null,
+    def: () => null,
+  },
+  {
+    flag: 'mavlink-signing-key',
+    key: 'mavlinkSigningKey',
+    help: 'MAVLink 2 signing key, 32 bytes as 64 hex digits or base64: frames without a valid signature are refused and ours are signed (off by default)',
+    parse: (r) => (r === '' || r === 'off' ? null : parseSigningKey(r)),
     def: () => null,
   },
 ]

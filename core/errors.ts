@@ -9,11 +9,19 @@ export class HttpError extends Error {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 421 | 429 | 502 | 503 | 504 | 507,
     readonly detail: string,
+    /** Seconds after which trying again may succeed (a Retry-After header). */
+    readonly retryAfter?: number,
   ) {
     super(detail)
     this.name = 'HttpError'
   }
 }
+
+/**
+ * A limit refused the request (docs/limits.md): 429 or 503 with Retry-After. Not logged as a failure:
+ * the plugin counts it (registry.limitHit) for /metrics instead, so a flood cannot flood the log too.
+ */
+export class LimitError extends HttpError {}
 
 export const notFound = (detail: string) => new HttpError(404, detail)
 export const conflict = (detail: string) => new HttpError(409, detail)

@@ -28,7 +28,7 @@ try {
 config = config!
 
 const log = createLogger(config.logLevel)
-log.info('starting', { config: { ...config, token: config.token ? '(set)' : null } })
+log.info('starting', { config: { ...config, token: config.token ? '(set)' : null, mavlinkSigningKey: config.mavlinkSigningKey ? '(set)' : null } })
 let periscope
 try {
   periscope = await createApp(config, plugins!, log)

@@ -21,6 +21,11 @@ export function toJsonSchema(schema: TSchema, root = true): Record<string, unkno
   for (const [key, value] of Object.entries(schema)) {
     if (key === 'properties' || key === 'patternProperties') {
       out[key] = Object.fromEntries(Object.entries(value as Record<string, TSchema>).map(([k, v]) => [k, toJsonSchema(v, false)]))
+    } else if (key === 'required' && schema.properties) {
+      // A field with a default may be left out (it is filled in), as pydantic documents it: not required.
+      const properties = schema.properties as Record<string, TSchema>
+      const required = (value as string[]).filter((k) => unwrapElysiaNumeric(properties[k]!)?.default === undefined)
+      if (required.length) out[key] = required
     } else if (key === 'items' && typeof value === 'object') out[key] = toJsonSchema(value as TSchema, false)
     else if (key === 'anyOf') out[key] = (value as TSchema[]).map((v) => toJsonSchema(v, false))
     else out[key] = value
@@ -48,7 +53,7 @@ const ERROR_TEXT: Record<number, string> = {
   502: 'The device or a daemon refused or failed: the errno is in `detail`',
   503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
   504: 'The device did not answer in time',
-  507: 'Not saved: the disk holding the settings is full or read-only (`detail` says which and what to do)',
+  507: 'The disk is full or read-only: a setting not saved, or a recording not started (`detail` says which and what to do)',
 }
 
 /**

@@ -109,6 +109,7 @@ export class Registry {
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
   private refusalCounts = new Map<string, () => Record<string, number>>()
+  private limits = new Map<string, number>()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)
@@ -210,6 +211,19 @@ export class Registry {
 
   refusals(): { what: string; reason: string; count: number }[] {
     return [...this.refusalCounts].flatMap(([what, counts]) => Object.entries(counts()).map(([reason, count]) => ({ what, reason, count })))
+  }
+
+  /**
+   * A limit was hit (an event-stream client dropped for being too far behind, a snapshot refused at the
+   * children's cap, a MAVLink frame refused, …): counted by name for /metrics (periscope_limit_hits_total).
+   * Names are fixed strings of the code, never request input; docs/limits.md lists them.
+   */
+  limitHit(limit: string): void {
+    this.limits.set(limit, (this.limits.get(limit) ?? 0) + 1)
+  }
+
+  limitHits(): ReadonlyMap<string, number> {
+    return this.limits
   }
 
   provides(plugin: string): boolean {

@@ -20,8 +20,11 @@ const Ipv4Address = (description?: string) => t.String({ pattern: IPV4_PATTERN, 
 
 // ---- cameras ----
 
+/** The largest frame side and interval term accepted: beyond any camera (V4L2 sizes are 16-bit; 8K is 7680×4320). */
+export const MAX_FRAME_SIDE = 16384
+export const MAX_INTERVAL_TERM = 1_000_000
 export const IntervalModel = t.Object(
-  { numerator: t.Integer({ minimum: 1 }), denominator: t.Integer({ minimum: 1 }) },
+  { numerator: t.Integer({ minimum: 1, maximum: MAX_INTERVAL_TERM }), denominator: t.Integer({ minimum: 1, maximum: MAX_INTERVAL_TERM }) },
   { description: 'Seconds per frame as a fraction: 1/30 is 30 fps.' },
 )
 export const FormatSizeModel = t.Object({ width: t.Integer(), height: t.Integer(), intervals: t.Array(IntervalModel) })
@@ -121,7 +124,7 @@ export const NotifyCameraRequest = t.Object({
   bus_info: t.String(),
   event: t.Optional(Enum(NOTIFY_EVENTS, 'DEVICE_MANAGED when absent (the spec sends bus_info only)')),
 })
-export const StreamFormatModel = t.Object({ width: t.Integer({ minimum: 1 }), height: t.Integer({ minimum: 1 }), interval: IntervalModel })
+export const StreamFormatModel = t.Object({ width: t.Integer({ minimum: 1, maximum: MAX_FRAME_SIDE }), height: t.Integer({ minimum: 1, maximum: MAX_FRAME_SIDE }), interval: IntervalModel })
 export const ConfigureStreamRequest = t.Object({
   bus_info: t.String(),
   stream_type: Enum(STREAM_TYPES),
@@ -130,7 +133,14 @@ export const ConfigureStreamRequest = t.Object({
   enabled: t.Boolean(),
   endpoints: t.Array(StreamEndpointModel),
 })
-export const SetNicknameRequest = t.Object({ bus_info: t.String(), nickname: t.String({ maxLength: 64 }) })
+/**
+ * A nickname is shown in UIs, logs and MAVLink: no control characters (C0 such as NUL and BEL, DEL, C1)
+ * and no bidirectional embeddings, overrides or isolates (U+202A–U+202E, U+2066–U+2069), which can make
+ * a name display as another (U+202E reverses what follows). Written as escapes, so the pattern means the
+ * same to JavaScript and to pydantic's Rust regex, and reads the same in a 422's message.
+ */
+export const NICKNAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]*$'
+export const SetNicknameRequest = t.Object({ bus_info: t.String(), nickname: t.String({ maxLength: 64, pattern: NICKNAME_PATTERN, examples: ['Port camera', 'Kamera vorne'] }) })
 export const SuccessModel = t.Object({ success: t.Boolean() })
 
 // ---- preferences ----

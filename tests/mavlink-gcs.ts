@@ -3,6 +3,7 @@
 // camera protocol uses written from common.xml (mavlink/mavlink, message_definitions/v1.0). Each
 // message's CRC_EXTRA is computed from those field lists (the generator's rule), and the contract test
 // checks them against the values the MAVLink C library publishes, so a field list copied wrong fails.
+import { createHash } from 'node:crypto'
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram'
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net'
 
@@ -140,8 +141,27 @@ function readField(view: DataView, at: number, type: FieldType): number {
   return view.getUint8(at)
 }
 
-/** One MAVLink 2 frame (unsigned), its payload's trailing zeros cut as MAVLink 2 requires (the first byte stays). */
-export function encode(name: string, fields: Fields, from: { sysid: number; compid: number; seq: number }): Uint8Array {
+/**
+ * MAVLink 2 message signing, from the MAVLink guide (guide/message_signing.html): a 13-byte trailer of
+ * link id, a 48-bit timestamp (10 µs units since 2015-01-01 GMT) and the first 6 bytes of
+ * SHA-256(secret key + header + payload + CRC + link id + timestamp); incompat flag 0x01 marks it.
+ */
+export interface Signing {
+  key: Uint8Array
+  linkId: number
+  /** The timestamp to sign with; by default now (and always later than the last one used). */
+  timestamp?: number
+}
+const SIGNING_EPOCH_MS = Date.UTC(2015, 0, 1)
+let lastTimestamp = 0
+export const signingNow = () => (lastTimestamp = Math.max(lastTimestamp + 1, (Date.now() - SIGNING_EPOCH_MS) * 100))
+
+function signature(key: Uint8Array, signedPart: Uint8Array): Uint8Array {
+  return createHash('sha256').update(key).update(signedPart).digest().subarray(0, 6)
+}
+
+/** One MAVLink 2 frame (signed when `signing` is given), its payload's trailing zeros cut as MAVLink 2 requires (the first byte stays). */
+export function encode(name: string, fields: Fields, from: { sysid: number; compid: number; seq: number }, signing?: Signing): Uint8Array {
   const def = byName.get(name)
   if (!def) throw new Error(`unknown message ${name}`)
   const payload = new Uint8Array(payloadLength(def))
@@ -157,12 +177,18 @@ export function encode(name: string, fields: Fields, from: { sysid: number; comp
   }
   let length = payload.length
   while (length > 1 && payload[length - 1] === 0) length--
-  const frame = new Uint8Array(10 + length + 2)
-  frame.set([0xfd, length, 0, 0, from.seq & 0xff, from.sysid, from.compid, def.id & 0xff, (def.id >> 8) & 0xff, def.id >> 16], 0)
+  const frame = new Uint8Array(10 + length + 2 + (signing ? 13 : 0))
+  frame.set([0xfd, length, signing ? 1 : 0, 0, from.seq & 0xff, from.sysid, from.compid, def.id & 0xff, (def.id >> 8) & 0xff, def.id >> 16], 0)
   frame.set(payload.subarray(0, length), 10)
   const crc = x25([...frame.subarray(1, 10 + length), crcExtra(def)])
   frame[10 + length] = crc & 0xff
   frame[11 + length] = crc >> 8
+  if (signing) {
+    const at = 12 + length
+    frame[at] = signing.linkId
+    Buffer.from(frame.buffer, frame.byteOffset).writeUIntLE(signing.timestamp ?? signingNow(), at + 1, 6)
+    frame.set(signature(signing.key, frame.subarray(0, at + 7)), at + 7)
+  }
   return frame
 }
 
@@ -174,6 +200,8 @@ export interface Message {
   fields: Fields
   /** When it arrived (Date.now()). */
   at: number
+  /** Signed frames: the trailer's link id and timestamp, and whether the signature matched the decoder's key. */
+  signed?: { linkId: number; timestamp: number; valid: boolean }
 }
 
 /** Reads MAVLink 2 frames out of a byte stream; frames of other messages, bad checksums and MAVLink 1 are counted and skipped. */
@@ -181,6 +209,8 @@ export class FrameDecoder {
   private buffer = new Uint8Array(0)
   skipped = 0
   badChecksum = 0
+  /** The key signed frames are checked with (none: a signed frame is reported with valid = false). */
+  key: Uint8Array | null = null
 
   push(chunk: Uint8Array, onMessage: (m: Message) => void): void {
     const joined = new Uint8Array(this.buffer.length + chunk.length)
@@ -232,7 +262,14 @@ export class FrameDecoder {
         } else fields[field.name] = readField(view, offset, field.type)
         offset += SIZE[field.type] * (field.length ?? 1)
       }
-      onMessage({ name: def.name, sysid: joined[start + 5]!, compid: joined[start + 6]!, seq: joined[start + 4]!, fields, at: Date.now() })
+      const m: Message = { name: def.name, sysid: joined[start + 5]!, compid: joined[start + 6]!, seq: joined[start + 4]!, fields, at: Date.now() }
+      if (signed) {
+        const trailer = start + 12 + length
+        const got = joined.subarray(trailer + 7, trailer + 13)
+        const valid = this.key !== null && Buffer.from(signature(this.key, joined.subarray(start, trailer + 7))).equals(got)
+        m.signed = { linkId: joined[trailer]!, timestamp: Buffer.from(joined.buffer, joined.byteOffset).readUIntLE(trailer + 1, 6), valid }
+      }
+      onMessage(m)
       at = start + total
     }
     this.buffer = joined.slice(at)
@@ -261,6 +298,8 @@ export class GroundStation {
   /** UDP: where the service's frames come from (answers go there unless sendTo says otherwise). */
   private serviceAddress: RemoteInfo | null = null
   sendTo: { address: string; port: number } | null = null
+  /** Set: every frame sent is signed with it (and the decoder checks the service's signatures with its key). */
+  signing: Signing | null = null
   port = 0
   /** TCP connections the service made. */
   connections = 0
@@ -304,8 +343,14 @@ export class GroundStation {
     return gcs
   }
 
-  send(name: string, fields: Fields): void {
-    const frame = encode(name, fields, { ...GCS, seq: this.seq++ })
+  send(name: string, fields: Fields): Uint8Array {
+    const frame = encode(name, fields, { ...GCS, seq: this.seq++ }, this.signing ?? undefined)
+    this.sendRaw(frame)
+    return frame
+  }
+
+  /** Bytes as they are (a replayed frame, junk). */
+  sendRaw(frame: Uint8Array): void {
     if (this.tcpPeer) {
       this.tcpPeer.write(frame)
       return

@@ -3,7 +3,7 @@
 // this one place. A client past its bucket gets 429 with Retry-After and a sentence; each refusal is
 // counted (/metrics: periscope_http_limited_total). docs/security.md lists the numbers.
 import { callerAddress } from '../front'
-import { HttpError } from '../errors'
+import { LimitError } from '../errors'
 
 /** Each kind's bucket: `burst` at once, then one more every `everySeconds`. */
 export const CLIENT_LIMITS = {
@@ -17,12 +17,9 @@ export type LimitedKind = keyof typeof CLIENT_LIMITS
 /** Buckets kept at most (one per client and kind); the oldest is forgotten first. */
 const MAX_BUCKETS = 4096
 
-export class TooManyRequests extends HttpError {
-  constructor(
-    detail: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(429, detail)
+export class TooManyRequests extends LimitError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(429, detail, retryAfterSeconds)
   }
 }
 

@@ -3,7 +3,7 @@
 // another method to a 405 with Allow, anything else to a logged 500; path parameters that are not valid
 // percent-encoded UTF-8 are a 422 naming the parameter, for every route.
 import { Elysia } from 'elysia'
-import { fromDeviceError, HttpError, RequestValidationError, valueError } from '../errors'
+import { fromDeviceError, HttpError, LimitError, RequestValidationError, valueError } from '../errors'
 import { requestPath, routeMatcher } from '../front'
 import type { Logger } from '../log'
 import { DeviceError } from '../types'
@@ -45,9 +45,9 @@ export function errorModel({ log, routes }: ErrorModelOptions) {
         return { detail }
       }
       const refused = (failure: HttpError) => {
-        // A device or daemon failing is worth a line of its own (GET /api/logs shows it); refusals of bad requests are not.
-        if ('retryAfterSeconds' in failure) set.headers['retry-after'] = String(failure.retryAfterSeconds)
-        if (failure.status >= 500) log.warn('request failed', { method: request.method, path: requestPath(request), status: failure.status, detail: failure.detail })
+        if (failure.retryAfter !== undefined) set.headers['retry-after'] = String(failure.retryAfter)
+        // A device or daemon failing is worth a line of its own (GET /api/logs shows it); refusals of bad requests and limits are not.
+        if (failure.status >= 500 && !(failure instanceof LimitError)) log.warn('request failed', { method: request.method, path: requestPath(request), status: failure.status, detail: failure.detail })
         return body(failure.status, failure.detail)
       }
       if (error instanceof RequestValidationError) return body(422, error.errors)

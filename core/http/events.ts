@@ -1,53 +1,109 @@
 // GET /api/events: the event bus as server-sent events, one `event:` per change.
+//
+// Each client has a bounded queue (--events-queue-bytes). A client that does not read (a stalled
+// browser tab, a socket nobody reads) would otherwise hold every event sent since it stopped, for every
+// such client: 50 of them took the service from 103 to 545 MB. Past the bound the client is dropped: it
+// gets no more events, a last `dropped` event says why (an EventSource reconnects after it and reads the
+// state afresh), and if it has not read that far within DROP_GRACE_MS its connection is cut, which frees
+// its queue. An event is encoded once and the same bytes are queued for every client.
 import { Elysia, t } from 'elysia'
-import type { EventBus } from '../events'
+import type { EventBus, PeriscopeEvent } from '../events'
 import { hangUpSignal, UNBUFFERED_BY_PROXIES } from '../front'
 import { docs } from '../openapi'
+import type { Registry } from '../plugin'
 
-export function eventStream(events: EventBus) {
-  return new Elysia({ name: 'periscope:events' }).get('/api/events', ({ request }) => sse(events, hangUpSignal(request)), {
+/** A dropped client that has not read up to its last event within this is cut off. */
+export const DROP_GRACE_MS = 10_000
+const HEARTBEAT_MS = 5000
+
+const encoder = new TextEncoder()
+/** Each event's wire form, made once for all clients (and gone with the event). */
+const wire = new WeakMap<PeriscopeEvent, Uint8Array>()
+const encoded = (e: PeriscopeEvent): Uint8Array => {
+  let bytes = wire.get(e)
+  if (!bytes) wire.set(e, (bytes = encoder.encode(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`)))
+  return bytes
+}
+const KEEP_ALIVE = encoder.encode(': keep-alive\n\n')
+
+export function eventStream(events: EventBus, registry: Registry, queueBytes: number) {
+  return new Elysia({ name: 'periscope:events' }).get('/api/events', ({ request }) => sse(events, registry, queueBytes, hangUpSignal(request)), {
     ...docs({
       tag: 'system',
       summary: 'Server-sent events',
       description:
-        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress, log (a log entry at warn or above, as GET /api/logs gives it). `data:` is JSON.',
+        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress, log (a log entry at warn or above, as GET /api/logs gives it). `data:` is JSON. ' +
+        `A client that falls more than ${queueBytes} bytes of events behind (--events-queue-bytes) is dropped: a last \`dropped\` event with \`{"detail": "..."}\` says why, then the stream ends (an EventSource reconnects by itself); ` +
+        `one that does not read even that within ${DROP_GRACE_MS / 1000} s is disconnected. Counted in /metrics as periscope_limit_hits_total{limit="events_client_behind"}.`,
       ok: { content: { 'text/event-stream': { schema: t.String() } } },
     }),
   })
 }
 
-function sse(events: EventBus, signal: AbortSignal): Response {
-  const encoder = new TextEncoder()
+function sse(events: EventBus, registry: Registry, queueBytes: number, signal: AbortSignal): Response {
   let unsubscribe = () => {}
   let heartbeat: ReturnType<typeof setInterval> | undefined
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (text: string) => {
-        try {
-          controller.enqueue(encoder.encode(text))
-        } catch {
-          close()
+  let cutOff: ReturnType<typeof setTimeout> | undefined
+  let finished = false
+  const finish = () => {
+    finished = true
+    unsubscribe()
+    clearInterval(heartbeat)
+    clearTimeout(cutOff)
+  }
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        let dropped = false
+        const drop = (detail: string) => {
+          dropped = true
+          unsubscribe()
+          clearInterval(heartbeat)
+          registry.limitHit('events_client_behind')
+          try {
+            controller.enqueue(encoder.encode(`event: dropped\ndata: ${JSON.stringify({ detail })}\n\n`))
+            controller.close()
+          } catch {
+            return finish()
+          }
+          // Still not read that far: cut the connection, which frees what it holds. (Bun closes a
+          // stream's connection at once on error(); with an Error it would also print it to stderr.)
+          cutOff = setTimeout(() => {
+            if (finished) return
+            finish()
+            try {
+              controller.error(undefined)
+            } catch {}
+          }, DROP_GRACE_MS)
         }
-      }
-      const close = () => {
-        unsubscribe()
-        clearInterval(heartbeat)
-      }
-      send('retry: 2000\n: connected\n\n')
-      unsubscribe = events.subscribe((e) => send(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`))
-      // Comments keep proxies and Bun's idle timeout from closing a quiet stream, and reveal dead clients.
-      heartbeat = setInterval(() => send(': keep-alive\n\n'), 5000)
-      signal.addEventListener('abort', () => {
-        close()
-        try {
-          controller.close()
-        } catch {}
-      })
+        const send = (bytes: Uint8Array) => {
+          if (dropped || finished) return
+          if ((controller.desiredSize ?? 0) < bytes.length) {
+            return drop(`This client fell more than ${queueBytes} bytes of events behind (--events-queue-bytes) and was dropped; reconnect and read the current state again (GET /api/devices)`)
+          }
+          try {
+            controller.enqueue(bytes)
+          } catch {
+            finish()
+          }
+        }
+        send(encoder.encode('retry: 2000\n: connected\n\n'))
+        unsubscribe = events.subscribe((e) => send(encoded(e)))
+        // Comments keep proxies and Bun's idle timeout from closing a quiet stream, and reveal dead clients.
+        heartbeat = setInterval(() => send(KEEP_ALIVE), HEARTBEAT_MS)
+        const hungUp = () => {
+          finish()
+          try {
+            controller.close()
+          } catch {}
+        }
+        if (signal.aborted) hungUp()
+        else signal.addEventListener('abort', hungUp, { once: true })
+      },
+      cancel: finish,
     },
-    cancel() {
-      unsubscribe()
-      clearInterval(heartbeat)
-    },
-  })
+    // The queue is counted in bytes: desiredSize is what is left of the bound.
+    new ByteLengthQueuingStrategy({ highWaterMark: queueBytes }),
+  )
   return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...UNBUFFERED_BY_PROXIES } })
 }

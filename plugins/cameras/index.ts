@@ -110,10 +110,10 @@ export default definePlugin({
           description:
             "The camera's encoded frames, taken from the running stream (no second encoder), into a Matroska file in the recordings directory, flushed every second; the file starts at the next key frame. " +
             'GET /api/recordings lists it with `in_progress: true` until it ends. Answers the `recording` object the device now shows. ' +
-            '409 when the stream is not running (start it with restart_stream) or the camera already records.',
+            '409 when the stream is not running (start it with restart_stream) or the camera already records; 507 when the recordings disk has less free than --min-free-to-record (64 MiB by default): nothing is written.',
           body: BusInfoRequest,
           ok: DeviceRecordingModel,
-          errors: [404, 409, 503],
+          errors: [404, 409, 503, 507],
         }),
       })
       .post('/api/devices/stop_recording', typed({ body: BusInfoRequest }, ({ body }) => devices.stopRecording(body.bus_info)), {

@@ -2,6 +2,12 @@
 // one-shot capture of a camera whose stream does not run, a scaler for ?height=. Each is supervised
 // like every child of the media plane (media/children.ts): the parent-death signal takes it along on a
 // kill -9 of the service, and the registry kills what a crash skipped stopping.
+//
+// The one-shot children (first(): a capture, a decode of a kept group of pictures, a scaler) are few
+// at once: at most `maxChildren` run, a few more wait (MAX_WAITING), and past that first() refuses with
+// Busy. They run at a lower priority (nice) than the cameras' pipelines, so a flood of snapshots slows
+// the snapshots, never the streams (120 of them at once once ran 78 children and took an H.264
+// camera's video from 38 to 5 packets/s).
 import type { Subprocess } from 'bun'
 import type { Stream, StreamMember } from '../../core/types'
 import { spawnChild } from '../../media/children'
@@ -14,11 +20,38 @@ export interface GstChild {
   stop(): Promise<void>
 }
 
-export class GstRunner {
-  constructor(readonly gstLaunch: string) {}
+/** One-shot children waiting for a free slot beyond those running; more are refused (Busy). */
+export const MAX_WAITING = 8
+/** The niceness of one-shot children: below the cameras' pipelines (0), which must never wait for a snapshot. */
+const ONE_SHOT_NICENESS = 10
 
-  spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore'): GstChild {
-    const proc = spawnChild([this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
+/** first() found every slot taken and the waiting line full. */
+export class Busy extends Error {}
+
+export class GstRunner {
+  private readonly lowPriority: string[]
+  private running = 0
+  private waiting: (() => void)[] = []
+  /** The most one-shot children that ran at once, and how many were refused (for /api/health). */
+  readonly stats = { most: 0, refused: 0 }
+
+  constructor(
+    readonly gstLaunch: string,
+    /** One-shot children (first()) at once. */
+    readonly maxChildren = Infinity,
+  ) {
+    const nice = Bun.which('nice')
+    this.lowPriority = nice ? [nice, '-n', String(ONE_SHOT_NICENESS)] : []
+  }
+
+  /** One-shot children running now. */
+  get children(): number {
+    return this.running
+  }
+
+  spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore', lowPriority = false): GstChild {
+    // nice execs what follows: the child keeps its pid, the parent-death signal and the niceness.
+    const proc = spawnChild([...(lowPriority ? this.lowPriority : []), this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
     let tail = ''
     void (async () => {
       const decoder = new TextDecoder()
@@ -50,7 +83,37 @@ export class GstRunner {
    * before it ends); rejects with its stderr when it ends without one or times out.
    */
   async first(tokens: string[], timeoutMs: number, input?: Uint8Array, last = false): Promise<Uint8Array> {
-    const child = this.spawn(tokens, input ? 'pipe' : 'ignore')
+    await this.slot()
+    try {
+      return await this.once(tokens, timeoutMs, input, last)
+    } finally {
+      this.release()
+    }
+  }
+
+  /** Waits for a free slot (FIFO); Busy when MAX_WAITING already wait. */
+  private async slot(): Promise<void> {
+    if (this.running < this.maxChildren) {
+      this.running++
+      this.stats.most = Math.max(this.stats.most, this.running)
+      return
+    }
+    if (this.waiting.length >= MAX_WAITING) {
+      this.stats.refused++
+      throw new Busy(`${this.running} snapshot children run and ${this.waiting.length} wait, the most allowed`)
+    }
+    // The slot passes straight from the child that ends to the first waiting (running stays the same).
+    await new Promise<void>((resolve) => this.waiting.push(resolve))
+  }
+
+  private release(): void {
+    const next = this.waiting.shift()
+    if (next) next()
+    else this.running--
+  }
+
+  private async once(tokens: string[], timeoutMs: number, input: Uint8Array | undefined, last: boolean): Promise<Uint8Array> {
+    const child = this.spawn(tokens, input ? 'pipe' : 'ignore', true)
     if (input) {
       const sink = child.proc.stdin as import('bun').FileSink
       sink.write(input)

@@ -4,14 +4,14 @@
 // no viewer and no snapshot ever stalls the stream or costs its UDP endpoints a frame (MCM #618). An MJPG
 // camera's MJPEG is its own JPEGs, depayloaded in the service, never re-encoded.
 import { Elysia, t } from 'elysia'
-import { conflict, HttpError, notFound, unavailable } from '../../core/errors'
+import { conflict, HttpError, LimitError, notFound, unavailable } from '../../core/errors'
 import { hangUpSignal, isHead, UNBUFFERED_BY_PROXIES } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import type { StreamHub } from '../../core/types'
 import { typed } from '../../core/validation'
 import { JpegFeed } from './feed'
-import { GstFailure, GstRunner, gopTokens, rtpStream, scaleTokens, stillTokens } from './gst'
+import { Busy, GstFailure, GstRunner, gopTokens, MAX_WAITING, rtpStream, scaleTokens, stillTokens } from './gst'
 import { jpegSize } from './jpeg'
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
@@ -26,9 +26,23 @@ const FRAME_TIMEOUT_MS = 10_000
 /** How long decoding a kept group of pictures may take before the snapshot waits for a live frame instead. */
 const GOP_DECODE_TIMEOUT_MS = 5_000
 const BOUNDARY = 'periscope-frame'
+/**
+ * The heights a snapshot is scaled to: ?height= is rounded up to the next of these, and a height at or
+ * above the camera's own is its full-size JPEG. A few sizes per capture, each scaled once and shared,
+ * rather than a child per distinct height.
+ */
+export const SIZE_CLASSES = [120, 240, 360, 480, 720, 1080, 1440, 2160] as const
+/** Seconds a client refused at the children's cap is told to wait (Retry-After). */
+const RETRY_AFTER_S = 1
 
 const SnapshotQuery = t.Object({
-  height: t.Optional(t.Integer({ minimum: 16, maximum: 4320, description: 'Scale to this many rows, the width keeping the aspect; the stream\'s own size without it' })),
+  height: t.Optional(
+    t.Integer({
+      minimum: 16,
+      maximum: 4320,
+      description: `Scale to at least this many rows, the width keeping the aspect: rounded up to the next of ${SIZE_CLASSES.join(', ')}; the stream's own size without it or when it is not larger`,
+    }),
+  ),
 })
 
 /** One capture of a camera, shared by whoever asks while it runs and for SNAPSHOT_TTL_MS after. */
@@ -46,7 +60,7 @@ export default definePlugin({
     /** MJPEG clients per camera (--max-viewers); one more is refused with 503. */
     const maxViewers = config.maxViewers
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
-    const runner = gstLaunch ? new GstRunner(gstLaunch) : null
+    const runner = gstLaunch ? new GstRunner(gstLaunch, config.snapshotChildren) : null
     const feeds = new Map<string, JpegFeed>()
     const mjpegClients = new Map<string, number>()
     const shots = new Map<string, Shot>()
@@ -83,6 +97,12 @@ export default definePlugin({
       return conflict(`The stream of '${bus_info}' is not running: start ${restart} with POST /api/devices/restart_stream {"bus_info": "${leader ?? bus_info}"}, then open the MJPEG stream`)
     }
 
+    /** The snapshot children's cap was reached: 503, try again shortly; counted for /metrics. */
+    const busy = (err: Busy) => {
+      registry.limitHit('snapshot_children')
+      return new LimitError(503, `Too many snapshots are being made (${err.message}; --snapshot-children ${config.snapshotChildren}); try again in ${RETRY_AFTER_S} s`, RETRY_AFTER_S)
+    }
+
     /** A full-size JPEG of the camera now: from its running stream, else a one-shot capture of its source. */
     const capture = async (gst: GstRunner, bus_info: string): Promise<Uint8Array> => {
       const live = liveOf(bus_info)
@@ -96,6 +116,7 @@ export default definePlugin({
           try {
             return await gst.first(gopTokens(QUALITY), GOP_DECODE_TIMEOUT_MS, rtpStream(gop), true)
           } catch (err) {
+            if (err instanceof Busy) throw busy(err)
             log.warn('snapshot: the last group of pictures did not decode; waiting for a live frame', { bus_info, error: (err as Error).message })
           }
         }
@@ -113,6 +134,7 @@ export default definePlugin({
       try {
         return await gst.first(stillTokens(source, still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS)
       } catch (err) {
+        if (err instanceof Busy) throw busy(err)
         const reason = (err as Error).message
         if (/busy/i.test(reason)) throw conflict(`'${bus_info}' is in use by another program, so it cannot be captured: ${reason}`)
         if (err instanceof GstFailure && reason.startsWith('no frame within')) throw new HttpError(504, `'${bus_info}' gave no frame: ${reason}`)
@@ -133,14 +155,18 @@ export default definePlugin({
       return shot
     }
 
-    const scaled = (gst: GstRunner, shot: Shot, jpeg: Uint8Array, height: number): Promise<Uint8Array> => {
+    /** The JPEG of the size class that `requested` rows fall in: the full-size one when that is not smaller. */
+    const scaled = (gst: GstRunner, shot: Shot, jpeg: Uint8Array, requested: number): Promise<Uint8Array> => {
+      const size = jpegSize(jpeg)
+      if (!size) throw new HttpError(502, 'The camera sent a JPEG without a frame header; it cannot be scaled')
+      const height = SIZE_CLASSES.find((h) => h >= requested) ?? Infinity
+      if (height >= size.height) return Promise.resolve(jpeg)
       let out = shot.scaled.get(height)
       if (!out) {
-        const size = jpegSize(jpeg)
-        if (!size) throw new HttpError(502, 'The camera sent a JPEG without a frame header; it cannot be scaled')
         const width = Math.max(2, Math.round((size.width * height) / size.height / 2) * 2)
         out = gst.first(scaleTokens(width, height, QUALITY), FRAME_TIMEOUT_MS, jpeg).catch((err) => {
           shot.scaled.delete(height)
+          if (err instanceof Busy) throw busy(err)
           throw new HttpError(502, `Could not scale the snapshot: ${(err as Error).message}`)
         })
         shot.scaled.set(height, out)
@@ -155,7 +181,14 @@ export default definePlugin({
       },
       health: () =>
         runner
-          ? { state: 'ok', feeds: feeds.size, viewers: [...mjpegClients.values()].reduce((a, b) => a + b, 0), max_viewers_per_camera: maxViewers, transcoders: [...feeds.values()].filter((f) => f.transcoding).length }
+          ? {
+              state: 'ok',
+              feeds: feeds.size,
+              viewers: [...mjpegClients.values()].reduce((a, b) => a + b, 0),
+              max_viewers_per_camera: maxViewers,
+              transcoders: [...feeds.values()].filter((f) => f.transcoding).length,
+              snapshot_children: { running: runner.children, max: runner.maxChildren, most: runner.stats.most, refused: runner.stats.refused },
+            }
           : { state: 'down', detail: INSTALL },
     })
 
@@ -178,6 +211,7 @@ export default definePlugin({
           const headers = { 'content-type': `multipart/x-mixed-replace; boundary=${BOUNDARY}`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...UNBUFFERED_BY_PROXIES }
           if (isHead(request)) return new Response(null, { headers })
           const clients = mjpegClients.get(bus_info) ?? 0
+          if (clients >= maxViewers) registry.limitHit('mjpeg_viewers')
           if (clients >= maxViewers) throw unavailable(`'${bus_info}' already has ${maxViewers} MJPEG viewers, the most allowed (--max-viewers); close one (or watch over RTSP/WebRTC)`)
           mjpegClients.set(bus_info, clients + 1)
           const left = () => {
@@ -220,7 +254,8 @@ export default definePlugin({
             tag,
             summary: 'A JPEG of the current frame (from the running stream, else a one-shot capture)',
             description:
-              'From the running stream without touching it (an MJPG camera\'s own JPEG), else one capture from the camera. One capture per camera at a time: concurrent requests share it, and it is served again for up to 1 s (`X-Capture-Id` names the capture). ' +
+              'From the running stream without touching it (an MJPG camera\'s own JPEG), else one capture from the camera. One capture per camera at a time: concurrent requests share it, and it is served again for up to 1 s (`X-Capture-Id` names the capture); so is each size class of it. ' +
+              `At most ${config.snapshotChildren} captures, decodes and scalings run at once (--snapshot-children), below the streams' priority; ${MAX_WAITING} more wait, and past that the answer is 503 with Retry-After. ` +
               '409 when the camera is in use by another program or has no stream format; 504 when it gives no frame within 10 s; 429 past the per-client limit on snapshots of a stopped camera (docs/security.md).',
             query: SnapshotQuery,
             ok: { content: { 'image/jpeg': { schema: { type: 'string', format: 'binary' } } }, description: 'One JPEG' },

@@ -3,12 +3,22 @@
 // fire-and-forget (dropped and counted while there is nowhere to send it or the peer does not keep up),
 // a TCP link that drops or cannot connect tries again after 0.5, 1, 2 … 10 s, and a udpin port that
 // cannot be bound is tried again the same way. The service and its API carry on whatever the link does.
-import { createSocket, type Socket as UdpSocket } from 'node:dgram'
+//
+// Every peer is on its own (frames.ts): each UDP datagram is read alone, a TCP connection has its own
+// reader, and a udpin sender becomes a peer only once it sent a valid frame (checksum, and signature when
+// --mavlink-signing-key is set). Each udpin peer gets a socket of its own, bound to the listening port and
+// connected to the peer: our frames still come from the port the ground station sent to, and an ICMP
+// "port unreachable" (a ground station closed or restarted on another port) is reported on that peer's
+// socket alone, which drops the peer at once. On one shared unconnected socket that error surfaces on the
+// next send to anyone, and that send is lost (the ground station restarted on a new port lost a third of
+// its answers that way).
+import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram'
 import { connect, isIP, type Socket as TcpSocket } from 'node:net'
 import type { MavLinkData } from 'mavlink-mappings'
-import { MavLinkPacketParser, MavLinkPacketSplitter, MavLinkProtocolV2, type MavLinkPacket } from 'node-mavlink'
+import { MavLinkProtocolV2, type MavLinkPacket } from 'node-mavlink'
 import type { MavlinkEndpoint } from '../../core/config'
 import type { Logger } from '../../core/log'
+import { packet, readDatagram, type Refusal, Signing, StreamReader } from './frames'
 
 const RETRY_FIRST_MS = 500
 const RETRY_MAX_MS = 10_000
@@ -16,11 +26,10 @@ const RETRY_MAX_MS = 10_000
 const CONNECT_TIMEOUT_MS = 5000
 /** A peer that stops reading: past this much unsent data, frames are dropped instead of queued. */
 const MAX_QUEUED_BYTES = 256 * 1024
-/** Bytes read with no MAVLink frame found in them: the peer is not speaking MAVLink; start afresh. */
-const MAX_UNFRAMED_BYTES = 1 << 20
-/** udpin: a ground station unheard for this long is no longer sent to. */
-const PEER_TTL_MS = 30_000
-const MAX_PEERS = 8
+/** udpin: a ground station unheard for this long is no longer sent to (QGroundControl sends a heartbeat every second). */
+export const PEER_TTL_MS = 10_000
+/** udpin: ground stations sent to at once; a new one past this replaces the one heard from longest ago. */
+export const MAX_PEERS = 8
 
 export type LinkState = 'connecting' | 'connected' | 'reconnecting' | 'sending' | 'listening' | 'stopped'
 
@@ -36,6 +45,10 @@ export interface LinkStatus {
   frames_dropped: number
   /** Send and socket errors (an unreachable UDP peer, a refused TCP connect). */
   errors: number
+  /** Frames (or datagrams) refused: a bad checksum, an unknown message, cut short, and with a signing key unsigned, wrongly signed or replayed. */
+  frames_rejected: number
+  /** Whether frames must be signed (--mavlink-signing-key) and ours are. */
+  signing: boolean
   /** TCP connects (or udpin binds) tried again after a failure or a drop. */
   retries: number
   last_error: string | null
@@ -43,62 +56,46 @@ export interface LinkStatus {
   last_received_ms_ago: number | null
 }
 
-/** node-mavlink's splitter and parser for one byte stream (a TCP connection, a UDP socket). */
-class FrameReader {
-  private splitter = new MavLinkPacketSplitter()
-  private parser = new MavLinkPacketParser()
-  private unframed = 0
-
-  constructor(onPacket: (packet: MavLinkPacket) => void) {
-    this.splitter.pipe(this.parser)
-    this.parser.on('data', (packet: MavLinkPacket) => {
-      this.unframed = 0
-      onPacket(packet)
-    })
-    // Neither throws on bad bytes (they are skipped), but a stream without an error listener would crash the process.
-    this.splitter.on('error', () => {})
-    this.parser.on('error', () => {})
-  }
-
-  /** Whether the reader is still sane (false: it was fed too much that never framed, and should be replaced). */
-  write(chunk: Buffer): boolean {
-    this.splitter.write(chunk)
-    this.unframed += chunk.length
-    return this.unframed < MAX_UNFRAMED_BYTES
-  }
-
-  close(): void {
-    this.splitter.unpipe(this.parser)
-    this.splitter.destroy()
-    this.parser.destroy()
-  }
-}
-
 export const endpointText = (e: MavlinkEndpoint) => `${e.kind}:${isIP(e.host) === 6 ? `[${e.host}]` : e.host}:${e.port}`
 const hostPort = (host: string, port: number) => (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`)
+
+interface Peer {
+  host: string
+  port: number
+  /** When a valid frame last came from it. */
+  at: number
+  /** Bound to the listening port and connected to the peer (null until ready, or if that failed: the listening socket sends). */
+  socket: UdpSocket | null
+}
 
 export class MavlinkLink {
   private udp: UdpSocket | null = null
   private tcp: TcpSocket | null = null
-  private reader: FrameReader | null = null
   private retryTimer: ReturnType<typeof setTimeout> | null = null
   private failures = 0
   private connectedAt = 0
   private stopped = true
   private state: LinkState = 'stopped'
   /** udpin: the ground stations heard from, by "host:port", with when. */
-  private peers = new Map<string, { host: string; port: number; at: number }>()
+  private peers = new Map<string, Peer>()
   private seq = new Map<number, number>()
   private protocols = new Map<number, MavLinkProtocolV2>()
-  private counts = { sent: 0, received: 0, dropped: 0, errors: 0, retries: 0 }
+  private counts = { sent: 0, received: 0, dropped: 0, errors: 0, retries: 0, rejected: 0 }
   private lastError: string | null = null
   private lastReceivedAt = 0
+  private readonly signing: Signing | null
 
   constructor(
     readonly endpoint: MavlinkEndpoint,
     private readonly log: Logger,
     private readonly onPacket: (packet: MavLinkPacket) => void,
-  ) {}
+    options: { signingKey?: Uint8Array | null; onRefused?: (why: Refusal) => void } = {},
+  ) {
+    this.signing = options.signingKey ? new Signing(options.signingKey) : null
+    this.onRefused = options.onRefused ?? (() => {})
+  }
+
+  private readonly onRefused: (why: Refusal) => void
 
   start(): void {
     this.stopped = false
@@ -111,17 +108,18 @@ export class MavlinkLink {
     if (this.retryTimer) clearTimeout(this.retryTimer)
     this.retryTimer = null
     this.closeSockets()
-    this.peers.clear()
   }
 
   /** Sends one message as MAVLink 2 from `sysid`/`compid` (each component numbers its own frames). */
   send(message: MavLinkData, sysid: number, compid: number): void {
     const key = (sysid << 8) | compid
     let protocol = this.protocols.get(key)
-    if (!protocol) this.protocols.set(key, (protocol = new MavLinkProtocolV2(sysid, compid)))
+    // Signed frames carry the signed flag in the header, under the checksum.
+    if (!protocol) this.protocols.set(key, (protocol = new MavLinkProtocolV2(sysid, compid, this.signing ? 1 : 0)))
     const seq = this.seq.get(key) ?? 0
     this.seq.set(key, (seq + 1) & 0xff)
-    this.write(protocol.serialize(message, seq))
+    const frame = protocol.serialize(message, seq)
+    this.write(this.signing ? this.signing.sign(frame) : frame)
   }
 
   /** The peer's host, to find the local address that faces it (null: none yet). */
@@ -145,6 +143,8 @@ export class MavlinkLink {
       frames_received: this.counts.received,
       frames_dropped: this.counts.dropped,
       errors: this.counts.errors,
+      frames_rejected: this.counts.rejected,
+      signing: this.signing !== null,
       retries: this.counts.retries,
       last_error: this.lastError,
       last_received_ms_ago: this.lastReceivedAt ? Date.now() - this.lastReceivedAt : null,
@@ -159,34 +159,45 @@ export class MavlinkLink {
     else this.openUdp()
   }
 
-  private received = (packet: MavLinkPacket): void => {
+  private received(frame: Buffer): void {
     this.counts.received++
     this.lastReceivedAt = Date.now()
+    let parsed: MavLinkPacket
     try {
-      this.onPacket(packet)
+      parsed = packet(frame)
+      this.onPacket(parsed)
     } catch (e) {
-      this.log.warn('MAVLink frame not handled', { msgid: packet.header.msgid, err: e })
+      this.log.warn('MAVLink frame not handled', { msgid: frame[0] === 0xfd ? frame.readUIntLE(7, 3) : frame[5], err: e })
     }
   }
 
-  private feed(chunk: Buffer): void {
-    this.reader ??= new FrameReader(this.received)
-    if (!this.reader.write(chunk)) {
-      this.reader.close()
-      this.reader = null
-    }
+  private refused = (why: Refusal): void => {
+    this.counts.rejected++
+    this.onRefused(why)
+  }
+
+  /** The frame may be used: with a signing key, signed with it and not replayed. */
+  private accepted(frame: Buffer): boolean {
+    const verdict = this.signing ? this.signing.verify(frame) : 'ok'
+    if (verdict !== 'ok') this.refused(verdict)
+    return verdict === 'ok'
+  }
+
+  /** One datagram, read on its own; its sender (udpin) is a peer once it carried a valid frame. */
+  private datagram(chunk: Buffer, from: RemoteInfo): void {
+    const frames: Buffer[] = []
+    readDatagram(chunk, (frame) => this.accepted(frame) && frames.push(frame), this.refused)
+    if (frames.length === 0) return
+    if (this.endpoint.kind === 'udpin') this.notePeer(from.address, from.port)
+    for (const frame of frames) this.received(frame)
   }
 
   private openUdp(): void {
     const { kind, host, port } = this.endpoint
-    const socket = createSocket({ type: isIP(host) === 6 ? 'udp6' : 'udp4' })
+    // udpin: reuseAddr, so that each peer's own socket can bind this port too.
+    const socket = createSocket({ type: isIP(host) === 6 ? 'udp6' : 'udp4', reuseAddr: kind === 'udpin' })
     this.udp = socket
-    socket.on('message', (chunk, from) => {
-      // Only what starts like a MAVLink frame counts: stray datagrams neither become peers nor pile up.
-      if (chunk[0] !== 0xfd && chunk[0] !== 0xfe) return
-      if (kind === 'udpin') this.notePeer(from.address, from.port)
-      this.feed(chunk)
-    })
+    socket.on('message', (chunk, from) => this.datagram(chunk, from))
     socket.on('error', (err) => this.failed(err))
     if (kind === 'udpout') {
       // Unconnected, so an ICMP "port unreachable" (nobody listening yet) is not an error; the peer's
@@ -217,7 +228,9 @@ export class MavlinkLink {
       this.connectedAt = Date.now()
       this.log.info('MAVLink connected', { endpoint: endpointText(this.endpoint) })
     })
-    socket.on('data', (chunk: Buffer) => this.feed(chunk))
+    // This connection's own reader: nothing read on an earlier connection is carried over.
+    const reader = new StreamReader((frame) => this.accepted(frame) && this.received(frame), this.refused)
+    socket.on('data', (chunk: Buffer) => reader.write(chunk))
     socket.on('error', (err) => {
       this.counts.errors++
       this.lastError = err.message
@@ -225,8 +238,6 @@ export class MavlinkLink {
     socket.on('close', () => {
       if (this.tcp !== socket) return
       this.tcp = null
-      this.reader?.close()
-      this.reader = null
       if (this.stopped) return
       if (this.state === 'connected') this.log.warn('MAVLink connection closed; reconnecting', { endpoint: endpointText(this.endpoint), err: this.lastError })
       // A connection that held for a while starts the backoff afresh; one that drops at once does not.
@@ -268,8 +279,7 @@ export class MavlinkLink {
   }
 
   private closeSockets(): void {
-    this.reader?.close()
-    this.reader = null
+    for (const key of [...this.peers.keys()]) this.dropPeer(key)
     const tcp = this.tcp
     this.tcp = null
     tcp?.destroy()
@@ -285,22 +295,67 @@ export class MavlinkLink {
   private notePeer(host: string, port: number): void {
     const key = hostPort(host, port)
     const known = this.peers.get(key)
-    if (known) known.at = Date.now()
-    else {
-      if (this.peers.size >= MAX_PEERS) {
-        const oldest = [...this.peers.entries()].sort((a, b) => a[1].at - b[1].at)[0]!
-        this.peers.delete(oldest[0])
-      }
-      this.peers.set(key, { host, port, at: Date.now() })
-      this.log.info('MAVLink peer heard', { peer: key })
-    }
     this.state = 'connected'
+    if (known) {
+      known.at = Date.now()
+      return
+    }
+    if (this.peers.size >= MAX_PEERS) this.dropPeer([...this.peers.entries()].sort((a, b) => a[1].at - b[1].at)[0]![0], 'too many ground stations')
+    const peer: Peer = { host, port, at: Date.now(), socket: null }
+    this.peers.set(key, peer)
+    this.log.info('MAVLink peer heard', { peer: key })
+    this.openPeerSocket(key, peer)
   }
 
-  private livePeers(): { host: string; port: number; at: number }[] {
+  /** The peer's own socket: on the listening address and port, connected to the peer. */
+  private openPeerSocket(key: string, peer: Peer): void {
+    const listening = this.udp
+    if (!listening) return
+    let bound: { address: string; port: number }
+    try {
+      bound = listening.address()
+    } catch {
+      return
+    }
+    const socket = createSocket({ type: isIP(peer.host) === 6 ? 'udp6' : 'udp4', reuseAddr: true })
+    socket.on('message', (chunk, from) => this.datagram(chunk, from))
+    socket.on('error', (err) => {
+      if (this.peers.get(key) !== peer) return this.closeQuietly(socket)
+      if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED') return this.dropPeer(key, 'its port is closed (ICMP port unreachable)')
+      this.counts.errors++
+      this.lastError = err.message
+      // It could not bind or connect: the listening socket goes on serving this peer.
+      if (peer.socket !== socket) this.closeQuietly(socket)
+    })
+    socket.bind(bound.port, bound.address, () => {
+      socket.connect(peer.port, peer.host, () => {
+        if (this.peers.get(key) === peer) peer.socket = socket
+        else this.closeQuietly(socket) // dropped meanwhile
+      })
+    })
+  }
+
+  private dropPeer(key: string, why?: string): void {
+    const peer = this.peers.get(key)
+    if (!peer) return
+    this.peers.delete(key)
+    if (why) this.log.info('MAVLink peer dropped', { peer: key, why })
+    if (peer.socket) this.closeQuietly(peer.socket)
+    peer.socket = null
+    if (this.peers.size === 0 && this.endpoint.kind === 'udpin' && this.udp && this.state === 'connected') this.state = 'listening'
+  }
+
+  private closeQuietly(socket: UdpSocket): void {
+    try {
+      socket.close()
+    } catch {
+      // already closed
+    }
+  }
+
+  private livePeers(): Peer[] {
     const now = Date.now()
-    for (const [key, peer] of this.peers) if (now - peer.at > PEER_TTL_MS) this.peers.delete(key)
-    if (this.endpoint.kind === 'udpin' && this.udp && this.peers.size === 0 && this.state === 'connected') this.state = 'listening'
+    for (const [key, peer] of this.peers) if (now - peer.at > PEER_TTL_MS) this.dropPeer(key, `nothing heard for ${PEER_TTL_MS / 1000} s`)
     return [...this.peers.values()].sort((a, b) => b.at - a.at)
   }
 
@@ -321,11 +376,13 @@ export class MavlinkLink {
     }
     const socket = this.udp
     if (!socket) return dropped()
-    const targets = this.endpoint.kind === 'udpout' ? [{ host: this.endpoint.host, port: this.endpoint.port }] : this.livePeers()
+    const targets: { host: string; port: number; socket?: UdpSocket | null }[] = this.endpoint.kind === 'udpout' ? [{ host: this.endpoint.host, port: this.endpoint.port }] : this.livePeers()
     if (targets.length === 0) return dropped()
-    for (const { host, port } of targets) {
+    for (const target of targets) {
       try {
-        socket.send(frame, port, host, sent)
+        // A peer's own socket reports its port closed on the send itself, too.
+        if (target.socket) target.socket.send(frame, (err) => (err && (err as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? this.dropPeer(hostPort(target.host, target.port), 'its port is closed (ICMP port unreachable)') : sent(err)))
+        else socket.send(frame, target.port, target.host, sent)
         this.counts.sent++
       } catch (e) {
         sent(e as Error) // a socket closed under us

@@ -117,7 +117,10 @@ export class MavlinkService {
     if (!config.mavlink) throw new Error('no --mavlink endpoint')
     this.sysid = config.mavlinkSystemId
     this.base = config.mavlinkComponentBase
-    this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet))
+    this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet), {
+      signingKey: config.mavlinkSigningKey,
+      onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
+    })
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
   }
 

@@ -122,6 +122,7 @@ export default definePlugin({
     const diskFree = new Gauge({ name: 'periscope_recordings_disk_free_bytes', help: 'Bytes free to the service on the file system holding the recordings directory', registers })
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
     const refused = new Counter({ name: 'periscope_refusals_total', help: "Requests a limit refused since the start, by what was refused and why (what=whep_offer: WHEP offers too large, with too many media sections, without a fingerprint or ICE credentials…)", labelNames: ['what', 'reason'], registers })
+    const limitHits = new Counter({ name: 'periscope_limit_hits_total', help: 'Times a limit refused or cut off something, by limit (docs/limits.md lists them): a client too far behind, a cap on children, a frame refused', labelNames: ['limit'], registers })
     const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes]
 
     const devices = (): Device[] => {
@@ -159,6 +160,8 @@ export default definePlugin({
         recording.set({ bus_info }, made.active ? 1 : 0)
         recordingBytes.set({ bus_info }, made.active ? made.bytes : 0)
       }
+      limitHits.reset()
+      for (const [limit, count] of registry.limitHits()) limitHits.inc({ limit }, count)
       try {
         const disk = diskUsage(nearestExisting(config.recordingsDir))
         diskFree.set(disk.free)

@@ -72,18 +72,23 @@ const mapped = async <T>(work: () => Promise<T> | T): Promise<T> => {
   }
 }
 
-/** Serves one file with single-range support (206/416); `?download=true` or /download makes it an attachment. */
-function serveFile(file: RecordingFile, request: Request, attachment: boolean): Response {
+/**
+ * Serves one recording with single-range support (206/416); `?download=true` or /download makes it an
+ * attachment. The file is opened once (RecordingStore.open: no symlink followed) and every byte comes
+ * from that descriptor, which closes when the answer is sent or the client leaves.
+ */
+async function serveFile(store: RecordingStore, found: RecordingFile, request: Request, attachment: boolean): Promise<Response> {
+  const opened = await store.open(found)
+  const { file } = opened
   const headers: Record<string, string> = {
     'content-type': MIME[file.format] ?? 'application/octet-stream',
     'content-disposition': disposition(attachment ? 'attachment' : 'inline', file.fileName),
     'accept-ranges': 'bytes',
     'last-modified': new Date(file.mtimeMs).toUTCString(),
   }
-  const blob = Bun.file(file.path)
   const range = request.headers.get('range')
   const m = range ? /^bytes=(\d*)-(\d*)$/.exec(range.trim()) : null
-  if (!m || (m[1] === '' && m[2] === '')) return new Response(blob, { headers: { ...headers, 'content-length': String(file.size) } })
+  if (!m || (m[1] === '' && m[2] === '')) return streamResponse(opened.range(0, file.size - 1), { headers: { ...headers, 'content-length': String(file.size) } })
   let start: number
   let end: number
   if (m[1] === '') {
@@ -94,12 +99,13 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
     end = m[2] === '' ? file.size - 1 : Math.min(Number(m[2]), file.size - 1)
   }
   if (start >= file.size || start > end) {
+    await opened.close()
     return new Response(JSON.stringify({ detail: `Range '${range}' is outside the recording (${file.size} bytes)` }), {
       status: 416,
       headers: { 'content-type': 'application/json', 'content-range': `bytes */${file.size}` },
     })
   }
-  return new Response(blob.slice(start, end + 1), {
+  return streamResponse(opened.range(start, end), {
     status: 206,
     headers: { ...headers, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${file.size}` },
   })
@@ -107,7 +113,8 @@ function serveFile(file: RecordingFile, request: Request, attachment: boolean): 
 
 export default definePlugin({
   name: 'recordings',
-  exactLength: ['/api/recordings/zip/download'],
+  // Streamed from a descriptor with an exact Content-Length: the zip, and a recording (played or downloaded).
+  exactLength: ['/api/recordings/zip/download', '/api/recordings/:name', '/api/recordings/:name/download'],
   setup({ config, registry, events, store: settings, log, lifecycle, refusals }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
@@ -211,7 +218,7 @@ export default definePlugin({
             const s = await dir()
             const token = query.token
             jobs.status(token) // 404 before waiting when the token is unknown
-            const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), hangUpSignal(request))
+            const { size, body } = await jobs.download(token, (name) => s.find(name).catch(() => null), (file) => s.open(file), hangUpSignal(request))
             const headers = {
               'content-type': 'application/zip',
               // Exact, known before the first byte; a transfer cut short (a file changed) fails the client.
@@ -256,7 +263,7 @@ export default definePlugin({
           pathParams: { token: TokenParam },
         }),
       })
-      .get('/api/recordings/:name/download', ({ params, request }) => mapped(async () => serveFile(await (await dir()).find(params.name), request, true)), {
+      .get('/api/recordings/:name/download', ({ params, request }) => mapped(async () => { const store = await dir(); return serveFile(store, await store.find(params.name), request, true) }), {
         ...docs({
           tag: 'recordings',
           summary: 'Download one recording (Range requests supported)',
@@ -268,13 +275,10 @@ export default definePlugin({
       .get(
         '/api/recordings/:name',
         ({ params, request, query }) =>
-          mapped(async () =>
-            serveFile(
-              await (await dir()).find(params.name),
-              request,
-              ['true', '1', 'yes'].includes(String(query.download).toLowerCase()),
-            ),
-          ),
+          mapped(async () => {
+            const store = await dir()
+            return serveFile(store, await store.find(params.name), request, ['true', '1', 'yes'].includes(String(query.download).toLowerCase()))
+          }),
         {
           ...docs({
             tag: 'recordings',

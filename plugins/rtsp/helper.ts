@@ -25,6 +25,7 @@ export type HelperEvent =
   | { event: 'running'; path: string; on: boolean }
   | { event: 'removed'; path: string }
   | { event: 'viewers'; camera: string; count: number }
+  | { event: 'refused'; why: 'viewers' | 'connections' | 'idle' }
   | { event: 'error'; message: string }
   | { event: 'wrong_token' }
 
@@ -46,6 +47,8 @@ export class RtspHelper {
     private readonly host: string,
     /** Clients per camera; the helper refuses one more with 503. */
     private readonly maxViewers: number,
+    /** Connections at once, and seconds one may stay without a session (--rtsp-max-connections, --rtsp-idle-timeout). */
+    private readonly limits: { maxConnections: number; idleSeconds: number },
     private readonly log: Logger,
     /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
     private readonly onEvent: (event: HelperEvent) => void,
@@ -101,7 +104,7 @@ export class RtspHelper {
       const env: Record<string, string | undefined> = { ...process.env }
       delete env[TOKEN_ENV]
       if (this.token) env[TOKEN_ENV] = this.token
-      child = spawnChild([SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', env })
+      child = spawnChild([SYSTEM_PYTHON, SERVER, String(this.port), this.host, String(this.maxViewers), String(this.limits.maxConnections), String(this.limits.idleSeconds)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', env })
     } catch (err) {
       this.state = 'missing'
       this.error = `cannot run ${SYSTEM_PYTHON}: ${(err as Error).message}; run scripts/setup/rtsp.sh`

@@ -65,7 +65,10 @@ export default definePlugin({
     let scheduled = false
 
     // With --token-scope all, RTSP asks for the token too (Basic; user RTSP_USER).
-    const helper = port === 0 ? null : new RtspHelper(port, config.host, config.maxViewers, log, onHelper, config.tokenScope === 'all' ? config.token : null)
+    const helper =
+      port === 0
+        ? null
+        : new RtspHelper(port, config.host, config.maxViewers, { maxConnections: config.rtspMaxConnections, idleSeconds: config.rtspIdleTimeoutSeconds }, log, onHelper, config.tokenScope === 'all' ? config.token : null)
 
     function feed(mount: Mount): void {
       unfeed(mount)
@@ -137,6 +140,7 @@ export default definePlugin({
         refusals.wrongTokens++ // /metrics: periscope_http_wrong_tokens_total counts RTSP's too
         return
       }
+      if (event.event === 'refused') return registry.limitHit(`rtsp_${event.why}`)
       if (event.event === 'viewers') {
         if (event.count > 0) viewers.set(event.camera, event.count)
         else viewers.delete(event.camera)

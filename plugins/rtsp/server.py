@@ -13,9 +13,12 @@
 #   {"event": "running", "path": ..., "on": true|false} its media runs (feed it) / no longer does
 #   {"event": "removed", "path": ...}
 #   {"event": "viewers", "camera": ..., "count": N}      clients watching that camera now
+#   {"event": "refused", "why": "viewers"|"connections"|"idle"}  a client refused or cut off by a limit
 #   {"event": "error", "message": ...}
 #   {"event": "wrong_token"}                             a client's credentials were refused (401)
-# argv: port, address, and the most clients per camera (--max-viewers): one more gets 503.
+# argv: port, address, the most clients per camera (--max-viewers: one more gets 503 at DESCRIBE or
+# SETUP), the most connections at once (--rtsp-max-connections: one more is closed at once), and the
+# seconds a connection may stay without a session (--rtsp-idle-timeout: then it is closed).
 # env PERISCOPE_RTSP_TOKEN (--token-scope all): every client must authenticate (Basic) as
 # user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
@@ -52,6 +55,15 @@ REPAY = {
     "JPEG": "rtpjpegdepay ! rtpjpegpay name=pay{i} pt=26",
 }
 RECEIVE_BUFFER = 4 << 20  # a 1080p key frame is a burst of ~200 packets
+# Clients are served by at most this many threads (the library hands each new client to the next, in
+# turn). A thread per client, as before, let 500 idle connections make 392 threads; one for all let a
+# DESCRIBE that waits for its media's first key frame hold up every client. Now it holds up the clients
+# that share its thread, a sixteenth of them.
+CLIENT_THREADS = 16
+# Connections the kernel holds for us before we accept them. The library's default, 5, lets a burst of
+# connections (a flood, or many viewers at once) push the others into SYN retries of seconds to minutes;
+# those past --rtsp-max-connections are then closed as soon as they are accepted.
+LISTEN_BACKLOG = 1024
 
 
 SAYING = threading.Lock()  # the library calls us from its client and media threads
@@ -128,8 +140,8 @@ def protect(factory):
 
 
 class Viewers:
-    """Who watches each camera, held to the cap: a client counts from its first SETUP on one of the
-    camera's paths (its bus_info, or its nickname alias: they count together) until it tears down or its
+    """Who watches each camera, held to the cap: a client counts from its first DESCRIBE or SETUP on one
+    of the camera's paths (a client that only DESCRIBEs holds a place too, until the idle timeout closes it) (its bus_info, or its nickname alias: they count together) until it tears down or its
     connection ends (the library then ends its sessions). Counted here, under a lock, because clients
     run in threads of their own and two SETUPs may race for the last place. Each count is reported
     under the same lock as it changed, so the reports come out in the order of the changes: the last one
@@ -139,11 +151,6 @@ class Viewers:
         self.limit = limit
         self.lock = threading.Lock()
         self.watching = {}  # camera -> set of GstRTSPClient
-
-    def full(self, camera, client):
-        with self.lock:
-            clients = self.watching.get(camera, set())
-            return client not in clients and len(clients) >= self.limit
 
     def admit(self, camera, client):
         with self.lock:
@@ -265,19 +272,19 @@ class Mount:
 
 def refuse_beyond_cap(server, mounts, viewers):
     """A client asking for a camera that already has viewers.limit clients gets 503 Service Unavailable
-    at DESCRIBE or SETUP; the others play on, and a place freed is taken by the next who asks."""
+    at DESCRIBE or SETUP; the others play on, and a place freed is taken by the next who asks. DESCRIBE
+    takes a place: clients that only DESCRIBE (and keep their connection) no longer escape the cap."""
 
     def camera_of(ctx):
         factory, _matched = server.get_mount_points().match(ctx.uri.abspath)
         return next((m.camera for m in list(mounts.values()) if m.factory == factory), None) if factory else None
 
-    def describe(client, ctx):
+    def admit(client, ctx):
         camera = camera_of(ctx)
-        return GstRtsp.RTSPStatusCode.SERVICE_UNAVAILABLE if camera and viewers.full(camera, client) else GstRtsp.RTSPStatusCode.OK
-
-    def setup(client, ctx):
-        camera = camera_of(ctx)
-        return GstRtsp.RTSPStatusCode.OK if not camera or viewers.admit(camera, client) else GstRtsp.RTSPStatusCode.SERVICE_UNAVAILABLE
+        if not camera or viewers.admit(camera, client):
+            return GstRtsp.RTSPStatusCode.OK
+        say(event="refused", why="viewers")
+        return GstRtsp.RTSPStatusCode.SERVICE_UNAVAILABLE
 
     def teardown(client, ctx):
         camera = camera_of(ctx)
@@ -285,10 +292,61 @@ def refuse_beyond_cap(server, mounts, viewers):
             viewers.release(client, camera)
 
     def connected(_server, client):
-        client.connect("pre-describe-request", describe)
-        client.connect("pre-setup-request", setup)
+        client.connect("pre-describe-request", admit)
+        client.connect("pre-setup-request", admit)
         client.connect("teardown-request", teardown)
         client.connect("closed", lambda c: viewers.release(c))
+
+    server.connect("client-connected", connected)
+
+
+def has_session(client):
+    found = []
+
+    def sessions(_client, _session, _data=None):
+        found.append(True)
+        return GstRtspServer.RTSPFilterResult.KEEP
+
+    client.session_filter(sessions)
+    return bool(found)
+
+
+def limit_connections(server, most, idle_seconds):
+    """At most `most` connections at once: one more is closed as soon as it is accepted (before it can
+    ask anything). A connection without a session (no SETUP, or only a DESCRIBE) is closed after
+    `idle_seconds`; one with a session lives as long as the session (the library's session timeout)."""
+    lock = threading.Lock()
+    open_clients = set()
+
+    def close_soon(client):
+        # From the main loop, once the library has attached the client to its thread.
+        GLib.idle_add(lambda: client.close() and False)
+
+    def check_idle(client):
+        with lock:
+            if client not in open_clients:
+                return False
+        if has_session(client):
+            return True
+        say(event="refused", why="idle")
+        close_soon(client)
+        return False
+
+    def closed(client):
+        with lock:
+            open_clients.discard(client)
+
+    def connected(_server, client):
+        with lock:
+            refused = len(open_clients) >= most
+            if not refused:
+                open_clients.add(client)
+        if refused:
+            say(event="refused", why="connections")
+            close_soon(client)
+            return
+        client.connect("closed", closed)
+        GLib.timeout_add_seconds(idle_seconds, check_idle, client)
 
     server.connect("client-connected", connected)
 
@@ -297,13 +355,14 @@ def main():
     port = int(sys.argv[1])
     address = sys.argv[2] if len(sys.argv) > 2 else "0.0.0.0"
     viewers = Viewers(int(sys.argv[3]) if len(sys.argv) > 3 else 8)
+    most_connections = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+    idle_seconds = int(sys.argv[5]) if len(sys.argv) > 5 else 10
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address(address)
     server.set_service(str(port))
-    # Each client in a thread of its own: a DESCRIBE waits for its media's first key frame, and must not
-    # hold up the other clients meanwhile (with the default, one thread serves them all).
-    server.get_thread_pool().set_max_threads(-1)
+    server.get_thread_pool().set_max_threads(CLIENT_THREADS)
+    server.set_backlog(LISTEN_BACKLOG)
     loop = GLib.MainLoop()
     if server.attach(None) == 0:
         say(event="error", message=f"cannot listen on {address}:{port} (is the port taken?)")
@@ -312,6 +371,7 @@ def main():
     if token:
         require_token(server, token)
     mounts = {}
+    limit_connections(server, most_connections, idle_seconds)
     server.connect("client-connected", send_without_delay)
     refuse_beyond_cap(server, mounts, viewers)
 

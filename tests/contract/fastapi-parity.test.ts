@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { IPV4_PATTERN } from '../../core/schemas'
+import { IPV4_PATTERN, MAX_FRAME_SIDE, MAX_INTERVAL_TERM, NICKNAME_PATTERN } from '../../core/schemas'
 import { RECORDING_NAME_PATTERN } from '../../drivers/storage/naming'
 import type { TestServer } from '../helpers'
 import { operations, places, REMOVE, validValue, withAt, type Loc, type Operation } from './openapi-gen'
@@ -25,7 +25,7 @@ beforeAll(async () => {
   if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: run scripts/setup/fastapi.sh (npm test runs it as the contract tier's setup)`)
   // Every plugin with request models; the network plugin finds no NetworkManager here (valid requests: 503).
   s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network'] })
-  const patterns = JSON.stringify({ ipv4: IPV4_PATTERN, recording_name: RECORDING_NAME_PATTERN })
+  const patterns = JSON.stringify({ ipv4: IPV4_PATTERN, recording_name: RECORDING_NAME_PATTERN, nickname: NICKNAME_PATTERN, max_frame_side: MAX_FRAME_SIDE, max_interval_term: MAX_INTERVAL_TERM })
   reference = Bun.spawn([PYTHON, REFERENCE_APP], { cwd: ROOT, env: { ...process.env, PERISCOPE_PATTERNS: patterns }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   // Its first line is the port it bound; then wait until it accepts connections.
   const reader = reference.stdout.getReader()
@@ -87,7 +87,8 @@ const WRONG_BY_TYPE: Record<string, unknown[]> = {
   integer: ['5', ' 7 ', '1.0', '5.00', '1.5', '1_000', '0x10', '1e3', '-', '+3', 1e20, 1e21, 1e30, -1e30, 2.0, 65536, 'inf', '٣'],
   number: ['5', ' 7.5 ', '1_000.5', '1e3', '.5', '5.', 'inf', '-Infinity', 'nan', '0x10', 1e308, '1,5'],
   boolean: ['yes', 'off', 'True', 'FALSE', ' t ', '2', 2, 0.5, 1.0, 'on ', 'nope'],
-  string: [' ', 'x'.repeat(65), '\u00e9\u{1F600}', '192.168.2.1', '01.2.3.4'],
+  // Control characters and a bidi override: a nickname refuses them (NICKNAME_PATTERN), as the reference does.
+  string: [' ', 'x'.repeat(65), '\u00e9\u{1F600}', '192.168.2.1', '01.2.3.4', 'a\u0000b', 'bell\u0007', 'x\u202Ey', 'tab\t', 'x'.repeat(65) + '\u0000'],
 }
 
 // Bodies that are not JSON, or not the right kind of JSON, sent to every operation.
@@ -139,7 +140,8 @@ function corpus(ops: Operation[]): Case[] {
     const spots = places(op.body, base)
     for (const spot of spots) {
       const where = spot.loc.join('.')
-      if (spot.required) add(op, `${where} missing`, json(withAt(base, spot.loc, REMOVE)), validQuery)
+      // Left out, required or not (a field with a default is filled in; both must agree on that too).
+      add(op, `${where} missing`, json(withAt(base, spot.loc, REMOVE)), validQuery)
       const type = spot.schema.type ?? spot.schema.anyOf?.find((m: any) => m.type !== 'null')?.type
       for (const v of [...WRONG_ANY, ...(WRONG_BY_TYPE[type] ?? [])]) add(op, `${where} = ${json(v)}`, json(withAt(base, spot.loc, v)), validQuery)
     }
@@ -163,7 +165,8 @@ const SET = 'POST /api/devices/set_uvc_control'
 const CONFIGURE = 'POST /api/devices/configure_stream'
 const UPDATE = 'POST /api/network/update_connection_profile'
 // Numbers (and what pydantic reads as numbers) that the exploreHD does not offer as a size or an interval.
-const NOT_OFFERED = ['" 7 "', '"+3"', '"1_000"', '"5"', '"5.00"', '100000000000000000000', '65536', '7']
+// (Past MAX_FRAME_SIDE or MAX_INTERVAL_TERM both refuse alike: less_than_equal.)
+const NOT_OFFERED = ['" 7 "', '"+3"', '"1_000"', '"5"', '"5.00"', '7']
 const STRICTER_GROUPS: { reason: string; type: string; loc: Loc; cases: string[] }[] = [
   {
     reason: 'Brightness takes an integer from -64 to 64 (the control\'s flags); the model only says "a number"',
@@ -188,8 +191,8 @@ const STRICTER_GROUPS: { reason: string; type: string; loc: Loc; cases: string[]
     type: 'value_error',
     loc: ['body', 'stream_format', 'interval'],
     cases: [
-      ...NOT_OFFERED.map((v) => `${CONFIGURE} stream_format.interval.numerator = ${v}`),
-      ...[...NOT_OFFERED, '"1.0"', '2', 'true'].map((v) => `${CONFIGURE} stream_format.interval.denominator = ${v}`),
+      ...[...NOT_OFFERED, '65536'].map((v) => `${CONFIGURE} stream_format.interval.numerator = ${v}`),
+      ...[...NOT_OFFERED, '65536', '"1.0"', '2', 'true'].map((v) => `${CONFIGURE} stream_format.interval.denominator = ${v}`),
     ],
   },
   {

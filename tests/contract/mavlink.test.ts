@@ -5,9 +5,11 @@
 // station is known to be right independently of the service's library.
 import { expect, test } from 'bun:test'
 import { createSocket } from 'node:dgram'
+import { randomBytes } from 'node:crypto'
 import { DEFAULT_PLUGINS, helpText, loadConfig, type MavlinkEndpoint } from '../../core/config'
+import { readDatagram, type Refusal, Signing, StreamReader } from '../../plugins/mavlink/frames'
 import { until, type TestServer } from '../helpers'
-import { crcExtra, encode, FrameDecoder, GroundStation, MESSAGES, type Message, x25 } from '../mavlink-gcs'
+import { crcExtra, encode, FrameDecoder, GroundStation, MESSAGES, type Message, signingNow, x25 } from '../mavlink-gcs'
 import { startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'mavlink']
@@ -66,6 +68,83 @@ test('the ground station codec: X.25 check value, CRC_EXTRA as the MAVLink C lib
   decoder.push(corrupt, (m) => got.push(m))
   expect(got).toHaveLength(1)
   expect(decoder.badChecksum).toBe(1)
+})
+
+test('--mavlink-signing-key: 32 bytes as hex or base64', () => {
+  const key = randomBytes(32)
+  expect(loadConfig(['--mavlink-signing-key', key.toString('hex')]).mavlinkSigningKey).toEqual(new Uint8Array(key))
+  expect(loadConfig([], { PERISCOPE_MAVLINK_SIGNING_KEY: key.toString('base64') }).mavlinkSigningKey).toEqual(new Uint8Array(key))
+  expect(loadConfig([]).mavlinkSigningKey).toBeNull()
+  for (const bad of ['abc', key.toString('hex').slice(2), randomBytes(16).toString('base64'), 'not a key at all, not at all, not at all!!!!']) {
+    expect(() => loadConfig(['--mavlink-signing-key', bad])).toThrow('mavlink-signing-key must be 32 bytes')
+  }
+  expect(helpText()).toContain('PERISCOPE_MAVLINK_SIGNING_KEY')
+})
+
+const COMMAND = { target_system: 1, target_component: 100, command: 512, param1: 259 }
+const from = { sysid: 255, compid: 190, seq: 0 }
+
+test('frames: a datagram is read on its own (a frame it cuts short never joins the next), a TCP stream keeps a cut frame for the next read', () => {
+  const frame = Buffer.from(encode('COMMAND_LONG', COMMAND, from))
+  const claim = Buffer.from([0xfd, 255, 0, 0, 0, 1, 1, 76, 0, 0])
+  const got: Buffer[] = []
+  const refused: Refusal[] = []
+  const onFrame = (f: Buffer) => void got.push(Buffer.from(f))
+  const onRefused = (why: Refusal) => void refused.push(why)
+  // The claim alone, then the command: the command is whole.
+  readDatagram(claim, onFrame, onRefused)
+  readDatagram(frame, onFrame, onRefused)
+  expect(got).toEqual([frame])
+  expect(refused).toEqual(['truncated'])
+  // The claim and the command in one datagram: the command is still found.
+  readDatagram(Buffer.concat([claim, frame, frame]), onFrame, onRefused)
+  expect(got).toHaveLength(3)
+  // A bad checksum is refused.
+  const corrupt = Buffer.from(frame)
+  corrupt[12]! ^= 0xff
+  readDatagram(corrupt, onFrame, onRefused)
+  expect(got).toHaveLength(3)
+  expect(refused).toContain('checksum')
+  // A datagram full of start bytes stops being read after a few refusals.
+  refused.length = 0
+  readDatagram(Buffer.alloc(4000, 0xfd), onFrame, onRefused)
+  expect(refused.length).toBeLessThanOrEqual(8)
+
+  // TCP: a frame cut in three reads is one frame; junk before it is skipped.
+  const stream: Buffer[] = []
+  const reader = new StreamReader((f) => void stream.push(Buffer.from(f)), () => {})
+  reader.write(Buffer.concat([Buffer.from([1, 2, 3]), frame.subarray(0, 5)]))
+  reader.write(frame.subarray(5, 20))
+  reader.write(Buffer.concat([frame.subarray(20), frame]))
+  expect(stream).toEqual([frame, frame])
+})
+
+test('signing (MAVLink guide, message signing): the ground station\'s signatures verify, others and replays are refused; ours verify with its decoder', () => {
+  const key = randomBytes(32)
+  const ours = new Signing(key)
+  const signed = (linkId: number, timestamp?: number, withKey: Uint8Array = key) => Buffer.from(encode('COMMAND_LONG', COMMAND, from, { key: withKey, linkId, timestamp }))
+  const first = signed(1)
+  expect(ours.verify(first)).toBe('ok')
+  expect(ours.verify(first)).toBe('replayed') // the same timestamp again
+  expect(ours.verify(signed(1))).toBe('ok') // a later one
+  expect(ours.verify(signed(2, signingNow(), randomBytes(32)))).toBe('signature')
+  expect(ours.verify(Buffer.from(encode('COMMAND_LONG', COMMAND, from)))).toBe('unsigned')
+  const minuteAndAHalfAgo = (Date.now() - Date.UTC(2015, 0, 1) - 90_000) * 100
+  expect(ours.verify(signed(3, minuteAndAHalfAgo))).toBe('replayed') // a new stream too far behind
+  expect(ours.verify(signed(4, minuteAndAHalfAgo + 60 * 100_000))).toBe('ok')
+  // A frame we sign, read by the test's independent decoder with the same key.
+  const frame = encode('COMMAND_LONG', COMMAND, from)
+  frame[2] = 1 // the signed flag is under the checksum: serialize with it set
+  const crc = x25([...frame.subarray(1, frame.length - 2), crcExtra(MESSAGES.find((m) => m.name === 'COMMAND_LONG')!)])
+  frame[frame.length - 2] = crc & 0xff
+  frame[frame.length - 1] = crc >> 8
+  const decoder = new FrameDecoder()
+  decoder.key = key
+  const got: Message[] = []
+  decoder.push(ours.sign(Buffer.from(frame)), (m) => got.push(m))
+  decoder.push(ours.sign(Buffer.from(frame)), (m) => got.push(m))
+  expect(got.map((m) => m.signed?.valid)).toEqual([true, true])
+  expect(got[1]!.signed!.timestamp).toBeGreaterThan(got[0]!.signed!.timestamp)
 })
 
 const mavlinkHealth = async (s: TestServer) => (await s.call('GET', '/api/health')).body.plugins.mavlink

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import { BRIGHTNESS, controlOf, device, WEBCAM } from '../contract/setup'
-import { startTestServer, tempDir, until, type TestServer } from '../helpers'
+import { freeUdpPortPair, startTestServer, tempDir, until, type TestServer } from '../helpers'
 let card: string
 let work: string
 
@@ -178,3 +178,47 @@ describe('on a full card', () => {
     }
   })
 })
+
+describe('recording while streaming on a full card', () => {
+  test('start_recording is 507 with what to do and writes nothing; with room again it records', async () => {
+    freshCard()
+    const gst = Bun.which('gst-launch-1.0')
+    if (!gst) throw new Error('needs GStreamer (scripts/setup/gstreamer.sh)')
+    const s = await startTestServer({
+      plugins: await Promise.all(['mock', 'cameras', 'preferences', 'recordings', 'gstreamer'].map(loadPlugin)),
+      dataDir: card,
+      // The card is 4 MB: ask for 1 MiB free to start a recording (the default is 64 MiB).
+      config: { simulate: 'default', minFreeToRecordMiB: 1 },
+    })
+    try {
+      const configured = await s.call('POST', '/api/devices/configure_stream', {
+        bus_info: WEBCAM,
+        stream_type: 'UDP',
+        encode_type: 'MJPG',
+        stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
+        enabled: true,
+        endpoints: [{ host: '127.0.0.1', port: freeUdpPortPair() }],
+      })
+      expect(configured.status).toBe(200)
+      await until('the stream running', () => webcam(s), (d) => d.stream_status?.state === 'running', 20_000)
+      fill()
+      const files = () => readdirSync(join(card, 'recordings')).sort()
+      expect(files()).toEqual(['dive.mkv'])
+
+      const refused = await s.call('POST', '/api/devices/start_recording', { bus_info: WEBCAM })
+      expect(refused.status).toBe(507)
+      expect(refused.body.detail).toMatch(/^The recordings disk has \d+(\.\d+)? MB free; a recording needs at least 1 MB to start \(--min-free-to-record\)\. Delete recordings \(DELETE \/api\/recordings\/\{name\}\), then start it again$/)
+      expect(files()).toEqual(['dive.mkv']) // nothing half-written
+      expect((await webcam(s)).recording).toMatchObject({ active: false })
+
+      expect((await s.call('DELETE', '/api/recordings/dive.mkv')).status).toBe(200)
+      const started = await s.call('POST', '/api/devices/start_recording', { bus_info: WEBCAM })
+      expect(started.status, JSON.stringify(started.body)).toBe(200)
+      expect(started.body).toMatchObject({ active: true })
+      expect((await s.call('POST', '/api/devices/stop_recording', { bus_info: WEBCAM })).status).toBe(200)
+    } finally {
+      await s.stop()
+    }
+  }, 90_000)
+})
+

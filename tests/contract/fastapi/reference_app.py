@@ -2,8 +2,8 @@
 # the network, recordings and mock plugins) written as the anchor, DWE OS, writes them: FastAPI with
 # pydantic v2 BaseModels. Every route answers {"ok": true} once its input is valid, so only the 422s
 # that FastAPI itself writes are compared. Run: python reference_app.py; it prints the port it listens
-# on (127.0.0.1, a free port chosen by the kernel) as its first line. The regular expressions come from
-# Periscope's source through the environment (PERISCOPE_PATTERNS, JSON), so they cannot drift apart.
+# on (127.0.0.1, a free port chosen by the kernel) as its first line. The regular expressions and bounds
+# come from Periscope's source through the environment (PERISCOPE_PATTERNS, JSON), so they cannot drift apart.
 import json
 import os
 import socket
@@ -63,8 +63,8 @@ class LogLevelEnum(str, Enum):
 
 
 class IntervalModel(BaseModel):
-    numerator: int = Field(ge=1)
-    denominator: int = Field(ge=1)
+    numerator: int = Field(ge=1, le=PATTERNS['max_interval_term'])
+    denominator: int = Field(ge=1, le=PATTERNS['max_interval_term'])
 
 
 class StreamEndpointModel(BaseModel):
@@ -94,8 +94,8 @@ class NotifyCameraRequest(BaseModel):
 
 
 class StreamFormatModel(BaseModel):
-    width: int = Field(ge=1)
-    height: int = Field(ge=1)
+    width: int = Field(ge=1, le=PATTERNS['max_frame_side'])
+    height: int = Field(ge=1, le=PATTERNS['max_frame_side'])
     interval: IntervalModel
 
 
@@ -110,7 +110,7 @@ class ConfigureStreamRequest(BaseModel):
 
 class SetNicknameRequest(BaseModel):
     bus_info: str
-    nickname: str = Field(max_length=64)
+    nickname: str = Field(max_length=64, pattern=PATTERNS['nickname'])
 
 
 class DefaultStream(BaseModel):
