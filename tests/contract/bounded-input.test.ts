@@ -38,9 +38,13 @@ test('configure_stream bounds the frame size and interval whatever the encode ty
     endpoints: [],
     stream_format: { width, height: 1080, interval: { numerator: 1, denominator } },
   })
+  // Past what an integer holds, pydantic says so before any bound (int_parsing_size); within it, the bound.
   const huge = await s.call('POST', '/api/devices/configure_stream', body(4.99e23))
   expect(huge.status).toBe(422)
-  expect(huge.body.detail).toEqual([{ type: 'less_than_equal', loc: ['body', 'stream_format', 'width'], msg: 'Input should be less than or equal to 16384', input: 4.99e23, ctx: { le: 16384 } }])
+  expect(huge.body.detail).toEqual([{ type: 'int_parsing_size', loc: ['body', 'stream_format', 'width'], msg: 'Unable to parse input string as an integer, exceeded maximum size', input: 4.99e23 }])
+  const wide = await s.call('POST', '/api/devices/configure_stream', body(16385))
+  expect(wide.status).toBe(422)
+  expect(wide.body.detail).toEqual([{ type: 'less_than_equal', loc: ['body', 'stream_format', 'width'], msg: 'Input should be less than or equal to 16384', input: 16385, ctx: { le: 16384 } }])
   const rate = await s.call('POST', '/api/devices/configure_stream', body(1920, 1e9))
   expect(rate.status).toBe(422)
   expect(rate.body.detail[0]).toMatchObject({ type: 'less_than_equal', loc: ['body', 'stream_format', 'interval', 'denominator'], ctx: { le: 1000000 } })

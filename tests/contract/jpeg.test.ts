@@ -101,7 +101,8 @@ sys.stdout.flush()
   process.env.PATH = `${dir}:${path}`
   let capped: TestServer
   try {
-    capped = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'jpeg', 'metrics'], config: { snapshotChildren: 1 } })
+    // gstreamer: the capture's source is the streamer's (it finds the stand-in gst-launch on PATH too).
+    capped = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'gstreamer', 'jpeg', 'metrics'], config: { snapshotChildren: 1, clientLimits: false } }) // the children's cap alone, not the per-client one
   } finally {
     process.env.PATH = path
   }
