@@ -48,7 +48,8 @@ export interface RetentionPlan {
   shortBytes: number
 }
 
-const gb = (bytes: number) => `${(bytes / GB).toFixed(2)} GB`
+/** Under a GB in MB, so a small card's figure still reads. */
+const amount = (bytes: number) => (bytes < GB ? `${(bytes / 1024 ** 2).toFixed(1)} MB` : `${(bytes / GB).toFixed(2)} GB`)
 const days = (ms: number) => `${(ms / DAY_MS).toFixed(1)} days`
 
 /** Which recordings to delete, oldest first; never a kept one, never one being (or just) written. */
@@ -71,7 +72,7 @@ export function planRetention(policy: RetentionPolicy, files: RetentionCandidate
   if (want <= 0) return { deletions, shortBytes: 0 }
   for (const f of rest) {
     if (free >= want) break
-    deletions.push({ fileName: f.fileName, size: f.size, reason: 'min_free', detail: `${gb(free)} free, below the ${policy.min_free_gb} GB to keep free; the oldest finished recording goes first` })
+    deletions.push({ fileName: f.fileName, size: f.size, reason: 'min_free', detail: `${amount(free)} free, below the ${policy.min_free_gb} GB to keep free; the oldest finished recording goes first` })
     free += f.size
   }
   return { deletions, shortBytes: Math.max(0, want - free) }

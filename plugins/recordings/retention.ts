@@ -71,6 +71,7 @@ export class Retention {
     if (kept) this.o.settings.set(KEPT_NAMESPACE, fileName, true)
     else this.o.settings.delete(KEPT_NAMESPACE, fileName)
     this.o.events.emit('recording_kept', { name: fileName, kept })
+    if (!kept) this.run('a kept mark removed') // the file may be what the policy needs to go now
   }
 
   /** A rename carries the mark; a deleted file's mark goes (best effort: a full card may refuse the write). */

@@ -25,7 +25,7 @@ describe('retention policy', () => {
     const plan = planRetention({ enabled: true, min_free_gb: 2.5, max_age_days: 0 }, files, 0.6 * GB, NOW)
     expect(names(plan)).toEqual(['old.mkv', 'mid.mkv'])
     expect(plan.deletions.every((d) => d.reason === 'min_free')).toBe(true)
-    expect(plan.deletions[0]!.detail).toContain('0.60 GB free')
+    expect(plan.deletions[0]!.detail).toContain('614.4 MB free')
     expect(plan.shortBytes).toBe(0)
   })
 
