@@ -59,7 +59,7 @@ export function RetentionPanel() {
     }, 'Retention policy saved')
   const s = saved.data
   return (
-    <details class="retention" data-retention open={s?.enabled || undefined}>
+    <details class="retention" data-retention>
       <summary>
         Automatic deletion: <strong data-retention-state>{s ? (s.enabled ? 'on' : 'off') : '…'}</strong>
         {s && s.short_bytes > 0 && (
