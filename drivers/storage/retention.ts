@@ -64,7 +64,7 @@ export function planRetention(policy: RetentionPolicy, files: RetentionCandidate
   for (const f of deletable) {
     const age = nowMs - f.mtimeMs
     if (policy.max_age_days > 0 && age > policy.max_age_days * DAY_MS) {
-      deletions.push({ fileName: f.fileName, size: f.size, reason: 'max_age', detail: `last written ${days(age)} ago, older than the ${policy.max_age_days} days kept` })
+      deletions.push({ fileName: f.fileName, size: f.size, reason: 'max_age', detail: `last written ${days(age)} ago, beyond the ${policy.max_age_days}-day limit` })
       free += f.size
     } else rest.push(f)
   }
