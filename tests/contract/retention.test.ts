@@ -72,7 +72,7 @@ describe('retention policy', () => {
 })
 
 describe('retention over the API', () => {
-  const start = (dataDir: string) => startContractServer({ plugins: ['recordings'], dataDir })
+  const start = (dataDir: string) => startContractServer({ plugins: ['recordings', 'metrics'], dataDir })
   const recording = (dir: string, name: string, ageDays: number) => {
     writeFileSync(join(dir, name), Buffer.alloc(4096, 1))
     const when = new Date(Date.now() - ageDays * DAY_MS)
@@ -142,6 +142,9 @@ describe('retention over the API', () => {
       const deleted = await until('the event', async () => events.filter((e) => e.type === 'recording_deleted'), (d) => d.length > 0)
       expect(deleted.map((e) => e.data)).toEqual([expect.objectContaining({ name: 'old.mkv', reason: 'max_age', detail: expect.stringContaining('beyond the 7-day limit') })])
       expect(s.logs.some((l) => l.msg === 'recording deleted by the retention policy' && l.file === 'old.mkv' && l.reason === 'max_age')).toBe(true)
+      const metrics = await (await fetch(`${s.url}/metrics`)).text()
+      expect(metrics).toContain('periscope_recordings_deleted_total{reason="max_age"} 1')
+      expect(metrics).toContain('periscope_recordings_deleted_total{reason="min_free"} 0')
 
       off()
       await s.stop()
