@@ -4,7 +4,7 @@
 // /api/recordings/retention, the `recording_deleted` events and GET /api/logs say which and why.
 // Needs root (losetup/mount); the integration tier runs as root.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, mkdirSync, readdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { listenEvents, until } from '../helpers'
 import { freePort, requireGStreamer, RtpCounter, tempDir } from './gstreamer.helpers'
@@ -36,6 +36,10 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true })
 })
 
+/** An empty card, whatever the last test left. */
+function freshCard(): void {
+  for (const name of readdirSync(card)) if (name !== 'lost+found') rmSync(join(card, name), { recursive: true, force: true })
+}
 const free = () => statfsSync(card).bavail * statfsSync(card).bsize
 
 /** Writes real blocks (fsynced, so the free count is settled) of `bytes` to `name` on the card. */
@@ -52,6 +56,7 @@ function writeFile(name: string, bytes: number, ageDays = 0): void {
 }
 
 test('a long recording on a small card: oldest finished recordings go first, the one being written and the kept one never; API, events and logs say so', async () => {
+  freshCard()
   // Four finished recordings of 8 MB, oldest first: kept (4 days), old-a (3), old-b (2), new-d (1).
   writeFile('kept.mkv', 8 * MB, 4)
   writeFile('old-a.mkv', 8 * MB, 3)
@@ -157,3 +162,50 @@ test('a long recording on a small card: oldest finished recordings go first, the
     service = null
   }
 }, 240_000)
+
+test('a RECORDING stream\'s file is never deleted, even when it is all there is and the disk is below the minimum; the shortfall is said', async () => {
+  freshCard()
+  writeFile('finished.mkv', 4 * MB, 1)
+  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn'] })
+  const { call } = service
+  try {
+    const dev = await h264Device(service)
+    const configure = (enabled: boolean) =>
+      call('POST', '/api/devices/configure_stream', {
+        bus_info: dev.bus_info,
+        stream_type: 'RECORDING',
+        stream_format: { width: dev.width, height: dev.height, interval: { numerator: 1, denominator: dev.fps } },
+        encode_type: 'H264',
+        enabled,
+        endpoints: [],
+      })
+    expect((await configure(true)).status).toBe(200)
+    const writing = await until(
+      'the stream writing its recording',
+      async () => ((await call('GET', '/api/recordings')).body as any[]).find((r) => r.in_progress),
+      (r) => r !== undefined,
+      30_000,
+    )
+    // Wanting more free space than the whole card: the finished one goes, the one being written stays.
+    expect((await call('POST', '/api/recordings/retention', { enabled: true, min_free_gb: 1, max_age_days: 0 })).status).toBe(200)
+    const state = await until('the pass done and short', () => call('GET', '/api/recordings/retention'), (r) => r.body.deletions.length >= 1 && r.body.short_bytes > 0, 20_000)
+    expect(state.body.deletions.map((d: any) => [d.name, d.reason])).toEqual([['finished.mkv', 'min_free']])
+    expect(state.body.short_bytes).toBeGreaterThan(GB - 64 * MB)
+    // Two more passes (the watch runs one every 2 s while recording below the minimum): still there, still written.
+    let passes = 0
+    let seen = state.body.last_run
+    await until('two more passes', () => call('GET', '/api/recordings/retention'), (r) => {
+      if (r.body.last_run !== seen) [passes, seen] = [passes + 1, r.body.last_run]
+      return passes >= 2
+    }, 20_000)
+    expect((await call('GET', '/api/recordings/retention')).body.deletions).toHaveLength(1)
+    expect((await call('GET', '/api/recordings')).body).toEqual([expect.objectContaining({ path: writing.path, in_progress: true })])
+    const logs = (await call('GET', '/api/logs?level=warn&limit=1000')).body
+    const entries: any[] = Array.isArray(logs) ? logs : logs.entries
+    expect(entries.filter((e) => e.msg.startsWith('the retention policy cannot keep enough space free'))).toHaveLength(1)
+    expect((await configure(false)).status).toBe(200)
+  } finally {
+    await service.kill()
+    service = null
+  }
+}, 120_000)
