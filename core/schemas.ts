@@ -183,11 +183,14 @@ export const RecordingModel = t.Object({
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
 })
+/** Bounds of the retention policy: a petabyte, a century (beyond them a number is a typo, not a policy). */
+export const MAX_FREE_GB = 1_048_576
+export const MAX_AGE_DAYS = 36_500
 export const RetentionPolicyModel = t.Object(
   {
     enabled: t.Boolean({ default: false, description: 'Off by default: nothing is deleted unless turned on.' }),
-    min_free_gb: t.Number({ default: 0, minimum: 0, description: 'Keep at least this many GB (2^30 bytes) free, deleting the oldest finished recordings; 0: no free-space rule.' }),
-    max_age_days: t.Number({ default: 0, minimum: 0, description: 'Delete finished recordings last written more than this many days ago; 0: no age rule.' }),
+    min_free_gb: t.Number({ default: 0, minimum: 0, maximum: MAX_FREE_GB, description: 'Keep at least this many GB (2^30 bytes) free, deleting the oldest finished recordings; 0: no free-space rule.' }),
+    max_age_days: t.Number({ default: 0, minimum: 0, maximum: MAX_AGE_DAYS, description: 'Delete finished recordings last written more than this many days ago; 0: no age rule.' }),
   },
   { description: 'Beyond the spec: the retention policy. Never deletes a recording being written or one marked kept (POST /api/recordings/{name}/keep).' },
 )

@@ -131,6 +131,10 @@ describe('retention over the API', () => {
         ['bool_parsing', ['body', 'enabled']],
         ['greater_than_equal', ['body', 'max_age_days']],
       ])
+      // Not a number a policy can hold: refused, so nothing reads it as "delete everything".
+      for (const odd of ['nan', 'inf', 1e9])
+        expect((await s.call('POST', '/api/recordings/retention', { enabled: true, min_free_gb: odd })).status, String(odd)).toBe(422)
+      expect((await s.call('GET', '/api/recordings/retention')).body.enabled).toBe(false)
       const saved = await s.call('POST', '/api/recordings/retention', { enabled: true, max_age_days: 7 })
       expect(saved.status).toBe(200)
       expect(saved.body).toMatchObject({ enabled: true, min_free_gb: 0, max_age_days: 7, short_bytes: 0 })

@@ -160,8 +160,8 @@ class FailRequest(BaseModel):
 
 class RetentionPolicyModel(BaseModel):
     enabled: bool = False
-    min_free_gb: float = Field(default=0, ge=0)
-    max_age_days: float = Field(default=0, ge=0)
+    min_free_gb: float = Field(default=0, ge=0, le=1048576)
+    max_age_days: float = Field(default=0, ge=0, le=36500)
 
 
 app = FastAPI()
