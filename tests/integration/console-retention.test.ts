@@ -76,6 +76,8 @@ test('kept toggle, the policy form (a refusal beside its field, then saved), and
   // After a reload, the same: the policy as saved, the deletion listed, the mark kept.
   await c.open('recordings')
   await c.page.waitForSelector('[data-deletion="dive-old.mkv"]')
+  await c.page.waitForSelector('[data-retention-form] input[name="max_age_days"]') // the form fills once the policy has loaded
+  await c.page.waitForSelector(row('dive-keep.mkv'))
   expect(await c.page.$eval('[data-retention-form] input[name="max_age_days"]', (e: any) => e.value)).toBe('1')
   expect(await c.page.$eval(`${row('dive-keep.mkv')} input[data-keep]`, (e: any) => e.checked)).toBe(true)
   expect(c.errors()).toEqual([])
