@@ -63,7 +63,8 @@ test('a long recording on a small card: oldest finished recordings go first, the
   writeFile('old-b.mkv', 8 * MB, 2)
   writeFile('new-d.mkv', 8 * MB, 1)
 
-  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn'] })
+  // No periodic pass during the test (--retention-interval): each pass here has the trigger the test gives it.
+  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn', '--retention-interval', '3600'] })
   const { call } = service
   const events = listenEvents(`${service.url}/api/events`)
   await events.ready
