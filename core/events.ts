@@ -9,6 +9,12 @@ export type EventType =
   | 'preferences_updated'
   | 'network_changed'
   | 'zip_progress'
+  /** A recording deleted, by the pilot or the retention policy: {name, size, reason, detail, time}. */
+  | 'recording_deleted'
+  /** A recording marked kept or no longer: {name, kept}. */
+  | 'recording_kept'
+  /** The retention policy saved (GET /api/recordings/retention's answer). */
+  | 'retention_updated'
   /** A log entry at warn or above (core/log.ts): why a stream failed, a device refused, … */
   | 'log'
 

@@ -193,6 +193,32 @@ export const RecordingModel = t.Object({
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
 })
+/** Bounds of the retention policy: a petabyte, a century (beyond them a number is a typo, not a policy). */
+export const MAX_FREE_GB = 1_048_576
+export const MAX_AGE_DAYS = 36_500
+export const RetentionPolicyModel = t.Object(
+  {
+    enabled: t.Boolean({ default: false, description: 'Off by default: nothing is deleted unless turned on.' }),
+    min_free_gb: t.Number({ default: 0, minimum: 0, maximum: MAX_FREE_GB, description: 'Keep at least this many GB (2^30 bytes) free, deleting the oldest finished recordings; 0: no free-space rule.' }),
+    max_age_days: t.Number({ default: 0, minimum: 0, maximum: MAX_AGE_DAYS, description: 'Delete finished recordings last written more than this many days ago; 0: no age rule.' }),
+  },
+  { description: 'Beyond the spec: the retention policy. Never deletes a recording being written or one marked kept (POST /api/recordings/{name}/keep).' },
+)
+export const RecordingDeletionModel = t.Object({
+  name: t.String({ description: 'the file name' }),
+  size: t.Integer({ description: 'bytes' }),
+  reason: t.Union([t.Literal('max_age'), t.Literal('min_free'), t.Literal('manual')]),
+  detail: t.String({ description: 'why, in one sentence' }),
+  time: t.String({ format: 'date-time' }),
+})
+export const RetentionStateModel = t.Object({
+  ...RetentionPolicyModel.properties,
+  free: t.Union([t.Integer(), t.Null()], { description: 'free bytes on the recordings disk now; null when unavailable' }),
+  short_bytes: t.Integer({ description: 'bytes the last pass could not free (the rest is kept or being written); 0 when the rule is met' }),
+  last_run: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  deletions: t.Array(RecordingDeletionModel, { description: 'recent deletions (the pilot\'s and the policy\'s), newest first' }),
+})
+export const KeptModel = t.Object({ name: t.String(), kept: t.Boolean() })
 export const DiskModel = t.Object({ total: t.Integer(), used: t.Integer(), free: t.Integer() }, { description: 'bytes, of the file system holding the recordings' })
 export const ZipStatusModel = t.Object({
   token: t.String(),
@@ -277,6 +303,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   ConnectionProfileModel,
   StatusModel,
   RecordingModel,
+  RetentionPolicyModel,
   HTTPValidationError,
   ValidationError,
   ErrorModel,

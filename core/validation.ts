@@ -83,11 +83,12 @@ function validateNumber(schema: TSchema, input: unknown, loc: Loc): Outcome {
   return bounds(schema, n, input, loc)
 }
 
+// pydantic-core checks le before ge: only NaN fails both, and it is then told of le.
 function bounds(schema: TSchema, n: number, input: unknown, loc: Loc): Outcome {
-  if (schema.minimum !== undefined && !(n >= schema.minimum))
-    return { value: n, errors: [err('greater_than_equal', loc, `Input should be greater than or equal to ${schema.minimum}`, input, { ge: schema.minimum })] }
   if (schema.maximum !== undefined && !(n <= schema.maximum))
     return { value: n, errors: [err('less_than_equal', loc, `Input should be less than or equal to ${schema.maximum}`, input, { le: schema.maximum })] }
+  if (schema.minimum !== undefined && !(n >= schema.minimum))
+    return { value: n, errors: [err('greater_than_equal', loc, `Input should be greater than or equal to ${schema.minimum}`, input, { ge: schema.minimum })] }
   return { value: n, errors: [] }
 }
 

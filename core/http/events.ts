@@ -32,7 +32,7 @@ export function eventStream(events: EventBus, registry: Registry, queueBytes: nu
       tag: 'system',
       summary: 'Server-sent events',
       description:
-        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress, log (a log entry at warn or above, as GET /api/logs gives it). `data:` is JSON. ' +
+        'One `event:` per change: device_added, device_removed, device_updated, stream_error, frame_stats, recording (a recording made while streaming: started, every second while it grows, ended), preferences_updated, network_changed, zip_progress, recording_deleted (by the pilot or the retention policy: name, size, reason, detail, time), recording_kept (name, kept), retention_updated (the policy), log (a log entry at warn or above, as GET /api/logs gives it). `data:` is JSON.' +
         `A client that falls more than ${queueBytes} bytes of events behind (--events-queue-bytes) is dropped: a last \`dropped\` event with \`{"detail": "..."}\` says why, then the stream ends (an EventSource reconnects by itself); ` +
         `one that does not read even that within ${DROP_GRACE_MS / 1000} s is disconnected. Counted in /metrics as periscope_limit_hits_total{limit="events_client_behind"}.`,
       ok: { content: { 'text/event-stream': { schema: t.String() } } },

@@ -44,6 +44,8 @@ export const fileIdentity = (s: Stats) => `${s.dev}:${s.ino}:${s.size}:${s.mtime
 export interface ListedRecording extends Recording {
   /** Present (true) only while the streamer is still writing the file. */
   in_progress?: true
+  /** Present (true) only when the pilot marked the file kept: the retention policy never deletes it. */
+  kept?: true
 }
 
 export type { DiskUsage }
@@ -305,12 +307,28 @@ export class RecordingStore {
     })
   }
 
-  async remove(name: string): Promise<void> {
+  /** Answers the file deleted. */
+  async remove(name: string): Promise<RecordingFile> {
     return this.exclusive(async () => {
       const file = await this.find(name, 'recording_path')
       if (this.inProgress().has(file.fileName)) throw new RecordingError('conflict', `'${file.fileName}' is still being recorded; stop the recording first`)
       await unlink(file.path) // unlink never follows a symlink, and find() only answers regular files
       this.durations.delete(file.path)
+      return file
+    })
+  }
+
+  /**
+   * Deletes one file (its exact name) unless it is being written or `allowed()` now says no; answers the
+   * file deleted, or null when it was not (gone already, written, refused). For the retention policy.
+   */
+  async removeIf(fileName: string, allowed: () => boolean): Promise<RecordingFile | null> {
+    return this.exclusive(async () => {
+      const file = await this.stat(fileName)
+      if (!file || this.inProgress().has(fileName) || !allowed()) return null
+      await unlink(file.path)
+      this.durations.delete(file.path)
+      return file
     })
   }
 

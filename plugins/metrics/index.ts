@@ -61,7 +61,7 @@ export default definePlugin({
   name: 'metrics',
   // A scraper polls: it does not show that a pilot's client is there (the network rollback).
   backgroundPaths: ['/metrics'],
-  setup({ registry, config, requests, log, lifecycle, refusals }) {
+  setup({ registry, config, requests, log, events, lifecycle, refusals }) {
     const metrics = new Metrics()
     const registers = [metrics]
 
@@ -105,6 +105,13 @@ export default definePlugin({
     const logEntries = new Counter({ name: 'periscope_log_entries_total', help: 'Log entries written (what --log-level lets through), by level: GET /api/logs shows the recent ones', labelNames: ['level'], registers })
     for (const level of LOG_LEVELS) logEntries.inc({ level }, 0)
     const unwatchLog = log.subscribe((record) => logEntries.inc({ level: record.level }))
+
+    // ---- recordings deleted, by reason (the retention policy's max_age/min_free, or manual) ----
+    const deletions = new Counter({ name: 'periscope_recordings_deleted_total', help: 'Recordings deleted, by reason: max_age and min_free (the retention policy), manual (DELETE /api/recordings)', labelNames: ['reason'], registers })
+    for (const reason of ['max_age', 'min_free', 'manual']) deletions.inc({ reason }, 0)
+    const unwatchDeletions = events.subscribe((e) => {
+      if (e.type === 'recording_deleted') deletions.inc({ reason: String((e.data as { reason?: unknown }).reason) })
+    })
 
     // ---- cameras: read at scrape time ----
     const camera = (name: string, help: string, extra: string[] = []) => ({ name, help, labelNames: ['bus_info', ...extra], registers })
@@ -179,6 +186,7 @@ export default definePlugin({
       stop() {
         unwatchRequests()
         unwatchLog()
+        unwatchDeletions()
       },
     })
 

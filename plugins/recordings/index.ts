@@ -1,5 +1,6 @@
-// Recordings: list, rename, delete, download (with Range), disk usage, and zip downloads of a
-// selection (background CRC pass, then a streamed ZIP64-correct archive with an exact length).
+// Recordings: list, rename, delete, download (with Range), disk usage, zip downloads of a
+// selection (background CRC pass, then a streamed ZIP64-correct archive with an exact length), and
+// retention (an opt-in policy that deletes the oldest finished recordings; files marked kept stay).
 // Reads config.recordingsDir; the streamer (when present) says which files are still being written.
 import { Elysia, t } from 'elysia'
 import { existsSync } from 'node:fs'
@@ -8,12 +9,15 @@ import { hangUpSignal, isHead, streamResponse } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { typed } from '../../core/validation'
-import { DiskModel, RecordingModel, ZipStatusModel } from '../../core/schemas'
+import { DiskModel, KeptModel, RecordingModel, RetentionPolicyModel, RetentionStateModel, ZipStatusModel } from '../../core/schemas'
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
+import { Retention } from './retention'
 import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../drivers/storage/naming'
 
-const RecordingList = t.Array(RecordingModel, { description: 'Newest first. A recording still being written also carries `in_progress: true`.' })
+const RecordingList = t.Array(RecordingModel, {
+  description: 'Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`.',
+})
 
 // What the store refuses (drivers/storage/naming.ts), said in the document so clients never send it.
 const RecordingName = t.String({
@@ -115,7 +119,18 @@ export default definePlugin({
   name: 'recordings',
   // Streamed from a descriptor with an exact Content-Length: the zip, and a recording (played or downloaded).
   exactLength: ['/api/recordings/zip/download', '/api/recordings/:name', '/api/recordings/:name/download'],
-  setup({ config, registry, events, store: settings, log, lifecycle, refusals }) {
+  flags: {
+    'retention-interval': {
+      help: 'seconds between passes of the retention policy (it also runs when a recording ends, and every 2 s while recording below the free-space minimum)',
+      default: 60,
+      parse: (raw) => {
+        const n = Number(raw)
+        if (!Number.isInteger(n) || n < 1 || n > 86400) throw new Error('expected whole seconds from 1 to 86400')
+        return n
+      },
+    },
+  },
+  setup({ config, registry, events, store: settings, log, lifecycle, refusals, flags }) {
     const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
     const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
@@ -150,13 +165,33 @@ export default definePlugin({
       if (!ready) throw new HttpError(503, `The recordings directory ${config.recordingsDir} is unavailable: ${initError}`)
       return store
     }
-    const list = async () => (await dir()).list()
+    const retention = new Retention({ settings, events, log, store: dir, intervalSeconds: Number(flags['retention-interval'] ?? 60) })
+    const list = async () => {
+      const kept = retention.kept()
+      return (await (await dir()).list()).map((r) => (kept.has(r.path.slice(r.path.lastIndexOf('/') + 1)) ? { ...r, kept: true as const } : r))
+    }
+    const retentionState = async () => {
+      const free = await dir().then((s) => s.disk().free, () => null)
+      return retention.state(free)
+    }
+    const keep = (name: string, kept: boolean) =>
+      mapped(async () => {
+        const file = await (await dir()).find(name, 'recording_path')
+        retention.setKept(file.fileName, kept)
+        return { name: file.fileName, kept }
+      })
     const links = (token: string) => ({ status_url: `/api/recordings/zip/${token}`, download_url: `/api/recordings/zip/download?token=${token}` })
     const zipStatus = (token: string) => ({ ...jobs.status(token), ...links(token) })
 
     lifecycle({
-      start: initStore,
-      stop: () => jobs.stop(),
+      start: async () => {
+        await initStore()
+        retention.start()
+      },
+      stop: async () => {
+        await retention.stop()
+        jobs.stop()
+      },
       health: () =>
         ready ? { state: 'ok' as const, directory: store.directory } : { state: 'degraded' as const, detail: `recordings directory unavailable: ${initError}` },
     })
@@ -169,6 +204,35 @@ export default definePlugin({
       .get('/api/recordings/disk', () => mapped(async () => (await dir()).disk()), {
         ...docs({ tag: 'recordings', summary: 'Size, used and free bytes of the file system holding the recordings', ok: DiskModel, errors: [502, 503] }),
       })
+      .get('/api/recordings/retention', () => mapped(retentionState), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'The retention policy, the free bytes now, and the recent deletions with their reason',
+          ok: RetentionStateModel,
+        }),
+      })
+      .post(
+        '/api/recordings/retention',
+        typed({ body: RetentionPolicyModel }, ({ body }) =>
+          mapped(async () => {
+            retention.setPolicy(body)
+            return retentionState()
+          }),
+        ),
+        {
+          ...docs({
+            tag: 'recordings',
+            summary: 'Save the retention policy (applied at once); answers the state as GET does',
+            description:
+              'Opt-in. `min_free_gb`: delete the oldest finished recordings until that much is free; `max_age_days`: delete finished recordings last written longer ago. ' +
+              'A recording being written (a RECORDING stream or a recording made while streaming), one written in the last 10 s, or one marked kept is never deleted. ' +
+              'Each deletion is logged (GET /api/logs) and sent as a `recording_deleted` event with its reason.',
+            body: RetentionPolicyModel,
+            ok: RetentionStateModel,
+            errors: [507],
+          }),
+        },
+      )
       .post(
         '/api/recordings/zip/prepare',
         typed({ body: ZipRequest }, ({ body, request }) =>
@@ -272,6 +336,24 @@ export default definePlugin({
           pathParams: { name: RecordingName },
         }),
       })
+      .post('/api/recordings/:recording_path/keep', ({ params }) => keep(params.recording_path, true), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'Mark a recording kept: the retention policy never deletes it (the pilot still can)',
+          ok: KeptModel,
+          errors: [404, 409, 503, 507],
+          pathParams: { recording_path: RecordingName },
+        }),
+      })
+      .delete('/api/recordings/:recording_path/keep', ({ params }) => keep(params.recording_path, false), {
+        ...docs({
+          tag: 'recordings',
+          summary: 'Take the kept mark off a recording',
+          ok: KeptModel,
+          errors: [404, 409, 503, 507],
+          pathParams: { recording_path: RecordingName },
+        }),
+      })
       .get(
         '/api/recordings/:name',
         ({ params, request, query }) =>
@@ -293,7 +375,11 @@ export default definePlugin({
         '/api/recordings/:old_name/:new_name',
         ({ params }) =>
           mapped(async () => {
-            await (await dir()).rename(params.old_name, params.new_name)
+            const s = await dir()
+            // rename() says what is wrong with either name, in its order; this only carries the kept mark.
+            const from = await s.find(params.old_name, 'old_name').then((f) => f.fileName, () => null)
+            await s.rename(params.old_name, params.new_name)
+            if (from) retention.renamed(from, params.new_name)
             return list()
           }),
         {
@@ -312,7 +398,8 @@ export default definePlugin({
         '/api/recordings/:recording_path',
         ({ params }) =>
           mapped(async () => {
-            await (await dir()).remove(params.recording_path)
+            const gone = await (await dir()).remove(params.recording_path)
+            retention.deleted(gone.fileName, gone.size, 'manual', 'deleted by request (DELETE /api/recordings)')
             return list()
           }),
         {

@@ -20,6 +20,9 @@ const EVERY: Record<EventName, true> = {
   preferences_updated: true,
   network_changed: true,
   zip_progress: true,
+  recording_deleted: true,
+  recording_kept: true,
+  retention_updated: true,
   log: true,
 }
 const NAMES = Object.keys(EVERY) as EventName[]

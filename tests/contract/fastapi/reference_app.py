@@ -158,6 +158,12 @@ class FailRequest(BaseModel):
     control_id: int = None  # optional, not nullable
 
 
+class RetentionPolicyModel(BaseModel):
+    enabled: bool = False
+    min_free_gb: float = Field(default=0, ge=0, le=1048576)
+    max_age_days: float = Field(default=0, ge=0, le=36500)
+
+
 app = FastAPI()
 OK = {'ok': True}
 
@@ -229,6 +235,11 @@ def update_connection_profile(path: str, body: IpConfiguration):
 
 @app.post('/api/network/wired/activate_profile')
 def activate_profile(body: ActivateRequest):
+    return OK
+
+
+@app.post('/api/recordings/retention')
+def save_retention(body: RetentionPolicyModel):
     return OK
 
 

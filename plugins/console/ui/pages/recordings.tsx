@@ -1,9 +1,10 @@
 // Recordings: the files in the recordings folder (newest first, as the service lists them) with their
 // size, duration and creation time, the one being written marked; play one in the page, rename it
 // (the service's name rules shown), delete it (after a confirmation), select several and download
-// them as one zip with a progress bar, and the disk they fill. Kept current by events: a recording
-// starting, growing or ending (`recording`, and a RECORDING stream's `stream_error` state changes)
-// reloads the list; nothing polls.
+// them as one zip with a progress bar, and the disk they fill; mark one kept (the retention policy
+// never deletes it) and set that policy (./recordings/retention.tsx). Kept current by events: a
+// recording starting, growing or ending (`recording`, and a RECORDING stream's `stream_error` state
+// changes), deleted (`recording_deleted`) or marked (`recording_kept`) reloads the list; nothing polls.
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '../api'
 import { useResource } from '../resource'
@@ -13,14 +14,15 @@ import { ConfirmDialog, ErrorLine, useAction } from '../widgets'
 import { Player } from './recordings/player'
 import './recordings/recordings.css'
 import { RenameDialog } from './recordings/rename'
+import { RetentionPanel } from './recordings/retention'
 import { useZipJob, ZipProgress } from './recordings/zip'
 
-type Listed = Recording & { in_progress?: boolean }
+type Listed = Recording & { in_progress?: boolean; kept?: boolean }
 
 /** The file's own name (its extension as written on disk): the name every recording route takes. */
 export const fileNameOf = (r: Recording) => r.path.slice(r.path.lastIndexOf('/') + 1) || `${r.name}.${r.format}`
 
-const REFRESH_ON = ['recording', 'stream_error'] as const
+const REFRESH_ON = ['recording', 'stream_error', 'recording_deleted', 'recording_kept'] as const
 
 function DiskUsage({ disk }: { disk: Disk }) {
   const { share, text } = diskUsage(disk)
@@ -75,12 +77,22 @@ export function RecordingsPage() {
     }, `Deleted ${name}`)
   }
 
+  const setKept = (name: string, kept: boolean) =>
+    void run(async () => {
+      try {
+        await api(kept ? 'POST' : 'DELETE', `/api/recordings/${encodeURIComponent(name)}/keep`)
+      } finally {
+        void list.reload()
+      }
+    }, kept ? `${name} will be kept` : `${name} may be deleted by the retention policy`)
+
   const zipping = zip.status?.state === 'preparing' || zip.busy
   return (
     <section aria-labelledby="recordings-title" class="recordings">
       <h1 id="recordings-title">Recordings</h1>
       {disk.data && <DiskUsage disk={disk.data} />}
       <ErrorLine error={list.error ?? disk.error} />
+      <RetentionPanel />
       {playing && <Player fileName={playing} onClose={() => setPlaying(null)} />}
       <div class="actions toolbar">
         <span class="muted" data-selected-count>
@@ -116,6 +128,9 @@ export function RecordingsPage() {
                 <th scope="col">Size</th>
                 <th scope="col">Duration</th>
                 <th scope="col">Created</th>
+                <th scope="col" title="A kept recording is never deleted by the retention policy">
+                  Kept
+                </th>
                 <th scope="col">
                   <span class="visually-hidden">Actions</span>
                 </th>
@@ -136,6 +151,9 @@ export function RecordingsPage() {
                     <td data-size>{r.size}</td>
                     <td data-duration>{r.duration}</td>
                     <td data-created>{r.created}</td>
+                    <td class="check">
+                      <input type="checkbox" data-keep aria-label={`Keep ${name}`} title="Never deleted by the retention policy" checked={!!r.kept} onChange={(e) => setKept(name, e.currentTarget.checked)} />
+                    </td>
                     <td class="row-actions">
                       <button type="button" class="small" data-action="play" aria-label={`Play ${name}`} onClick={() => setPlaying(name)}>
                         Play
