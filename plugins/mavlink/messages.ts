@@ -13,6 +13,8 @@ export interface CameraFacts {
   sensor: { width: number; height: number }
   /** Periscope's version as CAMERA_INFORMATION's firmware_version (the camera's own is not known). */
   firmware: string
+  /** The camera definition (plugins/mavlink/camdef.ts) a ground station downloads for the camera's settings. */
+  definition: { uri: string; version: number }
 }
 
 /** The stream as it runs now. */
@@ -81,8 +83,8 @@ export function cameraInformation(camera: CameraFacts): common.CameraInformation
   msg.lensId = 0
   // A video stream, and video capture: recording while streaming (POST /api/devices/start_recording).
   msg.flags = common.CameraCapFlags.HAS_VIDEO_STREAM | common.CameraCapFlags.CAPTURE_VIDEO
-  msg.camDefinitionVersion = 0
-  msg.camDefinitionUri = ''
+  msg.camDefinitionVersion = camera.definition.version
+  msg.camDefinitionUri = charField(camera.definition.uri, 140)
   msg.gimbalDeviceId = 0
   msg.cameraDeviceId = 0
   return msg

@@ -17,8 +17,10 @@ import type { PluginHealth, Registry } from '../../core/plugin'
 import type { Device, DeviceDirectory, LiveTap } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../drivers/storage/recordings'
+import { cameraDefinition, cameraNames, definitionPath } from './camdef'
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
+import { CameraParams } from './params'
 
 const TICK_MS = 1000
 /** QGroundControl looks for cameras at these component ids (MAV_COMP_ID_CAMERA … CAMERA6). */
@@ -112,6 +114,7 @@ export class MavlinkService {
   private unsubscribeEvents: (() => void) | null = null
   private scheduled = false
   private gcs: { sysid: number; compid: number; at: number } | null = null
+  private readonly params: CameraParams
 
   constructor(private readonly ctx: MavlinkContext) {
     const { config } = ctx
@@ -120,6 +123,17 @@ export class MavlinkService {
     this.base = config.mavlinkComponentBase
     this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet))
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
+    this.params = new CameraParams({
+      targets: (sysid, compid) => (sysid === 0 || sysid === this.sysid ? [...this.components.values()].filter((c) => compid === 0 || c.compid === compid) : []),
+      device: (bus_info) => this.device(bus_info),
+      setControl: async (bus_info, control_id, value) => {
+        const directory = this.directory()
+        if (!directory) throw new HttpError(503, 'no cameras plugin')
+        return directory.setControl(bus_info, control_id, value)
+      },
+      send: (compid, message) => this.link.send(message, this.sysid, compid),
+      log: ctx.log,
+    })
   }
 
   start(): void {
@@ -286,19 +300,18 @@ export class MavlinkService {
   // ---- what a camera says about itself ----
 
   private cameraFacts(device: Device): msg.CameraFacts {
-    const model = this.ctx.registry
-      .vendors()
-      .map((vendor) => ({ vendor: vendor.vendor, model: vendor.models.find((m) => m.vid === device.vid && m.pids.includes(device.pid)) }))
-      .find((found) => found.model)
+    const names = cameraNames(this.ctx.registry, device)
     let sensor = { width: 0, height: 0 }
     for (const camera of device.cameras ?? [])
       for (const sizes of Object.values(camera.formats)) for (const size of sizes) if (size.width * size.height > sensor.width * sensor.height) sensor = { width: size.width, height: size.height }
+    const host = isIP(this.address) === 6 ? `[${this.address}]` : this.address
     return {
-      vendor: model?.vendor ?? device.manufacturer ?? 'Unknown',
-      model: model?.model?.model ?? device.name ?? 'UVC camera',
+      ...names,
       streamName: device.nickname || device.name || device.bus_info,
       sensor,
       firmware: VERSION,
+      // Served by this service's HTTP API on the same address as the stream URIs.
+      definition: { uri: `http://${host}:${this.ctx.config.port}${definitionPath(device.bus_info)}`, version: cameraDefinition(device, names).version },
     }
   }
 
@@ -393,6 +406,7 @@ export class MavlinkService {
       if (sysid !== this.sysid) this.gcs = { sysid, compid, at: Date.now() }
       return
     }
+    if (CameraParams.handles(msgid)) return this.params.onPacket(packet)
     if (msgid !== common.CommandLong.MSG_ID) return
     const command = packet.protocol.data(packet.payload, common.CommandLong)
     if (command.targetSystem !== 0 && command.targetSystem !== this.sysid) return
