@@ -57,6 +57,12 @@ export const MESSAGES: MessageDef[] = [
     'VIDEO_STREAM_INFORMATION',
     'uint8_t stream_id, uint8_t count, uint8_t type, uint16_t flags, float framerate, uint16_t resolution_h, uint16_t resolution_v, uint32_t bitrate, uint16_t rotation, uint16_t hfov, char[32] name, char[160] uri, ||, uint8_t encoding, uint8_t camera_device_id',
   ),
+  // The extended parameter protocol (QGroundControl reads and sets a camera definition's parameters with it).
+  message(320, 'PARAM_EXT_REQUEST_READ', 'uint8_t target_system, uint8_t target_component, char[16] param_id, int16_t param_index'),
+  message(321, 'PARAM_EXT_REQUEST_LIST', 'uint8_t target_system, uint8_t target_component'),
+  message(322, 'PARAM_EXT_VALUE', 'char[16] param_id, char[128] param_value, uint8_t param_type, uint16_t param_count, uint16_t param_index'),
+  message(323, 'PARAM_EXT_SET', 'uint8_t target_system, uint8_t target_component, char[16] param_id, char[128] param_value, uint8_t param_type'),
+  message(324, 'PARAM_EXT_ACK', 'char[16] param_id, char[128] param_value, uint8_t param_type, uint8_t param_result'),
   message(270, 'VIDEO_STREAM_STATUS', 'uint8_t stream_id, uint16_t flags, float framerate, uint16_t resolution_h, uint16_t resolution_v, uint32_t bitrate, uint16_t rotation, uint16_t hfov, ||, uint8_t camera_device_id'),
 ]
 
@@ -82,6 +88,11 @@ export const MAV = {
   STREAM_STATUS_RUNNING: 1,
   ENCODING_H264: 1,
   STORAGE_STATUS_READY: 2,
+  PARAM_EXT_TYPE_UINT8: 1,
+  PARAM_EXT_TYPE_INT32: 6,
+  PARAM_ACK_ACCEPTED: 0,
+  PARAM_ACK_VALUE_UNSUPPORTED: 1,
+  PARAM_ACK_FAILED: 2,
 } as const
 
 const SIZE: Record<FieldType, number> = { uint8_t: 1, int8_t: 1, char: 1, uint8_t_mavlink_version: 1, uint16_t: 2, int16_t: 2, uint32_t: 4, int32_t: 4, float: 4 }
@@ -228,6 +239,8 @@ export class FrameDecoder {
           if (field.type === 'char') {
             const end = bytes.indexOf(0)
             fields[field.name] = Buffer.from(end < 0 ? bytes : bytes.subarray(0, end)).toString('utf8')
+            // param_value is bytes typed by param_type, not text: kept whole as well.
+            fields[`${field.name}_bytes`] = [...bytes]
           } else fields[field.name] = [...bytes]
         } else fields[field.name] = readField(view, offset, field.type)
         offset += SIZE[field.type] * (field.length ?? 1)
@@ -237,6 +250,23 @@ export class FrameDecoder {
     }
     this.buffer = joined.slice(at)
   }
+}
+
+/** A PARAM_EXT value as QGroundControl writes it in param_value: the value's little-endian bytes (MAV_PARAM_EXT_TYPE UINT8 or INT32). */
+export function paramValueBytes(value: number, type: number): number[] {
+  const bytes = Buffer.alloc(4)
+  if (type === MAV.PARAM_EXT_TYPE_INT32) bytes.writeInt32LE(value)
+  else if (type === MAV.PARAM_EXT_TYPE_UINT8) return [value & 0xff]
+  else throw new Error(`param type ${type} not written by this ground station`)
+  return [...bytes]
+}
+
+/** param_value's bytes read back as `type`. */
+export function paramValue(m: Message): number {
+  const bytes = Buffer.from(m.fields.param_value_bytes as number[])
+  if (m.fields.param_type === MAV.PARAM_EXT_TYPE_INT32) return bytes.readInt32LE(0)
+  if (m.fields.param_type === MAV.PARAM_EXT_TYPE_UINT8) return bytes.readUInt8(0)
+  throw new Error(`param type ${m.fields.param_type} not read by this ground station`)
 }
 
 /** uint8_t[n] text (vendor_name, model_name) up to its first NUL. */

@@ -142,7 +142,7 @@ function shapeVersion(names: { vendor: string; model: string }, params: CameraPa
   ])
   let hash = 0x811c9dc5
   for (const byte of Buffer.from(shape, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0
-  return ((hash ^ (hash >>> 16)) % 65535) + 1
+  return (((hash ^ (hash >>> 16)) >>> 0) % 65535) + 1
 }
 
 /** The camera's vendor and model: the vendor plugin's names, else the USB manufacturer and product. */
