@@ -163,7 +163,7 @@ test("QGroundControl's camera sequence: definition, every parameter, a set seen 
     expect(paramValue(m), p.name).toBe(control.value)
   }
 
-  const set = async (id: string, value: number, type = MAV.PARAM_EXT_TYPE_INT32) => {
+  const set = async (id: string, value: number, type: number = MAV.PARAM_EXT_TYPE_INT32) => {
     const at = gcs!.messages.length
     gcs!.send('PARAM_EXT_SET', { target_system: 1, target_component: compid, param_id: id, param_value: paramValueBytes(value, type), param_type: type })
     return gcs!.next(`PARAM_EXT_ACK for ${id}`, (m) => m.name === 'PARAM_EXT_ACK' && m.compid === compid && m.fields.param_id === id, 10_000, at)
