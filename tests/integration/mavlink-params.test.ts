@@ -5,7 +5,7 @@
 // parameter read with PARAM_EXT_REQUEST_LIST, a PARAM_EXT_SET seen in GET /api/devices and read back
 // with PARAM_EXT_REQUEST_READ, refusals (out of range, governed by an auto mode) acknowledged with
 // nothing changed.
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterEach, beforeAll, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { bytesText, GroundStation, MAV, type Message, paramValue, paramValueBytes } from '../mavlink-gcs'
 import { freePort, freeTcpPort, requireGStreamer } from './gstreamer.helpers'
@@ -17,9 +17,11 @@ const CID = { BRIGHTNESS: 0x00980900, EXPOSURE_AUTO: 0x009a0901, EXPOSURE_ABSOLU
 let s: Service | null = null
 let gcs: GroundStation | null = null
 beforeAll(() => requireGStreamer())
-afterAll(async () => {
+afterEach(async () => {
   gcs?.close()
   await s?.kill()
+  gcs = null
+  s = null
 })
 
 interface DefParam {
@@ -98,7 +100,8 @@ function checkQgcRules(def: Definition): void {
 const paramName = (id: number) => `CID_${id.toString(16).toUpperCase().padStart(8, '0')}`
 const controlValue = async (id: number) => (await s!.call('GET', '/api/devices')).body.find((d: any) => d.bus_info === EHD).controls.find((c: any) => c.control_id === id).value
 
-test("QGroundControl's camera sequence: definition, every parameter, a set seen over HTTP, refusals", async () => {
+/** A service whose exploreHD streams, with its camera on the link to a ground station; answers its component id. */
+async function cameraOnLink(): Promise<number> {
   gcs = await GroundStation.udp()
   s = await startService({ args: ['--mavlink', `udpout:127.0.0.1:${gcs.port}`, '--rtsp-port', String(freeTcpPort())] })
   const configured = await s.call('POST', '/api/devices/configure_stream', {
@@ -114,7 +117,13 @@ test("QGroundControl's camera sequence: definition, every parameter, a set seen 
   const compid: number = health.cameras.find((c: any) => c.bus_info === EHD).component_id
   await gcs.next('a camera heartbeat', (m) => m.name === 'HEARTBEAT' && m.compid === compid, 15_000, 0)
   gcs.send('HEARTBEAT', { type: 6, autopilot: 8, system_status: 4, mavlink_version: 3 }) // MAV_TYPE_GCS, as QGC
+  return compid
+}
 
+test("QGroundControl's camera sequence: definition, every parameter, a set seen over HTTP, refusals", async () => {
+  const compid = await cameraOnLink()
+  s = s!
+  gcs = gcs!
   // CAMERA_INFORMATION points at the definition, on the address the stream URIs use.
   const info = await gcs.request(compid, 'CAMERA_INFORMATION')
   const uri = info.fields.cam_definition_uri as string
@@ -209,4 +218,35 @@ test("QGroundControl's camera sequence: definition, every parameter, a set seen 
   // The values set are the camera's saved settings, and the definition's version did not move with them.
   expect((await gcs.request(compid, 'CAMERA_INFORMATION')).fields.cam_definition_version).toBe(version)
   expect(gcs.decoder.badChecksum).toBe(0)
+}, 120_000)
+
+test('a still over MAVLink: IMAGE_START_CAPTURE saves a JPEG listed in GET /api/recordings, CAMERA_IMAGE_CAPTURED carries the vehicle position', async () => {
+  const compid = await cameraOnLink()
+  const info = await gcs!.request(compid, 'CAMERA_INFORMATION')
+  expect((info.fields.flags as number) & MAV.CAP_CAPTURE_IMAGE).toBe(MAV.CAP_CAPTURE_IMAGE)
+  // The autopilot's position on the link (system 1, component 1), as ArduSub sends it.
+  const position = { time_boot_ms: 1000, lat: 473977420, lon: 85455940, alt: -12_500, relative_alt: -15_000, hdg: 9000 }
+  gcs!.send('GLOBAL_POSITION_INT', position, { sysid: 1, compid: 1 })
+  // A ground station's own position is not the vehicle's: ignored.
+  gcs!.send('GLOBAL_POSITION_INT', { ...position, lat: 1, lon: 1 })
+  // QGroundControl's single shot: param3 = 1 image, param4 its sequence number.
+  const shot = await gcs!.command(compid, MAV.CMD_IMAGE_START_CAPTURE, [0, 0, 1, 1], { timeoutMs: 10_000 })
+  expect(shot.ack.fields.result).toBe(MAV.RESULT_ACCEPTED)
+  const captured = await gcs!.next('CAMERA_IMAGE_CAPTURED', (m) => m.name === 'CAMERA_IMAGE_CAPTURED' && m.compid === compid, 30_000, shot.sentAt)
+  expect(captured.fields).toMatchObject({ capture_result: 1, image_index: 0, lat: position.lat, lon: position.lon, alt: position.alt, relative_alt: position.relative_alt })
+  expect(Math.abs((captured.fields.time_utc as number) / 1000 - Date.now())).toBeLessThan(60_000)
+  const url = captured.fields.file_url as string
+  expect(url).toMatch(new RegExp(`^${s!.url}/api/recordings/[^/]+\\.jpg$`))
+  const name = decodeURIComponent(url.split('/').pop()!)
+  const listed = (await s!.call('GET', '/api/recordings')).body.find((r: any) => `${r.name}.${r.format}` === name)
+  expect(listed).toBeTruthy()
+  const file = await fetch(url)
+  expect(file.status).toBe(200)
+  expect(file.headers.get('content-type')).toBe('image/jpeg')
+  const jpeg = new Uint8Array(await file.arrayBuffer())
+  expect([jpeg[0], jpeg[1]]).toEqual([0xff, 0xd8]) // SOI
+  expect(jpeg.length).toBeGreaterThan(1000)
+  // A series is not offered; another camera id is not this camera.
+  expect((await gcs!.command(compid, MAV.CMD_IMAGE_START_CAPTURE, [0, 1, 0, 2])).ack.fields.result).toBe(MAV.RESULT_UNSUPPORTED)
+  expect((await gcs!.command(compid, MAV.CMD_IMAGE_START_CAPTURE, [compid + 1, 0, 1, 3])).ack.fields.result).toBe(MAV.RESULT_DENIED)
 }, 120_000)
