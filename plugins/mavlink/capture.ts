@@ -38,7 +38,9 @@ export const canCapture = (registry: Registry, bus_info: string, config: Config)
 export async function captureStill(registry: Registry, config: Config, device: Device): Promise<string> {
   const url = registry.watch(device.bus_info, ownOrigin(config)).snapshot
   if (!url) throw new Error('no snapshot service (the jpeg plugin or GStreamer is missing)')
-  const res = await fetch(url, { signal: AbortSignal.timeout(STILL_TIMEOUT_MS) })
+  // With --token (the security flags; scope 'all' guards reads too) the service's own request carries it.
+  const token = (config as { token?: string | null }).token
+  const res = await fetch(url, { signal: AbortSignal.timeout(STILL_TIMEOUT_MS), headers: token ? { authorization: `Bearer ${token}` } : {} })
   if (res.status !== 200) throw new Error(`the snapshot failed: ${res.status} ${await res.text().catch(() => '')}`)
   const jpeg = new Uint8Array(await res.arrayBuffer())
   const dir = config.recordingsDir
