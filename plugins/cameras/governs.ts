@@ -16,6 +16,9 @@ const AUTO = /\bauto(matic)?\b/i
 const HOW = new Set(['auto', 'automatic', 'absolute', 'relative', 'continuous', 'mode', 'time', 'control', 'priority'])
 const wordsOf = (name: string) => name.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !HOW.has(w))
 
+/** An automatic mode, by its name ("Auto Exposure", "White Balance, Automatic"). */
+export const isAuto = (c: Pick<NamedControl, 'name'>) => AUTO.test(c.name)
+
 /** The auto control in the same class that shares most words with `c` ("Auto Exposure" for "Exposure Time, Absolute"). */
 export function governingAuto<C extends NamedControl>(c: C, all: C[]): C | undefined {
   const mine = new Set(wordsOf(c.name))

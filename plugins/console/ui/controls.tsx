@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { post } from './api'
 import { devices, reloadDevices, replaceDevice } from './devices'
 import type { Control, Device } from './types'
-import { governingAuto } from '../../cameras/governs'
+import { governingAuto, isAuto } from '../../cameras/governs'
 import { ErrorLine, notify, useAction } from './widgets'
 
 /** Why a control cannot be set now, in words a pilot can act on; null when it can. */
@@ -171,7 +171,7 @@ export function ControlsPanel({ d }: { d: Device }) {
         if (!now) throw new Error('The camera left')
         const todo = now.controls.filter((c) => offDefault(c, now.controls))
         if (!todo.length) break
-        for (const c of todo.sort((a, b) => Number(AUTO.test(b.name)) - Number(AUTO.test(a.name)))) {
+        for (const c of todo.sort((a, b) => Number(isAuto(b)) - Number(isAuto(a)))) {
           const latest = devices.get()?.find((x) => x.bus_info === d.bus_info) ?? now
           await setControl(latest, c, c.flags.default_value)
           changed++
