@@ -261,6 +261,8 @@ export interface DeviceDirectory {
    */
   startRecording(bus_info: string): Promise<DeviceRecording>
   stopRecording(bus_info: string): Promise<DeviceRecording>
+  /** POST /api/devices/set_uvc_control, for plugins that set controls another way (MAVLink PARAM_EXT): checked, saved, announced. */
+  setControl(bus_info: string, control_id: number, value: number): Promise<{ success: true; value: ControlValue }>
 }
 
 /** What a hub carries: H.264 (payload type 96, RFC 6184) or JPEG (payload type 26, RFC 2435). */

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram'
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net'
 
-type FieldType = 'uint8_t' | 'int8_t' | 'uint16_t' | 'int16_t' | 'uint32_t' | 'int32_t' | 'float' | 'char' | 'uint8_t_mavlink_version'
+type FieldType = 'uint8_t' | 'int8_t' | 'uint16_t' | 'int16_t' | 'uint32_t' | 'int32_t' | 'uint64_t' | 'float' | 'char' | 'uint8_t_mavlink_version'
 interface FieldDef {
   type: FieldType
   name: string
@@ -39,6 +39,7 @@ function message(id: number, name: string, spec: string): MessageDef {
 
 export const MESSAGES: MessageDef[] = [
   message(0, 'HEARTBEAT', 'uint8_t type, uint8_t autopilot, uint8_t base_mode, uint32_t custom_mode, uint8_t system_status, uint8_t_mavlink_version mavlink_version'),
+  message(33, 'GLOBAL_POSITION_INT', 'uint32_t time_boot_ms, int32_t lat, int32_t lon, int32_t alt, int32_t relative_alt, int16_t vx, int16_t vy, int16_t vz, uint16_t hdg'),
   message(76, 'COMMAND_LONG', 'uint8_t target_system, uint8_t target_component, uint16_t command, uint8_t confirmation, float param1, float param2, float param3, float param4, float param5, float param6, float param7'),
   message(77, 'COMMAND_ACK', 'uint16_t command, uint8_t result, ||, uint8_t progress, int32_t result_param2, uint8_t target_system, uint8_t target_component'),
   message(
@@ -54,10 +55,21 @@ export const MESSAGES: MessageDef[] = [
   ),
   message(262, 'CAMERA_CAPTURE_STATUS', 'uint32_t time_boot_ms, uint8_t image_status, uint8_t video_status, float image_interval, uint32_t recording_time_ms, float available_capacity, ||, int32_t image_count, uint8_t camera_device_id'),
   message(
+    263,
+    'CAMERA_IMAGE_CAPTURED',
+    'uint32_t time_boot_ms, uint64_t time_utc, uint8_t camera_id, int32_t lat, int32_t lon, int32_t alt, int32_t relative_alt, float[4] q, int32_t image_index, int8_t capture_result, char[205] file_url',
+  ),
+  message(
     269,
     'VIDEO_STREAM_INFORMATION',
     'uint8_t stream_id, uint8_t count, uint8_t type, uint16_t flags, float framerate, uint16_t resolution_h, uint16_t resolution_v, uint32_t bitrate, uint16_t rotation, uint16_t hfov, char[32] name, char[160] uri, ||, uint8_t encoding, uint8_t camera_device_id',
   ),
+  // The extended parameter protocol (QGroundControl reads and sets a camera definition's parameters with it).
+  message(320, 'PARAM_EXT_REQUEST_READ', 'uint8_t target_system, uint8_t target_component, char[16] param_id, int16_t param_index'),
+  message(321, 'PARAM_EXT_REQUEST_LIST', 'uint8_t target_system, uint8_t target_component'),
+  message(322, 'PARAM_EXT_VALUE', 'char[16] param_id, char[128] param_value, uint8_t param_type, uint16_t param_count, uint16_t param_index'),
+  message(323, 'PARAM_EXT_SET', 'uint8_t target_system, uint8_t target_component, char[16] param_id, char[128] param_value, uint8_t param_type'),
+  message(324, 'PARAM_EXT_ACK', 'char[16] param_id, char[128] param_value, uint8_t param_type, uint8_t param_result'),
   message(270, 'VIDEO_STREAM_STATUS', 'uint8_t stream_id, uint16_t flags, float framerate, uint16_t resolution_h, uint16_t resolution_v, uint32_t bitrate, uint16_t rotation, uint16_t hfov, ||, uint8_t camera_device_id'),
 ]
 
@@ -69,6 +81,7 @@ export const MAV = {
   CMD_REQUEST_CAMERA_INFORMATION: 521,
   CMD_REQUEST_STORAGE_INFORMATION: 525,
   CMD_REQUEST_CAMERA_CAPTURE_STATUS: 527,
+  CMD_IMAGE_START_CAPTURE: 2000,
   CMD_VIDEO_START_CAPTURE: 2500,
   CMD_VIDEO_STOP_CAPTURE: 2501,
   CMD_REQUEST_VIDEO_STREAM_INFORMATION: 2504,
@@ -77,15 +90,21 @@ export const MAV = {
   RESULT_UNSUPPORTED: 3,
   RESULT_FAILED: 4,
   CAP_CAPTURE_VIDEO: 1,
+  CAP_CAPTURE_IMAGE: 2,
   CAP_HAS_VIDEO_STREAM: 256,
   STREAM_TYPE_RTSP: 0,
   STREAM_TYPE_RTPUDP: 1,
   STREAM_STATUS_RUNNING: 1,
   ENCODING_H264: 1,
   STORAGE_STATUS_READY: 2,
+  PARAM_EXT_TYPE_UINT8: 1,
+  PARAM_EXT_TYPE_INT32: 6,
+  PARAM_ACK_ACCEPTED: 0,
+  PARAM_ACK_VALUE_UNSUPPORTED: 1,
+  PARAM_ACK_FAILED: 2,
 } as const
 
-const SIZE: Record<FieldType, number> = { uint8_t: 1, int8_t: 1, char: 1, uint8_t_mavlink_version: 1, uint16_t: 2, int16_t: 2, uint32_t: 4, int32_t: 4, float: 4 }
+const SIZE: Record<FieldType, number> = { uint8_t: 1, int8_t: 1, char: 1, uint8_t_mavlink_version: 1, uint16_t: 2, int16_t: 2, uint32_t: 4, int32_t: 4, uint64_t: 8, float: 4 }
 
 /** CRC-16/MCRF4XX, MAVLink's "X.25" checksum. */
 export function x25(bytes: Iterable<number>, crc = 0xffff): number {
@@ -123,6 +142,7 @@ export type Fields = Record<string, number | string | number[]>
 
 function writeField(view: DataView, at: number, type: FieldType, value: number): void {
   if (type === 'float') view.setFloat32(at, value, true)
+  else if (type === 'uint64_t') view.setBigUint64(at, BigInt(value), true)
   else if (type === 'uint32_t') view.setUint32(at, value, true)
   else if (type === 'int32_t') view.setInt32(at, value, true)
   else if (type === 'uint16_t') view.setUint16(at, value, true)
@@ -133,6 +153,7 @@ function writeField(view: DataView, at: number, type: FieldType, value: number):
 
 function readField(view: DataView, at: number, type: FieldType): number {
   if (type === 'float') return view.getFloat32(at, true)
+  if (type === 'uint64_t') return Number(view.getBigUint64(at, true))
   if (type === 'uint32_t') return view.getUint32(at, true)
   if (type === 'int32_t') return view.getInt32(at, true)
   if (type === 'uint16_t') return view.getUint16(at, true)
@@ -169,7 +190,9 @@ export function encode(name: string, fields: Fields, from: { sysid: number; comp
   let at = 0
   for (const field of wireOrder(def)) {
     const value = fields[field.name] ?? 0
-    if (field.length) {
+    if (field.length && SIZE[field.type] > 1) {
+      ;(value as number[]).forEach((v, i) => i < field.length! && writeField(view, at + i * SIZE[field.type], field.type, v))
+    } else if (field.length) {
       const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : (value as number[])
       for (let i = 0; i < Math.min(field.length, (bytes as ArrayLike<number>).length); i++) payload[at + i] = (bytes as ArrayLike<number>)[i]!
     } else writeField(view, at, field.type, Number(value))
@@ -253,11 +276,15 @@ export class FrameDecoder {
       const fields: Fields = {}
       let offset = 0
       for (const field of wireOrder(def)) {
-        if (field.length) {
+        if (field.length && SIZE[field.type] > 1) {
+          fields[field.name] = Array.from({ length: field.length }, (_, i) => readField(view, offset + i * SIZE[field.type], field.type))
+        } else if (field.length) {
           const bytes = payload.subarray(offset, offset + field.length)
           if (field.type === 'char') {
             const end = bytes.indexOf(0)
             fields[field.name] = Buffer.from(end < 0 ? bytes : bytes.subarray(0, end)).toString('utf8')
+            // param_value is bytes typed by param_type, not text: kept whole as well.
+            fields[`${field.name}_bytes`] = [...bytes]
           } else fields[field.name] = [...bytes]
         } else fields[field.name] = readField(view, offset, field.type)
         offset += SIZE[field.type] * (field.length ?? 1)
@@ -274,6 +301,23 @@ export class FrameDecoder {
     }
     this.buffer = joined.slice(at)
   }
+}
+
+/** A PARAM_EXT value as QGroundControl writes it in param_value: the value's little-endian bytes (MAV_PARAM_EXT_TYPE UINT8 or INT32). */
+export function paramValueBytes(value: number, type: number): number[] {
+  const bytes = Buffer.alloc(4)
+  if (type === MAV.PARAM_EXT_TYPE_INT32) bytes.writeInt32LE(value)
+  else if (type === MAV.PARAM_EXT_TYPE_UINT8) return [value & 0xff]
+  else throw new Error(`param type ${type} not written by this ground station`)
+  return [...bytes]
+}
+
+/** param_value's bytes read back as `type`. */
+export function paramValue(m: Message): number {
+  const bytes = Buffer.from(m.fields.param_value_bytes as number[])
+  if (m.fields.param_type === MAV.PARAM_EXT_TYPE_INT32) return bytes.readInt32LE(0)
+  if (m.fields.param_type === MAV.PARAM_EXT_TYPE_UINT8) return bytes.readUInt8(0)
+  throw new Error(`param type ${m.fields.param_type} not read by this ground station`)
 }
 
 /** uint8_t[n] text (vendor_name, model_name) up to its first NUL. */
@@ -343,8 +387,9 @@ export class GroundStation {
     return gcs
   }
 
-  send(name: string, fields: Fields): Uint8Array {
-    const frame = encode(name, fields, { ...GCS, seq: this.seq++ }, this.signing ?? undefined)
+  /** Sends as the ground station, or as `from` (another component of the link: the vehicle's autopilot). */
+  send(name: string, fields: Fields, from: { sysid: number; compid: number } = GCS): Uint8Array {
+    const frame = encode(name, fields, { ...from, seq: this.seq++ }, this.signing ?? undefined)
     this.sendRaw(frame)
     return frame
   }

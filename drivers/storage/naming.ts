@@ -28,8 +28,8 @@ export function recordingFileName(dir: string, label: string, ext: string, when 
   return name
 }
 
-/** Extensions listed as recordings: what the streamer writes (mp4, mkv, avi) and their close kin. */
-export const RECORDING_EXTENSIONS = ['mp4', 'mkv', 'avi', 'mov', 'm4v', 'webm']
+/** Extensions listed as recordings: what the streamer writes (mp4, mkv, avi) and their close kin, and stills taken over MAVLink (jpg). */
+export const RECORDING_EXTENSIONS = ['mp4', 'mkv', 'avi', 'mov', 'm4v', 'webm', 'jpg']
 
 /** The longest file name accepted, in UTF-8 bytes: the limit of ext4, exFAT and FAT alike. */
 export const MAX_NAME_BYTES = 255

@@ -13,6 +13,10 @@ export interface CameraFacts {
   sensor: { width: number; height: number }
   /** Periscope's version as CAMERA_INFORMATION's firmware_version (the camera's own is not known). */
   firmware: string
+  /** The camera definition (plugins/mavlink/camdef.ts) a ground station downloads for the camera's settings. */
+  definition: { uri: string; version: number }
+  /** Stills can be taken (MAV_CMD_IMAGE_START_CAPTURE: the jpeg plugin's snapshot). */
+  stills: boolean
 }
 
 /** The stream as it runs now. */
@@ -48,7 +52,7 @@ export function utf8Bytes(text: string, max: number): number[] {
 }
 
 /** A char[] field: node-mavlink writes one byte per UTF-16 unit, so the UTF-8 bytes go as a latin1 string. */
-const charField = (text: string, max: number) => Buffer.from(utf8Bytes(text, max)).toString('latin1')
+export const charField = (text: string, max: number) => Buffer.from(utf8Bytes(text, max)).toString('latin1')
 
 /** `major.minor.patch` as CAMERA_INFORMATION's firmware_version: (Dev << 24) | (Patch << 16) | (Minor << 8) | Major. */
 export function firmwareVersion(version: string): number {
@@ -80,9 +84,9 @@ export function cameraInformation(camera: CameraFacts): common.CameraInformation
   msg.resolutionV = camera.sensor.height
   msg.lensId = 0
   // A video stream, and video capture: recording while streaming (POST /api/devices/start_recording).
-  msg.flags = common.CameraCapFlags.HAS_VIDEO_STREAM | common.CameraCapFlags.CAPTURE_VIDEO
-  msg.camDefinitionVersion = 0
-  msg.camDefinitionUri = ''
+  msg.flags = common.CameraCapFlags.HAS_VIDEO_STREAM | common.CameraCapFlags.CAPTURE_VIDEO | (camera.stills ? common.CameraCapFlags.CAPTURE_IMAGE : 0)
+  msg.camDefinitionVersion = camera.definition.version
+  msg.camDefinitionUri = charField(camera.definition.uri, 140)
   msg.gimbalDeviceId = 0
   msg.cameraDeviceId = 0
   return msg

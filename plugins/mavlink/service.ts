@@ -17,8 +17,11 @@ import type { PluginHealth, Registry } from '../../core/plugin'
 import type { Device, DeviceDirectory, StreamHub } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
+import { cameraDefinition, cameraNames, definitionPath } from './camdef'
+import { canCapture, captureStill, imageCaptured, type Position } from './capture'
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
+import { CameraParams } from './params'
 
 const TICK_MS = 1000
 /** QGroundControl looks for cameras at these component ids (MAV_COMP_ID_CAMERA … CAMERA6). */
@@ -111,6 +114,11 @@ export class MavlinkService {
   private unsubscribeEvents: (() => void) | null = null
   private scheduled = false
   private gcs: { sysid: number; compid: number; at: number } | null = null
+  private readonly params: CameraParams
+  /** The vehicle's last GLOBAL_POSITION_INT (from its own system), for CAMERA_IMAGE_CAPTURED. */
+  private position: Position | null = null
+  /** Stills taken per camera since the service started (CAMERA_IMAGE_CAPTURED's image_index). */
+  private stills = new Map<string, number>()
 
   constructor(private readonly ctx: MavlinkContext) {
     const { config } = ctx
@@ -122,6 +130,17 @@ export class MavlinkService {
       onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
     })
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
+    this.params = new CameraParams({
+      targets: (sysid, compid) => (sysid === 0 || sysid === this.sysid ? [...this.components.values()].filter((c) => compid === 0 || c.compid === compid) : []),
+      device: (bus_info) => this.device(bus_info),
+      setControl: async (bus_info, control_id, value) => {
+        const directory = this.directory()
+        if (!directory) throw new HttpError(503, 'no cameras plugin')
+        return directory.setControl(bus_info, control_id, value)
+      },
+      send: (compid, message) => this.link.send(message, this.sysid, compid),
+      log: ctx.log,
+    })
   }
 
   start(): void {
@@ -286,19 +305,19 @@ export class MavlinkService {
   // ---- what a camera says about itself ----
 
   private cameraFacts(device: Device): msg.CameraFacts {
-    const model = this.ctx.registry
-      .vendors()
-      .map((vendor) => ({ vendor: vendor.vendor, model: vendor.models.find((m) => m.vid === device.vid && m.pids.includes(device.pid)) }))
-      .find((found) => found.model)
+    const names = cameraNames(this.ctx.registry, device)
     let sensor = { width: 0, height: 0 }
     for (const camera of device.cameras ?? [])
       for (const sizes of Object.values(camera.formats)) for (const size of sizes) if (size.width * size.height > sensor.width * sensor.height) sensor = { width: size.width, height: size.height }
+    const host = isIP(this.address) === 6 ? `[${this.address}]` : this.address
     return {
-      vendor: model?.vendor ?? device.manufacturer ?? 'Unknown',
-      model: model?.model?.model ?? device.name ?? 'UVC camera',
+      ...names,
       streamName: device.nickname || device.name || device.bus_info,
       sensor,
       firmware: VERSION,
+      stills: canCapture(this.ctx.registry, device.bus_info, this.ctx.config),
+      // Served by this service's HTTP API on the same address as the stream URIs.
+      definition: { uri: `http://${host}:${this.ctx.config.port}${definitionPath(device.bus_info)}`, version: cameraDefinition(device, names).version },
     }
   }
 
@@ -393,6 +412,13 @@ export class MavlinkService {
       if (sysid !== this.sysid) this.gcs = { sysid, compid, at: Date.now() }
       return
     }
+    if (CameraParams.handles(msgid)) return this.params.onPacket(packet)
+    if (msgid === common.GlobalPositionInt.MSG_ID) {
+      if (sysid !== this.sysid) return // another vehicle's, or a ground station's
+      const p = packet.protocol.data(packet.payload, common.GlobalPositionInt)
+      this.position = { lat: p.lat, lon: p.lon, alt: p.alt, relativeAlt: p.relativeAlt, at: Date.now() }
+      return
+    }
     if (msgid !== common.CommandLong.MSG_ID) return
     const command = packet.protocol.data(packet.payload, common.CommandLong)
     if (command.targetSystem !== 0 && command.targetSystem !== this.sysid) return
@@ -441,6 +467,8 @@ export class MavlinkService {
       case Cmd.VIDEO_START_CAPTURE:
       case Cmd.VIDEO_STOP_CAPTURE:
         return this.capture(component, command, from)
+      case Cmd.IMAGE_START_CAPTURE:
+        return this.still(component, device, command, from)
       default:
         return this.ack(component, command.command, Result.UNSUPPORTED, from)
     }
@@ -520,5 +548,38 @@ export class MavlinkService {
     if (start && result === Result.ACCEPTED && hz > 0) {
       component.statusTimer = setInterval(() => this.sendCaptureStatus(component), 1000 / Math.min(hz, MAX_STATUS_HZ))
     }
+  }
+
+  /**
+   * IMAGE_START_CAPTURE (param1 camera id, param2 interval, param3 total images, param4 sequence number):
+   * one image at a time (param3 1), acknowledged first, then CAMERA_IMAGE_CAPTURED once the file is
+   * saved (capture_result 0 when it could not be). A retransmission (confirmation > 0) is acknowledged
+   * again, not taken twice. Series (param3 ≠ 1) are UNSUPPORTED.
+   */
+  private async still(component: Component, device: Device, command: common.CommandLong, from: Sender): Promise<void> {
+    const key = `${component.compid}/${from.sysid}/${from.compid}/${command.command}`
+    const earlier = this.recent.get(key)
+    if (command.confirmation > 0 && earlier) return this.ack(component, command.command, earlier.result, from)
+    const param = (value: number) => (Number.isFinite(value) ? Math.round(value) : 0)
+    const cameraId = param(command._param1)
+    if (cameraId !== 0 && cameraId !== component.compid) return this.ack(component, command.command, Result.DENIED, from)
+    if (param(command._param3) !== 1) return this.ack(component, command.command, Result.UNSUPPORTED, from)
+    if (!canCapture(this.ctx.registry, device.bus_info, this.ctx.config)) return this.ack(component, command.command, Result.DENIED, from)
+    this.recent.set(key, { done: true, result: Result.ACCEPTED, at: Date.now() })
+    this.ack(component, command.command, Result.ACCEPTED, from)
+    const index = this.stills.get(device.bus_info) ?? 0
+    this.stills.set(device.bus_info, index + 1)
+    let fileUrl = ''
+    let ok = true
+    try {
+      const name = await captureStill(this.ctx.registry, this.ctx.config, device)
+      const host = isIP(this.address) === 6 ? `[${this.address}]` : this.address
+      fileUrl = `http://${host}:${this.ctx.config.port}/api/recordings/${encodeURIComponent(name)}`
+      this.ctx.log.info('MAVLink still saved', { bus_info: device.bus_info, file: name })
+    } catch (e) {
+      ok = false
+      this.ctx.log.warn('MAVLink still failed', { bus_info: device.bus_info, err: e })
+    }
+    this.send(component, imageCaptured({ index, ok, fileUrl, position: this.position }))
   }
 }

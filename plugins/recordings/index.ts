@@ -47,6 +47,7 @@ const MIME: Record<string, string> = {
   mkv: 'video/x-matroska',
   webm: 'video/webm',
   avi: 'video/x-msvideo',
+  jpg: 'image/jpeg',
 }
 
 /** Content-Disposition with an ASCII fallback and the exact UTF-8 name (RFC 6266 / 5987). */

@@ -51,6 +51,13 @@ test('the ground station codec: X.25 check value, CRC_EXTRA as the MAVLink C lib
     CAMERA_CAPTURE_STATUS: 12,
     VIDEO_STREAM_INFORMATION: 109,
     VIDEO_STREAM_STATUS: 59,
+    PARAM_EXT_REQUEST_READ: 243,
+    PARAM_EXT_REQUEST_LIST: 88,
+    PARAM_EXT_VALUE: 243,
+    PARAM_EXT_SET: 78,
+    PARAM_EXT_ACK: 132,
+    GLOBAL_POSITION_INT: 104,
+    CAMERA_IMAGE_CAPTURED: 133,
   }
   expect(Object.fromEntries(MESSAGES.map((m) => [m.name, crcExtra(m)]))).toEqual(published)
 

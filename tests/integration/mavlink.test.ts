@@ -101,7 +101,7 @@ test('udpout: heartbeats per camera, information, the RTSP URI, storage, a captu
   const info = await gcs.request(ehd, 'CAMERA_INFORMATION')
   expect(bytesText(info.fields.vendor_name as number[])).toBe('DeepWater Exploration')
   expect(bytesText(info.fields.model_name as number[])).toBe('exploreHD')
-  expect(info.fields).toMatchObject({ resolution_h: 1920, resolution_v: 1080, cam_definition_uri: '' })
+  expect(info.fields).toMatchObject({ resolution_h: 1920, resolution_v: 1080, cam_definition_uri: `${s.url}/api/streams/${EHD}/camera.xml` }) // tests/integration/mavlink-params.test.ts reads it
   expect((info.fields.flags as number) & MAV.CAP_HAS_VIDEO_STREAM).toBe(MAV.CAP_HAS_VIDEO_STREAM)
   expect((info.fields.flags as number) & MAV.CAP_CAPTURE_VIDEO).toBe(MAV.CAP_CAPTURE_VIDEO)
   const [major, minor, patch] = VERSION.split('.').map(Number)

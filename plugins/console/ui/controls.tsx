@@ -6,26 +6,8 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { post } from './api'
 import { devices, reloadDevices, replaceDevice } from './devices'
 import type { Control, Device } from './types'
+import { governingAuto, isAuto } from '../../cameras/governs'
 import { ErrorLine, notify, useAction } from './widgets'
-
-/** V4L2 control ids carry their class in the upper 16 bits (user 0x0098…, camera 0x009a…). */
-const classOf = (id: number) => (id >>> 16) & 0xffff
-const AUTO = /\bauto(matic)?\b/i
-/** Words that say how a control is set, not what it sets: not what ties a control to its auto mode. */
-const HOW = new Set(['auto', 'automatic', 'absolute', 'relative', 'continuous', 'mode', 'time', 'control', 'priority'])
-const wordsOf = (name: string) => name.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w && !HOW.has(w))
-
-/** The auto control in the same class that shares most words with `c` ("Auto Exposure" for "Exposure Time, Absolute"). */
-export function governingAuto(c: Control, all: Control[]): Control | undefined {
-  const mine = new Set(wordsOf(c.name))
-  let best: { control: Control; shared: number } | undefined
-  for (const other of all) {
-    if (other === c || !AUTO.test(other.name) || classOf(other.control_id) !== classOf(c.control_id)) continue
-    const shared = wordsOf(other.name).filter((w) => mine.has(w)).length
-    if (shared && (!best || shared > best.shared)) best = { control: other, shared }
-  }
-  return best?.control
-}
 
 /** Why a control cannot be set now, in words a pilot can act on; null when it can. */
 export function whyLocked(c: Control, all: Control[]): string | null {
@@ -189,7 +171,7 @@ export function ControlsPanel({ d }: { d: Device }) {
         if (!now) throw new Error('The camera left')
         const todo = now.controls.filter((c) => offDefault(c, now.controls))
         if (!todo.length) break
-        for (const c of todo.sort((a, b) => Number(AUTO.test(b.name)) - Number(AUTO.test(a.name)))) {
+        for (const c of todo.sort((a, b) => Number(isAuto(b)) - Number(isAuto(a)))) {
           const latest = devices.get()?.find((x) => x.bus_info === d.bus_info) ?? now
           await setControl(latest, c, c.flags.default_value)
           changed++

@@ -1,6 +1,6 @@
 // Playing a recording in the browser: a <video> on GET /api/recordings/{name} (served inline, with
 // Range, so the browser seeks). Chromium plays the Matroska H.264 files the service writes; a browser
-// that cannot says so, and the download link still works.
+// that cannot says so, and the download link still works. A still (a .jpg taken over MAVLink) is an <img>.
 import { useState } from 'preact/hooks'
 import { serviceUrl } from '../../api'
 
@@ -18,6 +18,9 @@ export function Player({ fileName, onClose }: { fileName: string; onClose(): voi
   const [error, setError] = useState<string | null>(null)
   return (
     <figure class="player" data-player={fileName}>
+      {/\.jpg$/i.test(fileName) ? (
+        <img key={fileName} src={recordingUrl(fileName)} alt={fileName} style="display:block;max-width:100%;max-height:55vh" onError={() => setError(`${fileName} cannot be shown here`)} />
+      ) : (
       <video
         key={fileName}
         src={recordingUrl(fileName)}
@@ -31,6 +34,7 @@ export function Player({ fileName, onClose }: { fileName: string; onClose(): voi
           setError(`${fileName} cannot be played here: ${failure ? (MEDIA_ERRORS[failure.code] ?? failure.message) : 'unknown error'}`)
         }}
       />
+      )}
       <figcaption class="actions">
         <strong>{fileName}</strong>
         <a href={recordingUrl(fileName, 'download')} download>
