@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/log'
-import { recordingFileName } from '../storage/naming'
+import { recordingFileName } from '../../core/naming'
 import { RECORDING_EXT } from './pipeline'
 
 /** "No space left on the resource." (filesink), "… on device" (errno). */

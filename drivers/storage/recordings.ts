@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path'
 import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
-import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from './naming'
+import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from '../../core/naming'
 
 export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
 

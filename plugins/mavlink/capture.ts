@@ -8,7 +8,7 @@ import { common, standard } from 'mavlink-mappings'
 import type { Config } from '../../core/config'
 import type { Registry } from '../../core/plugin'
 import type { Device } from '../../core/types'
-import { recordingFileName } from '../../drivers/storage/naming'
+import { recordingFileName } from '../../core/naming'
 import { charField, timeBootMs } from './messages'
 
 /** How long a still may take (an H.264 camera's next key frame, or a camera's first frame, plus the encode). */

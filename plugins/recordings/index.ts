@@ -13,13 +13,13 @@ import { DiskModel, KeptModel, RecordingModel, RetentionPolicyModel, RetentionSt
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
 import { Retention } from './retention'
-import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../drivers/storage/naming'
+import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../core/naming'
 
 const RecordingList = t.Array(RecordingModel, {
   description: 'Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`.',
 })
 
-// What the store refuses (drivers/storage/naming.ts), said in the document so clients never send it.
+// What the store refuses (core/naming.ts), said in the document so clients never send it.
 const RecordingName = t.String({
   minLength: 1,
   maxLength: MAX_NAME_BYTES,

@@ -2,7 +2,7 @@
 // /openapi.json alone (as a schema-driven fuzzer builds one) sends only requests the service accepts, and
 // each documented constraint, broken, is a 422 naming the broken place. Also: 413 on every body.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { NFKC_LOOKALIKES } from '../../drivers/storage/naming'
+import { NFKC_LOOKALIKES } from '../../core/naming'
 import type { TestServer } from '../helpers'
 import { operations, places, validValue, withAt, type Loc, type Operation } from './openapi-gen'
 import { startContractServer } from './setup'

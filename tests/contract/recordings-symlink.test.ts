@@ -79,7 +79,10 @@ while True:
   await Promise.all(Array.from({ length: 8 }, worker))
   expect(counts.outside).toBe(0)
   expect(counts.other).toBe(0)
-  expect(counts.inside).toBeGreaterThan(100) // the race was run, not refused throughout
+  // The race was run, not refused throughout: both outcomes of the swap were met many times (how many
+  // of each depends on the machine's load).
+  expect(counts.inside).toBeGreaterThan(20)
+  expect(counts.refused).toBeGreaterThan(20)
   // Every descriptor opened for a download was closed (8 keep-alive connections may stay).
   await until('the descriptors closed', async () => openFds(), (n) => n <= fdsBefore + 24)
   swapper.kill('SIGKILL')

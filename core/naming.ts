@@ -1,5 +1,5 @@
-// Recording file names, in one place for the streamer (which writes them) and the recordings plugin
-// (which renames them): `<label>_<YYYY-MM-DD_HH-MM-SS>.<ext>`, no colons (FAT/exFAT sticks), unique.
+// Recording file names, in one place for the streamer (which writes them), the recordings plugin
+// (which renames them) and MAVLink stills (which name them): `<label>_<YYYY-MM-DD_HH-MM-SS>.<ext>`, no colons (FAT/exFAT sticks), unique.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
