@@ -99,7 +99,7 @@ print(json.dumps(out), flush=True)
   }
 }
 
-test('50 clients that never read and 2,000 events of about 4 kB: RSS stays within 20 MB, each is dropped with a last event, a reading client gets all 2,000', async () => {
+test('50 clients that never read and 2,000 events of about 4 kB: RSS stays within 20 MB (64 under emulation), each is dropped with a last event, a reading client gets all 2,000', async () => {
   const s = await service()
   // Warm up what 2,000 requests will use anyway (the JIT, the store, the HTTP front), then measure.
   for (let i = 0; i < 300; i++) await s.nickname(i)
@@ -127,7 +127,13 @@ test('50 clients that never read and 2,000 events of about 4 kB: RSS stays withi
   const size = JSON.stringify(updates()[0]!.data).length
   expect(size).toBeGreaterThan(3000) // events the size the finding used (about 4.4 kB)
   expect(reader.events.some((e) => e.type === 'dropped')).toBe(false)
-  expect(peak - start, `RSS from ${(start / 2 ** 20).toFixed(1)} MB to ${(peak / 2 ** 20).toFixed(1)} MB`).toBeLessThan(20 * 2 ** 20)
+  // Unbounded, the 50 silent clients would hold 50 × 2,000 × 4.4 kB = 440 MB. Under qemu-user (the arm64
+  // tier sets PERISCOPE_TEST_BUN to its wrapper) the process's RSS also holds qemu's cache of translated
+  // code, which grows as new code runs: the bound there is looser, and still far below unbounded.
+  const emulated = !!process.env.PERISCOPE_TEST_BUN
+  const bound = (emulated ? 64 : 20) * 2 ** 20
+  console.log(`events back-pressure: service RSS ${(start / 2 ** 20).toFixed(1)} → ${(peak / 2 ** 20).toFixed(1)} MB (bound ${bound / 2 ** 20} MB${emulated ? ', under emulation' : ''})`)
+  expect(peak - start, `RSS from ${(start / 2 ** 20).toFixed(1)} MB to ${(peak / 2 ** 20).toFixed(1)} MB`).toBeLessThan(bound)
   expect(await s.limitHits()).toBe(50)
   // Every silent client's stream has ended: with the last event when it was read in time, cut off otherwise.
   const got = await silent.readAll()

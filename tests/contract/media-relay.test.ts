@@ -6,12 +6,13 @@ import { expect, test } from 'bun:test'
 import { createLogger } from '../../core/log'
 import { LoopbackFeeder } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
+import { BUN } from '../helpers'
 
 const BLOCK_MS = 600
 
 /** A child process that counts packets at a UDP port; says its port, then on SIGTERM the longest gap between two arrivals (ms). */
 async function receiver() {
-  const proc = Bun.spawn([process.execPath, '-e', `
+  const proc = Bun.spawn([BUN, '-e', `
     const s = require('node:dgram').createSocket('udp4')
     let last = 0, gap = 0, n = 0
     s.on('message', () => { const t = performance.now(); if (last) gap = Math.max(gap, t - last); last = t; n++ })
@@ -45,7 +46,7 @@ async function receiver() {
 
 /** A child process that sends an RTP packet to `port` every 5 ms until killed. */
 function sender(port: number) {
-  return Bun.spawn([process.execPath, '-e', `
+  return Bun.spawn([BUN, '-e', `
     const s = require('node:dgram').createSocket('udp4')
     let seq = 0
     setInterval(() => { const p = Buffer.alloc(200); p[0] = 0x80; p[1] = 96; p.writeUInt16BE(seq++ & 0xffff, 2); s.send(p, ${port}, '127.0.0.1') }, 5)

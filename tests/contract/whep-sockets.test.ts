@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { RTCPeerConnection } from 'werift'
 import { H264_CODEC } from '../../plugins/whep/session'
 import { gatherFor, guardWeriftSockets } from '../../plugins/whep/sockets'
-import { tempDir } from '../helpers'
+import { BUN, tempDir } from '../helpers'
 
 test('on this Bun, a UDP echo without an error listener dies of a peer that closed its port ("recvmsg ECONNREFUSED")', async () => {
   const script = join(tempDir('periscope-icmp-'), 'echo.ts')
@@ -27,7 +27,7 @@ server.bind(0, '127.0.0.1', () => {
 `,
   )
   const run = async (arg: string) => {
-    const proc = Bun.spawn([process.execPath, script, arg], { stdout: 'pipe', stderr: 'pipe' })
+    const proc = Bun.spawn([BUN, script, arg], { stdout: 'pipe', stderr: 'pipe' })
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     return { out, err, code }
   }

@@ -64,7 +64,9 @@ test('a long recording on a small card: oldest finished recordings go first, the
   writeFile('new-d.mkv', 8 * MB, 1)
 
   // No periodic pass during the test (--retention-interval): each pass here has the trigger the test gives it.
-  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn', '--retention-interval', '3600'] })
+  // The card is small on purpose: a recording may start with 1 MiB free (--min-free-to-record), and the
+  // retention policy is what keeps it going.
+  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn', '--retention-interval', '3600', '--min-free-to-record', '1'] })
   const { call } = service
   const events = listenEvents(`${service.url}/api/events`)
   await events.ready
@@ -167,7 +169,7 @@ test('a long recording on a small card: oldest finished recordings go first, the
 test('a RECORDING stream\'s file is never deleted, even when it is all there is and the disk is below the minimum; the shortfall is said', async () => {
   freshCard()
   writeFile('finished.mkv', 4 * MB, 1)
-  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn'] })
+  service = await startService({ args: ['--recordings-dir', card, '--log-level', 'warn', '--min-free-to-record', '1'] })
   const { call } = service
   try {
     const dev = await h264Device(service)

@@ -26,7 +26,8 @@ let browser: Browser
 
 beforeAll(async () => {
   requireGStreamer()
-  service = await startService({ args: ['--whep-idle-timeout', String(IDLE_TIMEOUT_S)] })
+  // 100 sessions in a few seconds on purpose: the per-client limit on WHEP sessions (429) is off here.
+  service = await startService({ args: ['--whep-idle-timeout', String(IDLE_TIMEOUT_S), '--client-limits', 'off'] })
   browser = await launchBrowser()
 }, 60_000)
 afterAll(async () => {
