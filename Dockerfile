@@ -38,6 +38,7 @@ RUN case "$TARGETARCH" in \
 COPY bunfig.toml tsconfig.json ./
 COPY core core
 COPY drivers drivers
+COPY media media
 # Every plugin the tree holds (the console among them).
 COPY plugins plugins
 COPY examples examples

@@ -2,8 +2,8 @@
 // Dockerfile's labels (BlueOS's extension metadata) are valid JSON that says what the service needs. The
 // container tier checks this same reading of the Dockerfile against the labels of a built image.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
 import { DEFAULT_PLUGINS } from '../../core/config'
 import { VERSION } from '../../core/version'
 import { readDockerfile } from '../../scripts/container/dockerfile'
@@ -144,7 +144,22 @@ describe('the Dockerfile (the container image and BlueOS extension)', () => {
     expect(keyword('VOLUME').map((i) => i.args)).toEqual([dockerfile.env.PERISCOPE_DATA_DIR!])
     expect(JSON.parse(keyword('CMD').at(-1)!.args)).toEqual(['bun', 'run', 'core/main.ts'])
     expect(dockerfile.args.BUN_VERSION).toBe(pkg.devDependencies.bun)
-    // Every plugin: the whole plugins/ tree goes into the image.
-    expect(keyword('COPY').map((i) => i.args)).toContain('plugins plugins')
+    // Every top-level folder the service's code imports from goes into the image (media/ once did not,
+    // and the container stopped at its first import).
+    const root = join(import.meta.dir, '..', '..')
+    const copied = keyword('COPY').map((i) => i.args)
+    const imported = new Set<string>(['core', 'plugins'])
+    for (const dir of ['core', 'drivers', 'media', 'plugins']) {
+      for (const file of readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })) {
+        if (!/\.tsx?$/.test(file) || file.includes('/ui/')) continue
+        const text = readFileSync(join(root, dir, file), 'utf8')
+        for (const [, spec] of text.matchAll(/from '(\.[^']+)'/g)) {
+          const top = relative(root, resolve(join(root, dir, file, '..'), spec!)).split('/')[0]!
+          if (existsSync(join(root, top)) && statSync(join(root, top)).isDirectory()) imported.add(top)
+        }
+      }
+    }
+    expect([...imported].sort()).toEqual(['core', 'drivers', 'media', 'plugins'])
+    for (const dir of imported) expect(copied).toContain(`${dir} ${dir}`)
   })
 })
