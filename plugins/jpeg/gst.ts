@@ -10,7 +10,7 @@
 // camera's video from 38 to 5 packets/s).
 import type { Subprocess } from 'bun'
 import type { Stream, StreamMember } from '../../core/types'
-import { spawnChild } from '../../media/children'
+import { endChild, spawnChild } from '../../media/children'
 import { JpegSplitter } from './jpeg'
 
 export interface GstChild {
@@ -60,13 +60,7 @@ export class GstRunner {
     return {
       proc,
       errors: () => tail.trim(),
-      async stop() {
-        if (proc.exitCode !== null || proc.signalCode !== null) return
-        proc.kill('SIGTERM')
-        const late = setTimeout(() => proc.kill('SIGKILL'), 2000)
-        await proc.exited
-        clearTimeout(late)
-      },
+      stop: () => endChild(proc, 'SIGTERM', 2000),
     }
   }
 
@@ -156,15 +150,32 @@ export function pickH264Decoder(exists: (element: string) => boolean): 'avdec_h2
 }
 
 let decoder: ReturnType<typeof pickH264Decoder> | null = null
-/** pickH264Decoder asked of this machine's GStreamer once. */
+const hasElement = (element: string): boolean => {
+  try {
+    return Bun.spawnSync(['gst-inspect-1.0', '--exists', element]).exitCode === 0
+  } catch {
+    return false // no GStreamer: the views fail later with their own sentence
+  }
+}
+
+/**
+ * Asks this machine's GStreamer which decoder it has, off the event loop; the jpeg plugin calls it at
+ * start, so no request waits for gst-inspect.
+ */
+export async function probeH264Decoder(): Promise<void> {
+  if (decoder) return
+  try {
+    const probe = Bun.spawn(['gst-inspect-1.0', '--exists', 'avdec_h264'], { stdout: 'ignore', stderr: 'ignore' })
+    const found = (await probe.exited) === 0
+    decoder ??= pickH264Decoder((element) => element === 'avdec_h264' && found)
+  } catch {
+    decoder ??= 'openh264dec'
+  }
+}
+
+/** pickH264Decoder's answer for this machine (asked at once if the start-up probe has not answered yet). */
 export function h264Decoder(): ReturnType<typeof pickH264Decoder> {
-  decoder ??= pickH264Decoder((element) => {
-    try {
-      return Bun.spawnSync(['gst-inspect-1.0', '--exists', element]).exitCode === 0
-    } catch {
-      return false // no GStreamer: the views fail later with their own sentence
-    }
-  })
+  decoder ??= pickH264Decoder(hasElement)
   return decoder
 }
 

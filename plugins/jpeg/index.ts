@@ -11,7 +11,7 @@ import { definePlugin } from '../../core/plugin'
 import type { StreamHub } from '../../core/types'
 import { typed } from '../../core/validation'
 import { JpegFeed } from './feed'
-import { Busy, GstFailure, GstRunner, gopTokens, MAX_WAITING, rtpStream, scaleTokens, stillTokens } from './gst'
+import { Busy, GstFailure, GstRunner, gopTokens, MAX_WAITING, probeH264Decoder, rtpStream, scaleTokens, stillTokens } from './gst'
 import { jpegSize } from './jpeg'
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
@@ -175,6 +175,8 @@ export default definePlugin({
     }
 
     lifecycle({
+      // Which H.264 decoder this machine has, asked once off the event loop (not by the first snapshot).
+      start: () => void probeH264Decoder(),
       async stop() {
         shots.clear()
         await Promise.all([...feeds.values()].map((feed) => feed.end('the service is stopping')))

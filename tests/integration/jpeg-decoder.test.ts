@@ -3,14 +3,15 @@
 // service's own pipeline description (gopTokens): a group of pictures of H.264 RTP in, JPEGs out.
 import { expect, test } from 'bun:test'
 import { H264_PARSE } from '../../drivers/gstreamer/pipeline'
-import { gopTokens, h264Decoder, pickH264Decoder } from '../../plugins/jpeg/gst'
+import { gopTokens, h264Decoder, pickH264Decoder, probeH264Decoder } from '../../plugins/jpeg/gst'
 import { JpegSplitter, jpegSize } from '../../plugins/jpeg/jpeg'
 import { requireGStreamer } from './gstreamer.helpers'
 
-test('the decoder is FFmpeg\'s where present, else OpenH264\'s; this machine (the tests install libav) has FFmpeg\'s', () => {
+test('the decoder is FFmpeg\'s where present, else OpenH264\'s; this machine (the tests install libav) has FFmpeg\'s', async () => {
   expect(pickH264Decoder((e) => e === 'avdec_h264' || e === 'openh264dec')).toBe('avdec_h264')
   expect(pickH264Decoder((e) => e === 'openh264dec')).toBe('openh264dec')
   requireGStreamer()
+  await probeH264Decoder() // what the jpeg plugin asks at start, off the event loop
   expect(h264Decoder()).toBe('avdec_h264')
 })
 
