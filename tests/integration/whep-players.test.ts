@@ -88,6 +88,8 @@ test("GStreamer's webrtcbin, a non-browser player, decodes 30 of the camera's pi
   } catch {
     throw new Error(`webrtcbin printed no result: ${out} ${err.slice(-2000)}`)
   }
-  expect(result).toMatchObject({ status: 201, frames: 30, width: cam.width, height: cam.height })
+  // The script stops once it has 30 pictures; a few more may be counted before its pipeline stops.
+  expect(result).toMatchObject({ status: 201, width: cam.width, height: cam.height })
+  expect(result.frames).toBeGreaterThanOrEqual(30)
   await until('its session ended (it DELETEs it)', sessions, (n) => n === 0, 15_000)
 }, 90_000)
