@@ -11,6 +11,7 @@
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
+import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame } from './rtp'
@@ -304,6 +305,7 @@ export class MediaHub implements StreamHub {
   /** @internal (RelayedReading) */
   removeRelayed(reading: RelayedReading): void {
     this.relayed[reading.member]?.delete(reading)
+    readerLeft()
   }
 
   /** One packet of member `member` (from its socket; tests call it directly). Only queues: readers run in their own turns. */
@@ -404,6 +406,7 @@ export class MediaHub implements StreamHub {
   /** @internal (Slot) */
   remove(slot: Slot): void {
     this.slots[slot.member]?.delete(slot)
+    readerLeft()
   }
 
   /** @internal (Slot) */

@@ -14,6 +14,7 @@ import { STREAM_STATES } from '../../core/schemas'
 import type { Device } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
+import { collectionPending, memoryCollections } from '../../media/memory'
 
 /**
  * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
@@ -71,6 +72,25 @@ export default definePlugin({
       const metric = defaults.getSingleMetric(name)
       if (metric) metrics.registerMetric(metric)
     }
+    let collectionsSeen = 0
+    new Counter({
+      name: 'periscope_memory_collections_total',
+      help: 'Full garbage collections run once viewers stopped leaving (media/memory.ts), to give their memory back',
+      registers,
+      collect() {
+        const now = memoryCollections()
+        this.inc(now - collectionsSeen)
+        collectionsSeen = now
+      },
+    })
+    new Gauge({
+      name: 'periscope_memory_collection_pending',
+      help: '1 while such a collection waits for readers to stop leaving',
+      registers,
+      collect() {
+        this.set(collectionPending() ? 1 : 0)
+      },
+    })
     new Gauge({ name: 'periscope_build_info', help: 'Always 1: the version of Periscope and of the Bun that runs it', labelNames: ['version', 'bun'], registers }).set({ version: VERSION, bun: Bun.version }, 1)
 
     // ---- requests, by route template ----
