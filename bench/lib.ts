@@ -84,3 +84,21 @@ export function rssKb(pid: number): number {
  * (A step of the wall clock during a run would show; NTP's slewing of a few ppm does not.)
  */
 export const sharedNow = (): number => performance.timeOrigin + performance.now()
+
+/**
+ * `connections` keep-alive HTTP connections looping GET `url` (wrk, one thread) for at most `seconds`:
+ * API load on the service while something else is measured. `stop()` ends it early and says how many
+ * requests per second it made.
+ */
+export function apiLoad(url: string, connections: number, seconds: number): { stop(): Promise<number> } {
+  if (connections <= 0) return { stop: async () => 0 }
+  const p = Bun.spawn(['wrk', '-t1', `-c${connections}`, `-d${Math.ceil(seconds)}s`, url], { stdout: 'pipe', stderr: 'ignore' })
+  return {
+    async stop() {
+      p.kill('SIGINT') // wrk prints its summary on SIGINT
+      const out = await new Response(p.stdout).text()
+      await p.exited
+      return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN)
+    },
+  }
+}
