@@ -88,6 +88,7 @@ export const DeviceRecordingModel = t.Object(
     started: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When that recording started, ISO 8601 in UTC.' }),
     bytes: t.Integer({ minimum: 0, description: 'Its size on disk now (updated every second while active).' }),
     error: t.Union([t.String(), t.Null()], { description: 'Why that recording ended by itself (recorder failure, full disk); while it runs, why it cannot be pushed to the disk (fsync failing), if so; else null.' }),
+    telemetry: t.Optional(t.Boolean({ description: "The file carries the vehicle's telemetry as a subtitle track (an autopilot was on the MAVLink link when it started): GET /api/recordings/{name}/telemetry.ass and .csv." })),
   },
   { description: 'Beyond the spec: the recording made while streaming (POST /api/devices/start_recording). A group records one file: its leader and followers show the same object.' },
 )

@@ -4,10 +4,12 @@
 // depayloaded and muxed into the same crash-safe Matroska file end as a RECORDING stream (pipeline.ts):
 // the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
 // starting or stopping a recording costs the stream's viewers nothing.
+import { createSocket, type Socket } from 'node:dgram'
 import { statSync, unlinkSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
+import { formatTelemetryText, type TelemetrySource } from '../../core/telemetry'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
@@ -33,6 +35,52 @@ export interface RecorderSpec {
   onEnd(recorder: Recorder): void
   /** Called every second while it records (bytes grow). */
   onProgress(recorder: Recorder): void
+  /**
+   * The vehicle's telemetry: when an autopilot is on the link as the recording starts, the file gets
+   * a text track of it (TelemetryFeed); `streamState` is the camera's stream state, shown with it.
+   */
+  telemetry?: { source: TelemetrySource; streamState(): string }
+}
+
+/**
+ * How often the text track gets a cue while nothing changes. matroskamux writes a frame only once
+ * every pad, the text pad too, has a later buffer queued: this bounds how long video waits before it
+ * reaches the disk (plus the 250 ms clusters: well within the second a kill -9 may lose).
+ */
+export const TEXT_INTERVAL_MS = 250
+
+/** Sends the telemetry line to the recorder child's text pad: now, every TEXT_INTERVAL_MS, and at once when armed state or mode change. */
+class TelemetryFeed {
+  private socket: Socket | null = createSocket('udp4')
+  private timer: ReturnType<typeof setInterval>
+  private unsubscribe: () => void
+
+  constructor(private readonly port: number, private readonly telemetry: NonNullable<RecorderSpec['telemetry']>, log: Logger) {
+    let warned = false
+    this.socket!.on('error', (err) => {
+      if (!warned) log.debug('telemetry feed: a send failed (the recorder is not listening)', { error: err.message })
+      warned = true
+    })
+    this.send()
+    this.timer = setInterval(() => this.send(), TEXT_INTERVAL_MS)
+    this.unsubscribe = telemetry.source.onChange((change) => {
+      if (change !== 'values') this.send()
+    })
+  }
+
+  private send(): void {
+    const text = formatTelemetryText({ vehicle: this.telemetry.source.current(), stream: this.telemetry.streamState(), utc: new Date() })
+    this.socket?.send(Buffer.from(text, 'utf8'), this.port, '127.0.0.1')
+  }
+
+  close(): void {
+    clearInterval(this.timer)
+    this.unsubscribe()
+    try {
+      this.socket?.close()
+    } catch {}
+    this.socket = null
+  }
 }
 
 export class Recorder {
@@ -40,6 +88,9 @@ export class Recorder {
   error: string | null = null
   private child: Subprocess | null = null
   private feeder: LoopbackFeeder | null = null
+  private text: TelemetryFeed | null = null
+  /** The file has the vehicle's telemetry as a text track (an autopilot was on the link when it started). */
+  readonly withTelemetry: boolean
   private readings: Reading[] = []
   private timer: ReturnType<typeof setInterval> | null = null
   private stopping = false
@@ -47,7 +98,9 @@ export class Recorder {
   private lastError: string | null = null
   private finalBytes = 0
 
-  private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {}
+  private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
+    this.withTelemetry = spec.telemetry?.source.current() != null
+  }
 
   get path(): string {
     return this.spec.path
@@ -71,7 +124,14 @@ export class Recorder {
   }
 
   state(): DeviceRecording {
-    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error ?? (this.active ? syncProblem(this.spec.path) : null) }
+    return {
+      active: this.active,
+      file: basename(this.spec.path),
+      started: this.started.toISOString(),
+      bytes: this.bytes(),
+      error: this.error ?? (this.active ? syncProblem(this.spec.path) : null),
+      telemetry: this.withTelemetry,
+    }
   }
 
   /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
@@ -88,8 +148,9 @@ export class Recorder {
 
   private async launch(): Promise<void> {
     const { hub } = this.spec
-    const ports = await freeLoopbackPorts(hub.members)
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.path)
+    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0))
+    const textPort = this.withTelemetry ? ports[hub.members] : undefined
+    const tokens = buildRecorderPipeline(hub.encoding, ports.slice(0, hub.members), this.spec.path, textPort)
     this.options.log.info('starting recorder', { file: this.spec.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
@@ -113,6 +174,8 @@ export class Recorder {
       await Bun.sleep(20)
     }
 
+    // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
+    if (textPort !== undefined) this.text = new TelemetryFeed(textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
@@ -149,6 +212,8 @@ export class Recorder {
     this.timer = null
     this.feeder?.close()
     this.feeder = null
+    this.text?.close()
+    this.text = null
   }
 
   private async finish(error: string | null): Promise<void> {

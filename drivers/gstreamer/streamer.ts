@@ -1,5 +1,6 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
 import type { Logger } from '../../core/log'
+import type { TelemetrySource } from '../../core/telemetry'
 import type { DeviceRecording, Stream, StreamHub, StreamJob, StreamMember, StreamStatus, Streamer } from '../../core/types'
 import { guardChildren, parentDeathPrefix } from '../../media/children'
 import { MediaHub } from '../../media/hub'
@@ -17,6 +18,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
    */
   emit(type: 'stream_error' | 'frame_stats' | 'recording', data: unknown): void
   frameSync?: FrameSync
+  /** The vehicle's telemetry (the registry's): recordings started while an autopilot is on the link carry it as a text track. */
+  telemetry?: TelemetrySource
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -133,6 +136,7 @@ export class GstStreamer implements Streamer {
         {
           hub,
           path,
+          telemetry: this.options.telemetry ? { source: this.options.telemetry, streamState: () => this.status(key).state } : undefined,
           onProgress: announce,
           onEnd: (ended) => {
             if (this.recorders.get(key) === ended) this.recorders.delete(key)

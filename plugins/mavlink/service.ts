@@ -190,6 +190,8 @@ export class MavlinkService {
       stream_address: this.address,
       cameras,
       ground_station: this.gcs ? { system_id: this.gcs.sysid, component_id: this.gcs.compid, last_heartbeat_ms_ago: Date.now() - this.gcs.at } : null,
+      // The autopilot's last telemetry (what recordings carry as their text track); null without one on the link.
+      vehicle: this.ctx.registry.telemetry.current(),
     }
   }
 
