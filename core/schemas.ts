@@ -114,6 +114,7 @@ export const DeviceModel = t.Object({
   connected: t.Optional(t.Boolean({ description: 'Beyond the spec: false for a device that is known but unplugged.' })),
   watch: t.Optional(WatchModel),
   recording: t.Optional(DeviceRecordingModel),
+  record_while_armed: t.Optional(t.Boolean({ description: 'Beyond the spec: arming the vehicle (the autopilot on the MAVLink link) starts a recording of this camera, disarming stops it (POST /api/devices/set_record_while_armed).' })),
 })
 
 // ---- camera requests ----
@@ -121,6 +122,7 @@ export const DeviceModel = t.Object({
 export const SetUVCControlRequest = t.Object({ bus_info: t.String(), control_id: t.Integer(), value: t.Number() })
 export const FollowerRequest = t.Object({ leader_bus_info: t.String(), follower_bus_info: t.String() })
 export const BusInfoRequest = t.Object({ bus_info: t.String() })
+export const RecordWhileArmedRequest = t.Object({ bus_info: t.String(), enabled: t.Boolean() })
 export const NotifyCameraRequest = t.Object({
   bus_info: t.String(),
   event: t.Optional(Enum(NOTIFY_EVENTS, 'DEVICE_MANAGED when absent (the spec sends bus_info only)')),
@@ -295,6 +297,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   ConfigureStreamRequest,
   StreamFormatModel,
   SetNicknameRequest,
+  RecordWhileArmedRequest,
   SuccessModel,
   PreferencesModel,
   RecommendedHostModel,
