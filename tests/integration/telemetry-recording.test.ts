@@ -5,10 +5,10 @@
 // strict ASS parser and a CSV reader written here. Without an autopilot a recording has no text track.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { until } from '../helpers'
+import { listenEvents, until } from '../helpers'
 import { TestAutopilot, type AutopilotState } from '../mavlink-autopilot'
 import { GroundStation } from '../mavlink-gcs'
-import { freePort, requireGStreamer, tempDir } from './gstreamer.helpers'
+import { freePort, playableSecondsNow, requireGStreamer, tempDir } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const services: Service[] = []
@@ -170,6 +170,8 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   const { s, autopilot } = await withAutopilot()
   const { bus_info, fps } = await runningStream(s)
   const started = await s.call('POST', '/api/devices/start_recording', { bus_info })
+  // The file's time 0 is the first cue, sent as the recorder starts listening, just before it answers.
+  const answeredAt = performance.now()
   expect(started.status, JSON.stringify(started.body)).toBe(200)
   expect(started.body).toMatchObject({ active: true, telemetry: true })
   const file: string = started.body.file
@@ -183,6 +185,13 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   const armedAt = autopilot.set({ armed: true, depth: 20.5 })
   await until('armed reached the service', () => s.call('GET', '/api/health'), (r) => r.body.plugins.mavlink.vehicle?.armed === true, 10_000)
   await until('2 s more', async () => Date.now(), (now) => now - armedAt >= 2000, 5000)
+  // The text pad does not hold video back: what is on disk now plays to within a second of the live edge
+  // (matroskamux waits for a buffer on every pad; the cues come every 250 ms).
+  const probedAt = performance.now()
+  const onDisk = await playableSecondsNow(path, 20_000)
+  const lag = (probedAt - answeredAt) / 1000 - onDisk
+  console.log(`telemetry recording: ${onDisk.toFixed(2)} s on disk, ${lag.toFixed(2)} s behind the live edge`)
+  expect(lag).toBeLessThan(1)
   const stopped = await s.call('POST', '/api/devices/stop_recording', { bus_info })
   expect(stopped.status).toBe(200)
 
@@ -264,3 +273,46 @@ test('without an autopilot on the link a recording has no text track, and its si
   }
   expect((await s.call('GET', '/api/recordings/no-such-recording.mkv/telemetry.csv')).status).toBe(404)
 }, 120_000)
+
+test('record while armed: the autopilot arming starts a recording of the camera, disarming stops it; the events say so', async () => {
+  const { s, autopilot } = await withAutopilot()
+  const { bus_info } = await runningStream(s)
+  const events = listenEvents(`${s.url}/api/events`)
+  try {
+    await events.ready
+    const device = async () => (await s.call('GET', '/api/devices')).body.find((d: any) => d.bus_info === bus_info)
+    const set = await s.call('POST', '/api/devices/set_record_while_armed', { bus_info, enabled: true })
+    expect(set.status).toBe(200)
+    expect((await device()).record_while_armed).toBe(true)
+    expect((await device()).recording.active).toBe(false) // disarmed: nothing yet
+
+    autopilot.set({ armed: true })
+    const recording = await until('a recording started by arming', device, (d) => d.recording.active === true, 20_000)
+    expect(recording.recording.telemetry).toBe(true)
+    const started = await until('the started event', async () => events.events.find((e) => e.type === 'record_while_armed'), (e) => e !== undefined, 10_000)
+    expect(started!.data).toMatchObject({ bus_info, armed: true, action: 'started', file: recording.recording.file })
+    await until('bytes on disk', device, (d) => d.recording.bytes > 0, 20_000)
+
+    autopilot.set({ armed: false })
+    const ended = await until('the recording stopped by disarming', device, (d) => d.recording.active === false, 20_000)
+    expect(ended.recording.file).toBe(recording.recording.file)
+    const stopped = await until('the stopped event', async () => events.events.filter((e) => e.type === 'record_while_armed'), (list) => list.length >= 2, 10_000)
+    expect(stopped[1]!.data).toMatchObject({ bus_info, armed: false, action: 'stopped', file: recording.recording.file })
+
+    // The file holds the armed stretch, its track says ARMED, and it ends as the vehicle disarms.
+    const csv = await fetch(`${s.url}/api/recordings/${recording.recording.file}/telemetry.csv`)
+    expect(csv.status).toBe(200)
+    const rows = parseCsv(await csv.text())
+    expect(rows[0]!.armed).toBe('true')
+    expect(streamsOf(join(s.dataDir, 'recordings', recording.recording.file)).map((x) => x.codec_type).sort()).toEqual(['subtitle', 'video'])
+
+    // Switched off, arming records nothing.
+    expect((await s.call('POST', '/api/devices/set_record_while_armed', { bus_info, enabled: false })).status).toBe(200)
+    autopilot.set({ armed: true })
+    await until('armed seen by the service', () => s.call('GET', '/api/health'), (r) => r.body.plugins.mavlink.vehicle?.armed === true, 10_000)
+    expect((await device()).recording.active).toBe(false)
+    expect(events.events.filter((e) => e.type === 'record_while_armed').length).toBe(2)
+  } finally {
+    events.close()
+  }
+}, 180_000)
