@@ -99,6 +99,32 @@ export async function readTextTrack(path: string): Promise<TextCue[] | null> {
   }
 }
 
+/** Whether the file has the telemetry text track: its header alone is read (the listing asks this of every file). */
+export async function hasTelemetryTrack(path: string): Promise<boolean> {
+  const fh = await open(path, 'r').catch(() => null) // renamed or deleted since it was listed
+  if (!fh) return false
+  try {
+    const { size } = await fh.stat()
+    const r = new Reader(fh, size)
+    const ebml = await readElement(r, 0)
+    if (!ebml || ebml.id !== 0x1a45dfa3 || ebml.size === null) return false
+    const segment = await readElement(r, ebml.dataStart + ebml.size)
+    if (!segment || segment.id !== EBML.Segment) return false
+    const end = segment.size === null ? size : Math.min(size, segment.dataStart + segment.size)
+    for (let at = segment.dataStart; at < end;) {
+      const el = await readElement(r, at)
+      if (!el || el.size === null || el.id === EBML.Cluster) return false // the tracks come before the first cluster
+      if (el.id === TRACKS) return el.size <= MAX_TRACKS_BYTES && textTrack(await r.bytes(el.dataStart, el.size)) !== null
+      at = el.dataStart + el.size
+    }
+    return false
+  } catch {
+    return false // a malformed header is no telemetry, never an error for the listing
+  } finally {
+    await fh.close()
+  }
+}
+
 async function innerBlock(r: Reader, from: number, to: number) {
   for (let at = from; at < to;) {
     const el = await readElement(r, at)

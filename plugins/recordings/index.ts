@@ -17,7 +17,7 @@ import { Retention } from './retention'
 import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../core/naming'
 
 const RecordingList = t.Array(RecordingModel, {
-  description: 'Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`.',
+  description: "Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`; one with the vehicle's telemetry as a subtitle track, `telemetry: true` (its sidecars: GET /api/recordings/{name}/telemetry.ass and .csv).",
 })
 
 // What the store refuses (core/naming.ts), said in the document so clients never send it.
