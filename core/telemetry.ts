@@ -46,10 +46,12 @@ export class TelemetrySource {
   /** A HEARTBEAT from the autopilot: armed and mode changes are announced as such. */
   heartbeat(armed: boolean, mode: string): void {
     const before = this.current()
-    const base = this.state ?? emptyTelemetry()
-    this.state = { ...base, heartbeat_at: Date.now(), armed, mode }
+    // Armed is compared with the last word heard, even a stale one: a vehicle disarmed while its link was
+    // down must still stop what arming started.
+    const wasArmed = this.state?.armed ?? false
+    this.state = { ...(this.state ?? emptyTelemetry()), heartbeat_at: Date.now(), armed, mode }
     if (!before) this.announce('autopilot')
-    if (before?.armed !== armed && (before || armed)) this.announce('armed')
+    if (wasArmed !== armed) this.announce('armed')
     else if (before && before.mode !== mode) this.announce('mode')
   }
 

@@ -54,6 +54,22 @@ describe('the telemetry source', () => {
     source.clear()
     expect(heard).toEqual(['autopilot:-:-', 'armed:-:-'])
   })
+
+  test('an autopilot heard again after a silence: a change of its armed state meanwhile is announced', () => {
+    const source = new TelemetrySource()
+    const heard: string[] = []
+    source.onChange((change, now) => heard.push(`${change}:${now?.armed ?? '-'}`))
+    source.heartbeat(true, 'MANUAL')
+    const realNow = Date.now
+    try {
+      Date.now = () => realNow() + AUTOPILOT_TIMEOUT_MS + 1000 // its link was down for a while
+      expect(source.current()).toBeNull()
+      source.heartbeat(false, 'MANUAL') // back, disarmed meanwhile
+    } finally {
+      Date.now = realNow
+    }
+    expect(heard).toEqual(['autopilot:true', 'armed:true', 'autopilot:false', 'armed:false'])
+  })
 })
 
 describe('record while armed', () => {
