@@ -35,6 +35,8 @@ export interface PipelineOptions {
   bare?: boolean
   /** Per member, the loopback port of the service's live tap (tap.ts): one more copy of its RTP. */
   tapPorts?: number[]
+  /** RECORDING jobs: the loopback port of the file's telemetry text pad (telemetryTextTokens); absent: no text track. */
+  textPort?: number
 }
 
 /** gst-launch-1.0 pipeline tokens (one argv element each), or null when the job streams nothing. */
@@ -64,6 +66,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
       tokens.push('!', 'queue', '!', 'mux.')
     }
   })
+  if (stream.stream_type === 'RECORDING' && options.textPort !== undefined) tokens.push(...telemetryTextTokens(options.textPort, 'mux.subtitle_%u'))
   return tokens
 }
 

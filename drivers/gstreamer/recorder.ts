@@ -4,18 +4,17 @@
 // depayloaded and muxed into the same crash-safe Matroska file end as a RECORDING stream (pipeline.ts):
 // the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
 // starting or stopping a recording costs the stream's viewers nothing.
-import { createSocket, type Socket } from 'node:dgram'
 import { statSync, unlinkSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
-import { formatTelemetryText, type TelemetrySource } from '../../core/telemetry'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { DISK_FULL, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, shellCommand } from './pipeline'
+import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
 
 export interface RecorderOptions {
   gstLaunch: string
@@ -39,48 +38,7 @@ export interface RecorderSpec {
    * The vehicle's telemetry: when an autopilot is on the link as the recording starts, the file gets
    * a text track of it (TelemetryFeed); `streamState` is the camera's stream state, shown with it.
    */
-  telemetry?: { source: TelemetrySource; streamState(): string }
-}
-
-/**
- * How often the text track gets a cue while nothing changes. matroskamux writes a frame only once
- * every pad, the text pad too, has a later buffer queued: this bounds how long video waits before it
- * reaches the disk (plus the 250 ms clusters: well within the second a kill -9 may lose).
- */
-export const TEXT_INTERVAL_MS = 250
-
-/** Sends the telemetry line to the recorder child's text pad: now, every TEXT_INTERVAL_MS, and at once when armed state or mode change. */
-class TelemetryFeed {
-  private socket: Socket | null = createSocket('udp4')
-  private timer: ReturnType<typeof setInterval>
-  private unsubscribe: () => void
-
-  constructor(private readonly port: number, private readonly telemetry: NonNullable<RecorderSpec['telemetry']>, log: Logger) {
-    let warned = false
-    this.socket!.on('error', (err) => {
-      if (!warned) log.debug('telemetry feed: a send failed (the recorder is not listening)', { error: err.message })
-      warned = true
-    })
-    this.send()
-    this.timer = setInterval(() => this.send(), TEXT_INTERVAL_MS)
-    this.unsubscribe = telemetry.source.onChange((change) => {
-      if (change !== 'values') this.send()
-    })
-  }
-
-  private send(): void {
-    const text = formatTelemetryText({ vehicle: this.telemetry.source.current(), stream: this.telemetry.streamState(), utc: new Date() })
-    this.socket?.send(Buffer.from(text, 'utf8'), this.port, '127.0.0.1')
-  }
-
-  close(): void {
-    clearInterval(this.timer)
-    this.unsubscribe()
-    try {
-      this.socket?.close()
-    } catch {}
-    this.socket = null
-  }
+  telemetry?: RecordingTelemetry
 }
 
 export class Recorder {

@@ -316,3 +316,31 @@ test('record while armed: the autopilot arming starts a recording of the camera,
     events.close()
   }
 }, 180_000)
+
+test("a RECORDING stream's own file carries the telemetry track too", async () => {
+  const { s } = await withAutopilot()
+  const dev = await h264Device(s)
+  const configure = (enabled: boolean) =>
+    s.call('POST', '/api/devices/configure_stream', {
+      bus_info: dev.bus_info,
+      stream_type: 'RECORDING',
+      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
+      encode_type: 'H264',
+      enabled,
+      endpoints: [],
+    })
+  expect((await configure(true)).status).toBe(200)
+  const listed = await until('the file written', () => s.call('GET', '/api/recordings'), (r) => r.body.some((x: any) => x.in_progress && x.telemetry), 30_000)
+  const rec = listed.body.find((x: any) => x.in_progress)
+  const file = `${rec.name}.${rec.format}`
+  await until('2 s recorded', async () => playableSecondsNow(join(s.dataDir, 'recordings', file)), (sec) => sec >= 2, 30_000)
+  expect((await configure(false)).status).toBe(200)
+  await until('the file closed', () => s.call('GET', '/api/recordings'), (r) => r.body.some((x: any) => `${x.name}.${x.format}` === file && !x.in_progress), 20_000)
+  const path = join(s.dataDir, 'recordings', file)
+  expect(streamsOf(path).map((x) => `${x.codec_type}:${x.codec_name}`).sort()).toEqual(['subtitle:subrip', 'video:h264'])
+  const csv = await fetch(`${s.url}/api/recordings/${file}/telemetry.csv`)
+  expect(csv.status).toBe(200)
+  const rows = parseCsv(await csv.text())
+  expect(rows.length).toBeGreaterThanOrEqual(2)
+  expect(rows[rows.length - 1]).toMatchObject({ mode: 'MANUAL', depth_m: '12.34', battery_v: '15.8' })
+}, 180_000)
