@@ -111,7 +111,7 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
  * video's frames are stamped with too (the jitter buffer stamps them on arrival). `into` is the muxer's
  * subtitle request pad: matroskamux's `mux.subtitle_%u`, or splitmuxsink's `subtitle_%u` when the file
  * end is cut into segments. matroskamux waits for a buffer on every pad before it writes the earlier
- * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS in recorder.ts).
+ * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts).
  */
 export function telemetryTextTokens(port: number, into: string): string[] {
   return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', 'queue', '!', into]
