@@ -86,5 +86,10 @@ test('record while armed from the camera card; the recording shows its telemetry
   expect(values).toContain('mode MANUAL')
   expect(values).toContain('battery_v 16.1')
   await c.screenshot('recordings-telemetry')
+
+  // The Status page says what the autopilot reports now.
+  await c.open('status')
+  await waitInPage(c.page, 'the vehicle line', () => (globalThis as any).document.querySelector('[data-vehicle]')?.textContent.includes('MANUAL'), 10_000)
+  expect(await c.page.$eval('[data-vehicle]', (e: any) => e.textContent)).toBe('disarmed · MANUAL · depth 7.50 m · heading 90° · battery 16.10 V')
   expect(c.errors()).toEqual([])
 }, 180_000)
