@@ -109,7 +109,7 @@ test('the sidecar routes: 404 without telemetry; at most MAX_SIDECAR_READS at on
     expect(answers.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(MAX_SIDECAR_READS)
     expect(refused.length).toBeGreaterThan(0)
     expect(refused[0]!.headers.get('retry-after')).toBe('1')
-    expect((await refused[0]!.json()).detail).toContain(`${MAX_SIDECAR_READS} telemetry sidecars are being read now`)
+    expect(((await refused[0]!.json()) as { detail: string }).detail).toContain(`${MAX_SIDECAR_READS} telemetry sidecars are being read now`)
     const ok = answers.find((r) => r.status === 200)!
     expect((await ok.text()).split('\r\n').filter(Boolean).length).toBe(801)
     const metrics = parseMetrics(await (await fetch(`${s.url}/metrics`)).text())
