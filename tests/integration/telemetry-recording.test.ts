@@ -1,8 +1,8 @@
 // The vehicle's telemetry inside the recording (issue 22, item 1): a whole service with simulated cameras
 // and real GStreamer, an ArduSub autopilot on its MAVLink link (tests/mavlink-autopilot.ts: written from
 // common.xml and ardupilotmega.xml, sharing no code with the service), and only independent readers of
-// the result: ffprobe sees the subtitle track, ffmpeg extracts it as SubRip, the sidecars parse with a
-// strict ASS parser and a CSV reader written here. Without an autopilot a recording has no text track.
+// the result: ffprobe sees the subtitle track, ffmpeg extracts it as SubRip, mpv shows it, the sidecars
+// parse with a strict ASS parser and a CSV reader written here. Without an autopilot a recording has no text track.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { copyFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,7 +15,10 @@ import { h264Device, startService, type Service } from './service.helpers'
 const services: Service[] = []
 const stations: GroundStation[] = []
 const autopilots: TestAutopilot[] = []
-beforeAll(() => requireGStreamer())
+beforeAll(() => {
+  requireGStreamer()
+  for (const tool of ['ffmpeg', 'ffprobe', 'mpv']) if (!Bun.which(tool)) throw new Error(`${tool} is missing: run scripts/setup/recordings.sh`)
+})
 afterAll(async () => {
   for (const a of autopilots) a.stop()
   for (const g of stations) g.close()
@@ -237,6 +240,17 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   // The HEARTBEAT comes first, so the armed cue shows the depth known then; the next ones the new depth.
   expect(cues.filter((c) => c.start > armedCue.start).some((c) => c.text.includes('depth 20.50 m'))).toBe(true)
   expect(Math.abs(armedCue.start - modeCue.start - (armedAt - modeAt) / 1000)).toBeLessThanOrEqual(1 / fps)
+  // mpv, a player, shows the track: a cue at every frame from the first one on (a cue without an end
+  // lasts until the next), and the armed one from its own frame on.
+  const mpv = run(['mpv', '--no-config', '--vo=null', '--ao=null', '--no-audio', '--sid=1', '--untimed', '--term-status-msg=SUB[${=time-pos}]${sub-text}#END', path])
+  expect(mpv.code, mpv.err.slice(-500)).toBe(0)
+  const shown = [...(mpv.out + mpv.err).matchAll(/SUB\[([\d.]+)\]([\s\S]*?)#END/g)].map((m) => ({ at: Number(m[1]), text: m[2]! }))
+  const afterFirstCue = shown.filter((x) => x.at >= cues[0]!.start + 1 / fps)
+  expect(afterFirstCue.length).toBeGreaterThan(3 * fps)
+  expect(afterFirstCue.filter((x) => !x.text.includes('depth '))).toEqual([])
+  const armedShown = afterFirstCue.find((x) => /(^|\n)ARMED · ALT_HOLD/.test(x.text))!
+  expect(Math.abs(armedShown.at - armedCue.start)).toBeLessThanOrEqual(1 / fps + 0.001)
+
   // The video runs under the whole track.
   const videoSeconds = Number(run(['ffprobe', '-v', 'error', '-select_streams', 'v', '-show_entries', 'format=duration', '-of', 'csv=p=0', path]).out.trim())
   expect(armedCue.start).toBeLessThan(videoSeconds)
