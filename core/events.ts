@@ -15,6 +15,8 @@ export type EventType =
   | 'recording_kept'
   /** The retention policy saved (GET /api/recordings/retention's answer). */
   | 'retention_updated'
+  /** Arming or disarming started or stopped a camera's recording, or could not: {bus_info, armed, action: started|stopped|failed, detail, file}. */
+  | 'record_while_armed'
   /** A log entry at warn or above (core/log.ts): why a stream failed, a device refused, … */
   | 'log'
 

@@ -12,6 +12,7 @@ import type { Refusals } from './http/refusals'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
+import { TelemetrySource } from './telemetry'
 import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, ViewerKind, WatchKind, WatchLink } from './types'
 import { checkVendor, clashWith, type RegisteredVendor } from './vendors'
 import { xuControls } from './xu'
@@ -110,6 +111,8 @@ export class Registry {
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
   private refusalCounts = new Map<string, () => Record<string, number>>()
   private limits = new Map<string, number>()
+  /** The vehicle's telemetry (plugins/mavlink writes it while an autopilot is on the link; the recorder reads it). */
+  readonly telemetry = new TelemetrySource()
 
   provide<K extends keyof Backends>(kind: K, backend: Backends[K], plugin: string): void {
     const taken = this.single.get(kind)

@@ -88,6 +88,7 @@ export const DeviceRecordingModel = t.Object(
     started: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When that recording started, ISO 8601 in UTC.' }),
     bytes: t.Integer({ minimum: 0, description: 'Its size on disk now (updated every second while active).' }),
     error: t.Union([t.String(), t.Null()], { description: 'Why that recording ended by itself (recorder failure, full disk); while it runs, why it cannot be pushed to the disk (fsync failing), if so; else null.' }),
+    telemetry: t.Optional(t.Boolean({ description: "The file carries the vehicle's telemetry as a subtitle track (an autopilot was on the MAVLink link when it started): GET /api/recordings/{name}/telemetry.ass and .csv." })),
   },
   { description: 'Beyond the spec: the recording made while streaming (POST /api/devices/start_recording). A group records one file: its leader and followers show the same object.' },
 )
@@ -113,6 +114,7 @@ export const DeviceModel = t.Object({
   connected: t.Optional(t.Boolean({ description: 'Beyond the spec: false for a device that is known but unplugged.' })),
   watch: t.Optional(WatchModel),
   recording: t.Optional(DeviceRecordingModel),
+  record_while_armed: t.Optional(t.Boolean({ description: 'Beyond the spec: arming the vehicle (the autopilot on the MAVLink link) starts a recording of this camera, disarming stops it (POST /api/devices/set_record_while_armed).' })),
 })
 
 // ---- camera requests ----
@@ -120,6 +122,7 @@ export const DeviceModel = t.Object({
 export const SetUVCControlRequest = t.Object({ bus_info: t.String(), control_id: t.Integer(), value: t.Number() })
 export const FollowerRequest = t.Object({ leader_bus_info: t.String(), follower_bus_info: t.String() })
 export const BusInfoRequest = t.Object({ bus_info: t.String() })
+export const RecordWhileArmedRequest = t.Object({ bus_info: t.String(), enabled: t.Boolean() })
 export const NotifyCameraRequest = t.Object({
   bus_info: t.String(),
   event: t.Optional(Enum(NOTIFY_EVENTS, 'DEVICE_MANAGED when absent (the spec sends bus_info only)')),
@@ -294,6 +297,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   ConfigureStreamRequest,
   StreamFormatModel,
   SetNicknameRequest,
+  RecordWhileArmedRequest,
   SuccessModel,
   PreferencesModel,
   RecommendedHostModel,

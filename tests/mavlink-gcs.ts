@@ -39,6 +39,17 @@ function message(id: number, name: string, spec: string): MessageDef {
 
 export const MESSAGES: MessageDef[] = [
   message(0, 'HEARTBEAT', 'uint8_t type, uint8_t autopilot, uint8_t base_mode, uint32_t custom_mode, uint8_t system_status, uint8_t_mavlink_version mavlink_version'),
+  // The autopilot's telemetry (tests/mavlink-autopilot.ts sends it), common.xml.
+  message(
+    1,
+    'SYS_STATUS',
+    'uint32_t onboard_control_sensors_present, uint32_t onboard_control_sensors_enabled, uint32_t onboard_control_sensors_health, uint16_t load, uint16_t voltage_battery, int16_t current_battery, int8_t battery_remaining, uint16_t drop_rate_comm, uint16_t errors_comm, uint16_t errors_count1, uint16_t errors_count2, uint16_t errors_count3, uint16_t errors_count4, ||, uint32_t onboard_control_sensors_present_extended, uint32_t onboard_control_sensors_enabled_extended, uint32_t onboard_control_sensors_health_extended',
+  ),
+  message(29, 'SCALED_PRESSURE', 'uint32_t time_boot_ms, float press_abs, float press_diff, int16_t temperature, ||, int16_t temperature_press_diff'),
+  message(30, 'ATTITUDE', 'uint32_t time_boot_ms, float roll, float pitch, float yaw, float rollspeed, float pitchspeed, float yawspeed'),
+  message(74, 'VFR_HUD', 'float airspeed, float groundspeed, int16_t heading, uint16_t throttle, float alt, float climb'),
+  message(137, 'SCALED_PRESSURE2', 'uint32_t time_boot_ms, float press_abs, float press_diff, int16_t temperature, ||, int16_t temperature_press_diff'),
+  message(143, 'SCALED_PRESSURE3', 'uint32_t time_boot_ms, float press_abs, float press_diff, int16_t temperature, ||, int16_t temperature_press_diff'),
   message(33, 'GLOBAL_POSITION_INT', 'uint32_t time_boot_ms, int32_t lat, int32_t lon, int32_t alt, int32_t relative_alt, int16_t vx, int16_t vy, int16_t vz, uint16_t hdg'),
   message(76, 'COMMAND_LONG', 'uint8_t target_system, uint8_t target_component, uint16_t command, uint8_t confirmation, float param1, float param2, float param3, float param4, float param5, float param6, float param7'),
   message(77, 'COMMAND_ACK', 'uint16_t command, uint8_t result, ||, uint8_t progress, int32_t result_param2, uint8_t target_system, uint8_t target_component'),

@@ -35,6 +35,8 @@ export interface PipelineOptions {
   bare?: boolean
   /** Per member, the loopback port of the service's live tap (tap.ts): one more copy of its RTP. */
   tapPorts?: number[]
+  /** RECORDING jobs: the loopback port of the file's telemetry text pad (telemetryTextTokens); absent: no text track. */
+  textPort?: number
 }
 
 /** gst-launch-1.0 pipeline tokens (one argv element each), or null when the job streams nothing. */
@@ -64,6 +66,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
       tokens.push('!', 'queue', '!', 'mux.')
     }
   })
+  if (stream.stream_type === 'RECORDING' && options.textPort !== undefined) tokens.push(...telemetryTextTokens(options.textPort, 'mux.subtitle_%u'))
   return tokens
 }
 
@@ -91,14 +94,27 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
  * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
  * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string): string[] {
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, textPort?: number): string[] {
   const tokens = matroskaFileTokens(path)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
     tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
   })
+  if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
   return tokens
+}
+
+/**
+ * The vehicle's telemetry as a subtitle track (S_TEXT/UTF8): each UTF-8 datagram the service sends to
+ * the loopback `port` is one cue, stamped on arrival with the pipeline's running time, the clock the
+ * video's frames are stamped with too (the jitter buffer stamps them on arrival). `into` is the muxer's
+ * subtitle request pad: matroskamux's `mux.subtitle_%u`, or splitmuxsink's `subtitle_%u` when the file
+ * end is cut into segments. matroskamux waits for a buffer on every pad before it writes the earlier
+ * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts).
+ */
+export function telemetryTextTokens(port: number, into: string): string[] {
+  return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', 'queue', '!', into]
 }
 
 export function monitorTokens(i: number): string[] {

@@ -14,6 +14,7 @@ import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { DISK_FULL, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, shellCommand } from './pipeline'
+import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
 
 export interface RecorderOptions {
   gstLaunch: string
@@ -33,6 +34,11 @@ export interface RecorderSpec {
   onEnd(recorder: Recorder): void
   /** Called every second while it records (bytes grow). */
   onProgress(recorder: Recorder): void
+  /**
+   * The vehicle's telemetry: when an autopilot is on the link as the recording starts, the file gets
+   * a text track of it (TelemetryFeed); `streamState` is the camera's stream state, shown with it.
+   */
+  telemetry?: RecordingTelemetry
 }
 
 export class Recorder {
@@ -40,6 +46,9 @@ export class Recorder {
   error: string | null = null
   private child: Subprocess | null = null
   private feeder: LoopbackFeeder | null = null
+  private text: TelemetryFeed | null = null
+  /** The file has the vehicle's telemetry as a text track (an autopilot was on the link when it started). */
+  readonly withTelemetry: boolean
   private readings: Reading[] = []
   private timer: ReturnType<typeof setInterval> | null = null
   private stopping = false
@@ -47,7 +56,9 @@ export class Recorder {
   private lastError: string | null = null
   private finalBytes = 0
 
-  private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {}
+  private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
+    this.withTelemetry = spec.telemetry?.source.current() != null
+  }
 
   get path(): string {
     return this.spec.path
@@ -71,7 +82,14 @@ export class Recorder {
   }
 
   state(): DeviceRecording {
-    return { active: this.active, file: basename(this.spec.path), started: this.started.toISOString(), bytes: this.bytes(), error: this.error ?? (this.active ? syncProblem(this.spec.path) : null) }
+    return {
+      active: this.active,
+      file: basename(this.spec.path),
+      started: this.started.toISOString(),
+      bytes: this.bytes(),
+      error: this.error ?? (this.active ? syncProblem(this.spec.path) : null),
+      telemetry: this.withTelemetry,
+    }
   }
 
   /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
@@ -88,8 +106,9 @@ export class Recorder {
 
   private async launch(): Promise<void> {
     const { hub } = this.spec
-    const ports = await freeLoopbackPorts(hub.members)
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.path)
+    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0))
+    const textPort = this.withTelemetry ? ports[hub.members] : undefined
+    const tokens = buildRecorderPipeline(hub.encoding, ports.slice(0, hub.members), this.spec.path, textPort)
     this.options.log.info('starting recorder', { file: this.spec.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
@@ -113,6 +132,8 @@ export class Recorder {
       await Bun.sleep(20)
     }
 
+    // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
+    if (textPort !== undefined) this.text = new TelemetryFeed(textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
@@ -149,6 +170,8 @@ export class Recorder {
     this.timer = null
     this.feeder?.close()
     this.feeder = null
+    this.text?.close()
+    this.text = null
   }
 
   private async finish(error: string | null): Promise<void> {

@@ -8,6 +8,8 @@ import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand } from './pipeline'
+import { TelemetryFeed } from './telemetry-feed'
+import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { BUSY, describeHolders, holdersOf } from './holders'
 import { DISK_FULL, reserveRecordingPath, syncProblem, syncToDisk } from './child'
@@ -52,9 +54,21 @@ export class StreamRunner {
   private watchdog: ReturnType<typeof setInterval> | null = null
   private dropsReported = -1
   private readonly frameNs: number
+  /** The running RECORDING child's telemetry text (when an autopilot was heard as it started). */
+  private textFeed: TelemetryFeed | null = null
 
-  /** `tapPorts`: per member, the loopback port of the job's hub (media/hub.ts), which outlives child restarts. */
-  constructor(readonly job: StreamJob, private readonly options: RunnerOptions, private readonly hooks: RunnerHooks, private readonly tapPorts?: number[]) {
+  /**
+   * `tapPorts`: per member, the loopback port of the job's hub (media/hub.ts), which outlives child restarts.
+   * `telemetry`: for a RECORDING job, the vehicle's telemetry and the port of its file's text pad: each
+   * file started while an autopilot is heard gets the text track (telemetry-feed.ts).
+   */
+  constructor(
+    readonly job: StreamJob,
+    private readonly options: RunnerOptions,
+    private readonly hooks: RunnerHooks,
+    private readonly tapPorts?: number[],
+    private readonly telemetry?: { source: TelemetrySource; port: number },
+  ) {
     this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
   }
 
@@ -117,9 +131,11 @@ export class StreamRunner {
         return this.failure(`cannot create the recordings directory ${dir}: ${(err as Error).message}`)
       }
     }
+    this.closeTextFeed()
+    const textPort = this.recording && this.telemetry?.source.current() ? this.telemetry.port : undefined
     let tokens: string[] | null
     try {
-      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts })
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts, textPort })
     } catch (err) {
       this.wanted = false
       return this.setState('error', (err as Error).message)
@@ -140,12 +156,15 @@ export class StreamRunner {
       return this.failure(`cannot run ${this.options.gstLaunch}: ${(err as Error).message}`)
     }
     const child = this.child
+    // Sent from now on: the first cues reach a child still starting and are lost, the next ones are not.
+    if (textPort !== undefined) this.textFeed = new TelemetryFeed(textPort, { source: this.telemetry!.source, streamState: () => this.state }, this.hooks.log)
     this.setState('starting', null)
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onLine(line))
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onStderr(line))
     void child.exited.then((code) => {
       if (generation !== this.generation) return
       this.child = null
+      this.closeTextFeed()
       if (!this.wanted) return
       this.failure(this.lastError ?? `gst-launch-1.0 exited unexpectedly (${child.signalCode ?? `code ${code}`})`)
     })
@@ -263,6 +282,12 @@ export class StreamRunner {
     const child = this.child
     this.generation++ // the old child's output and exit no longer concern us
     this.child = null
+    this.closeTextFeed()
     if (child) await endChild(child, this.recording ? 'SIGINT' : 'SIGTERM', timeoutMs)
+  }
+
+  private closeTextFeed(): void {
+    this.textFeed?.close()
+    this.textFeed = null
   }
 }

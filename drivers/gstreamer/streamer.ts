@@ -1,7 +1,9 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
 import type { Logger } from '../../core/log'
+import type { TelemetrySource } from '../../core/telemetry'
 import type { DeviceRecording, Stream, StreamHub, StreamJob, StreamMember, StreamStatus, Streamer } from '../../core/types'
 import { guardChildren, parentDeathPrefix } from '../../media/children'
+import { freeLoopbackPorts } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
 import { reserveRecordingPath } from './child'
 import { Recorder } from './recorder'
@@ -17,6 +19,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
    */
   emit(type: 'stream_error' | 'frame_stats' | 'recording', data: unknown): void
   frameSync?: FrameSync
+  /** The vehicle's telemetry (the registry's): recordings started while an autopilot is on the link carry it as a text track. */
+  telemetry?: TelemetrySource
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -72,6 +76,8 @@ export class GstStreamer implements Streamer {
         throw err
       }
       this.hubs.set(job.bus_info, hub)
+      // A RECORDING job's files carry the vehicle's telemetry too: a loopback port for their text pad.
+      const textPort = job.stream.stream_type === 'RECORDING' && this.options.telemetry ? (await freeLoopbackPorts(1))[0]! : undefined
       const runner = new StreamRunner(job, this.runnerOptions, {
         log,
         onState: (status) => {
@@ -79,7 +85,7 @@ export class GstStreamer implements Streamer {
           this.updateFrameSync()
         },
         onDrops: (num_drops) => this.options.emit('frame_stats', { bus_info: job.bus_info, num_drops }),
-      }, hub.ports)
+      }, hub.ports, textPort !== undefined ? { source: this.options.telemetry!, port: textPort } : undefined)
       this.runners.set(job.bus_info, runner)
       runner.start()
       this.updateFrameSync()
@@ -133,6 +139,7 @@ export class GstStreamer implements Streamer {
         {
           hub,
           path,
+          telemetry: this.options.telemetry ? { source: this.options.telemetry, streamState: () => this.status(key).state } : undefined,
           onProgress: announce,
           onEnd: (ended) => {
             if (this.recorders.get(key) === ended) this.recorders.delete(key)

@@ -6,21 +6,22 @@
 // Every parser answers seconds, or null when the file holds no usable duration (truncated, unfinished).
 import { open, type FileHandle } from 'node:fs/promises'
 
-/** Positioned reads through a 64 KiB window: a small file or a run of small headers costs one read. */
-class Reader {
+/** Positioned reads through a window (64 KiB by default): a small file or a run of small headers costs one read. */
+export class Reader {
   private window = new Uint8Array(0)
   private windowAt = 0
 
   constructor(
     private fh: FileHandle,
     readonly size: number,
+    private readonly windowBytes = WINDOW,
   ) {}
 
   async bytes(offset: number, length: number): Promise<Uint8Array> {
     const len = Math.max(0, Math.min(length, this.size - offset))
     if (len === 0) return new Uint8Array(0)
     if (offset < this.windowAt || offset + len > this.windowAt + this.window.length) {
-      const buf = new Uint8Array(Math.max(len, WINDOW))
+      const buf = new Uint8Array(Math.max(len, this.windowBytes))
       const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, this.size - offset), offset)
       this.window = buf.subarray(0, bytesRead)
       this.windowAt = offset
@@ -32,7 +33,7 @@ class Reader {
 
 const WINDOW = 64 << 10
 
-const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength)
+export const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength)
 const ascii = (b: Uint8Array, at: number, n = 4) => String.fromCharCode(...b.subarray(at, at + n))
 
 export async function readDuration(path: string, format: string): Promise<number | null> {
@@ -217,7 +218,7 @@ function parseMoof(moof: Uint8Array, header: number, defaults: Map<number, numbe
 
 // ---- Matroska / WebM ----
 
-const EBML = {
+export const EBML = {
   Segment: 0x18538067,
   Info: 0x1549a966,
   TimecodeScale: 0x2ad7b1,
@@ -235,7 +236,7 @@ interface Vint {
   unknown: boolean
 }
 
-function readVint(b: Uint8Array, at: number, keepMarker: boolean): Vint | null {
+export function readVint(b: Uint8Array, at: number, keepMarker: boolean): Vint | null {
   const first = b[at]
   if (first === undefined || first === 0) return null
   const length = Math.clz32(first) - 23 // 1..8
@@ -249,13 +250,13 @@ function readVint(b: Uint8Array, at: number, keepMarker: boolean): Vint | null {
   return { value, length, unknown: !keepMarker && allOnes }
 }
 
-interface Element {
+export interface Element {
   id: number
   dataStart: number
   size: number | null
 }
 
-async function readElement(r: Reader, at: number): Promise<Element | null> {
+export async function readElement(r: Reader, at: number): Promise<Element | null> {
   const head = await r.bytes(at, 12)
   const id = readVint(head, 0, true)
   if (!id) return null
@@ -264,7 +265,7 @@ async function readElement(r: Reader, at: number): Promise<Element | null> {
   return { id: id.value, dataStart: at + id.length + size.length, size: size.unknown ? null : size.value }
 }
 
-const readUint = (b: Uint8Array) => b.reduce((n, byte) => n * 256 + byte, 0)
+export const readUint = (b: Uint8Array) => b.reduce((n, byte) => n * 256 + byte, 0)
 
 async function matroskaDuration(r: Reader): Promise<number | null> {
   const ebml = await readElement(r, 0)

@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path'
 import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
+import { hasTelemetryTrack } from './telemetry'
 import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from '../../core/naming'
 
 export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
@@ -46,6 +47,8 @@ export interface ListedRecording extends Recording {
   in_progress?: true
   /** Present (true) only when the pilot marked the file kept: the retention policy never deletes it. */
   kept?: true
+  /** Present (true) only when the file carries the vehicle's telemetry as a text track (its sidecars exist). */
+  telemetry?: true
 }
 
 export type { DiskUsage }
@@ -123,7 +126,7 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
 }
 
 export class RecordingStore {
-  private durations = new Map<string, { key: string; seconds: number | null }>()
+  private durations = new Map<string, { key: string; seconds: number | null; telemetry?: boolean }>()
   private queue: Promise<unknown> = Promise.resolve()
   private dir: string
 
@@ -191,6 +194,7 @@ export class RecordingStore {
     const active = this.inProgress()
     const seen = new Set<string>()
     const seconds = await mapLimit(files, PARALLEL, (f) => (active.has(f.fileName) ? (f.mtimeMs - f.createdMs) / 1000 : this.duration(f)))
+    const telemetry = await mapLimit(files, PARALLEL, (f) => this.telemetry(f))
     const out: (ListedRecording & { createdMs: number })[] = []
     for (const [i, f] of files.entries()) {
       seen.add(f.path)
@@ -206,11 +210,23 @@ export class RecordingStore {
         createdMs: f.createdMs,
       }
       if (writing) rec.in_progress = true
+      if (telemetry[i]) rec.telemetry = true
       out.push(rec)
     }
     for (const path of this.durations.keys()) if (!seen.has(path)) this.durations.delete(path)
     out.sort((a, b) => b.createdMs - a.createdMs || a.name.localeCompare(b.name))
     return out.map(({ createdMs: _, ...rec }) => rec)
+  }
+
+  /** Whether a Matroska file has the telemetry track; its header does not change, so once per file. */
+  private async telemetry(f: RecordingFile): Promise<boolean> {
+    if (f.format !== 'mkv') return false
+    const cached = this.durations.get(f.path)
+    if (cached?.telemetry !== undefined) return cached.telemetry
+    const found = await hasTelemetryTrack(f.path)
+    // Stored beside the duration (dropped with it when the file goes); a file still without its header is asked again.
+    if (cached && f.size > 0) cached.telemetry = found
+    return found
   }
 
   private async duration(f: RecordingFile): Promise<number | null> {

@@ -50,6 +50,8 @@ export interface DeviceSettings {
   leader: string | null // identity of the leader it follows
   followers: string[] // identities
   externally_managed: boolean
+  /** Record while the vehicle is armed: arming starts a recording of its stream, disarming stops it. */
+  record_while_armed?: boolean
 }
 
 interface Present {
@@ -80,6 +82,11 @@ export class DeviceManager implements DeviceDirectory {
   // ---- lifecycle ----
 
   async start(): Promise<void> {
+    this.unsubscribers.push(
+      this.ctx.registry.telemetry.onChange((change, now) => {
+        if (change === 'armed') void this.onArmed(now?.armed ?? false).catch((e) => this.ctx.log.error('record while armed failed', { err: e }))
+      }),
+    )
     // Each camera backend is started and stopped by the plugin that provides it, before this runs.
     for (const backend of this.ctx.registry.cameraBackends()) {
       this.unsubscribers.push(
@@ -269,6 +276,7 @@ export class DeviceManager implements DeviceDirectory {
       stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
       leader: saved.leader ? this.busInfoOf(saved.leader) : null,
       recording: streamer?.recording(raw.bus_info) ?? { active: false, file: null, started: null, bytes: 0, error: null },
+      record_while_armed: saved.record_while_armed ?? false,
       ...(origin ? { watch: this.ctx.registry.watch(raw.bus_info, origin) } : {}),
     }
   }
@@ -507,6 +515,46 @@ export class DeviceManager implements DeviceDirectory {
     const saved = this.settingsOf(entry)
     const who = saved.leader ? `${entry.raw.bus_info} (its leader ${this.busInfoOf(saved.leader)})` : entry.raw.bus_info
     return conflict(`The stream of ${who} is not running, and a recording branches off the running stream: start it with restart_stream (or configure_stream with enabled true), then start_recording`)
+  }
+
+  // ---- record while armed ----
+
+  /** POST /api/devices/set_record_while_armed: saved per camera; switched on while armed, it starts recording now. */
+  setRecordWhileArmed(bus_info: string, enabled: boolean) {
+    return this.serial(async () => {
+      const entry = this.get(bus_info)
+      const saved = this.settingsOf(entry)
+      saved.record_while_armed = enabled
+      this.save([entry.identity, saved])
+      this.updated(entry)
+      return entry
+    }).then(async (entry) => {
+      if (enabled && this.ctx.registry.telemetry.current()?.armed) await this.armedRecording(entry, true)
+      return { success: true, record_while_armed: enabled }
+    })
+  }
+
+  /** The autopilot armed or disarmed: each camera set to record while armed starts or stops (a group once, by its leader). */
+  private async onArmed(armed: boolean): Promise<void> {
+    const entries = [...this.present.values()].filter((e) => this.settingsOf(e).record_while_armed)
+    for (const entry of entries) await this.armedRecording(entry, armed)
+  }
+
+  private async armedRecording(entry: Present, armed: boolean): Promise<void> {
+    const { bus_info } = entry.raw
+    const streamer = this.ctx.registry.get('streamer')
+    const active = streamer?.recording(bus_info).active ?? false
+    if (armed === active) return // already recording (the pilot, or its group's leader), or not recording
+    const announce = (action: 'started' | 'stopped' | 'failed', detail: string, file: string | null) =>
+      this.ctx.events.emit('record_while_armed', { bus_info, armed, action, detail, file })
+    try {
+      const recording = armed ? await this.startRecording(bus_info) : await this.stopRecording(bus_info)
+      announce(armed ? 'started' : 'stopped', armed ? 'the vehicle armed: recording started' : 'the vehicle disarmed: recording stopped', recording.file)
+    } catch (e) {
+      const detail = `the vehicle ${armed ? 'armed' : 'disarmed'}, but the recording could not ${armed ? 'start' : 'stop'}: ${(e as Error).message}`
+      this.ctx.log.warn('record while armed', { bus_info, detail })
+      announce('failed', detail, null)
+    }
   }
 
   setNickname(bus_info: string, nickname: string) {

@@ -11,6 +11,7 @@ import {
   DeviceRecordingModel,
   FollowerRequest,
   NotifyCameraRequest,
+  RecordWhileArmedRequest,
   SetNicknameRequest,
   SetUVCControlRequest,
   SuccessModel,
@@ -124,6 +125,19 @@ export default definePlugin({
           body: BusInfoRequest,
           ok: DeviceRecordingModel,
           errors: [404, 409, 503],
+        }),
+      })
+      .post('/api/devices/set_record_while_armed', typed({ body: RecordWhileArmedRequest }, ({ body }) => devices.setRecordWhileArmed(body.bus_info, body.enabled)), {
+        ...docs({
+          tag,
+          summary: 'Record this camera while the vehicle is armed (saved per camera)',
+          description:
+            "When the autopilot on the MAVLink link (--mavlink) arms, a recording of the camera's running stream starts; when it disarms, the recording stops. " +
+            'Switched on while the vehicle is armed, it starts recording at once. Each start, stop or failure is a `record_while_armed` event; a stream that is not running cannot be recorded (the event says so). ' +
+            'An autopilot that falls silent does not stop the recording: the next disarm does. The device shows the setting as `record_while_armed`.',
+          body: RecordWhileArmedRequest,
+          ok: t.Object({ success: t.Boolean(), record_while_armed: t.Boolean() }),
+          errors: [404, 507],
         }),
       })
       .post(

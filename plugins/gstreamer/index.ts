@@ -33,7 +33,7 @@ export default definePlugin({
       frequencyOffset: offset(),
       findPort: fixedPort ? () => (existsSync(fixedPort) ? fixedPort : null) : undefined,
     })
-    const streamer = new GstStreamer({ log, gstLaunch, frameSync, emit: (type, data) => events.emit(type, data) })
+    const streamer = new GstStreamer({ log, gstLaunch, frameSync, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
       const next = (event.data as Partial<Preferences> | null)?.frequency_offset

@@ -22,6 +22,7 @@ import { canCapture, captureStill, imageCaptured, type Position } from './captur
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
 import { CameraParams } from './params'
+import { VehicleTelemetryReader } from './vehicle'
 
 const TICK_MS = 1000
 /** QGroundControl looks for cameras at these component ids (MAV_COMP_ID_CAMERA … CAMERA6). */
@@ -119,6 +120,8 @@ export class MavlinkService {
   private position: Position | null = null
   /** Stills taken per camera since the service started (CAMERA_IMAGE_CAPTURED's image_index). */
   private stills = new Map<string, number>()
+  /** The autopilot's telemetry into the registry's TelemetrySource (the recorder's text track reads it). */
+  private readonly vehicle: VehicleTelemetryReader
 
   constructor(private readonly ctx: MavlinkContext) {
     const { config } = ctx
@@ -129,6 +132,7 @@ export class MavlinkService {
       signingKey: config.mavlinkSigningKey,
       onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
     })
+    this.vehicle = new VehicleTelemetryReader(this.sysid, ctx.registry.telemetry)
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
     this.params = new CameraParams({
       targets: (sysid, compid) => (sysid === 0 || sysid === this.sysid ? [...this.components.values()].filter((c) => compid === 0 || c.compid === compid) : []),
@@ -162,6 +166,7 @@ export class MavlinkService {
     this.unsubscribeEvents = null
     for (const component of [...this.components.values()]) this.remove(component)
     this.link.stop()
+    this.ctx.registry.telemetry.clear()
   }
 
   health(): PluginHealth {
@@ -185,6 +190,8 @@ export class MavlinkService {
       stream_address: this.address,
       cameras,
       ground_station: this.gcs ? { system_id: this.gcs.sysid, component_id: this.gcs.compid, last_heartbeat_ms_ago: Date.now() - this.gcs.at } : null,
+      // The autopilot's last telemetry (what recordings carry as their text track); null without one on the link.
+      vehicle: this.ctx.registry.telemetry.current(),
     }
   }
 
@@ -407,6 +414,7 @@ export class MavlinkService {
 
   private onPacket(packet: MavLinkPacket): void {
     const { msgid, sysid, compid } = packet.header
+    if (VehicleTelemetryReader.handles(msgid) && this.vehicle.onPacket(packet) && msgid !== common.GlobalPositionInt.MSG_ID) return
     if (msgid === 0) {
       // A ground station's heartbeat (QGroundControl: 255/190), for /api/health.
       if (sysid !== this.sysid) this.gcs = { sysid, compid, at: Date.now() }

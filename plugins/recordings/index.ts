@@ -4,7 +4,7 @@
 // Reads config.recordingsDir; the streamer (when present) says which files are still being written.
 import { Elysia, t } from 'elysia'
 import { existsSync } from 'node:fs'
-import { HttpError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
+import { HttpError, LimitError, RequestValidationError, conflict, notFound, valueError } from '../../core/errors'
 import { hangUpSignal, isHead, streamResponse } from '../../core/front'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
@@ -12,11 +12,12 @@ import { typed } from '../../core/validation'
 import { DiskModel, KeptModel, RecordingModel, RetentionPolicyModel, RetentionStateModel, ZipStatusModel } from '../../core/schemas'
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
+import { readTextTrack, toAss, toCsv } from '../../drivers/storage/telemetry'
 import { Retention } from './retention'
 import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../core/naming'
 
 const RecordingList = t.Array(RecordingModel, {
-  description: 'Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`.',
+  description: "Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`; one with the vehicle's telemetry as a subtitle track, `telemetry: true` (its sidecars: GET /api/recordings/{name}/telemetry.ass and .csv).",
 })
 
 // What the store refuses (core/naming.ts), said in the document so clients never send it.
@@ -116,6 +117,17 @@ async function serveFile(store: RecordingStore, found: RecordingFile, request: R
   })
 }
 
+/**
+ * Telemetry sidecars read at once: each walks its file's block headers (an hour of 30 fps is ~108k
+ * small reads), so a client asking for many cannot keep the recordings disk busy (docs/limits.md).
+ */
+export const MAX_SIDECAR_READS = 2
+
+const SIDECAR = {
+  ass: { type: 'text/x-ssa; charset=utf-8', render: (cues: Parameters<typeof toAss>[0], title: string) => toAss(cues, title) },
+  csv: { type: 'text/csv; charset=utf-8', render: (cues: Parameters<typeof toCsv>[0]) => toCsv(cues) },
+} as const
+
 export default definePlugin({
   name: 'recordings',
   // Streamed from a descriptor with an exact Content-Length: the zip, and a recording (played or downloaded).
@@ -144,6 +156,30 @@ export default definePlugin({
         if (status.state === 'failed') log.warn('zip job failed', { token: status.token, error: status.error })
       },
     })
+
+    let sidecarReads = 0
+    /** GET /api/recordings/{name}/telemetry.{ass,csv}: the recording's own text track, as a sidecar file. */
+    const sidecar = (name: string, kind: keyof typeof SIDECAR) =>
+      mapped(async () => {
+        const store = await dir()
+        const file = await store.find(name)
+        if (sidecarReads >= MAX_SIDECAR_READS) {
+          registry.limitHit('telemetry_sidecar_reads')
+          throw new LimitError(503, `${MAX_SIDECAR_READS} telemetry sidecars are being read now, the most at once; try again in 1 s`, 1)
+        }
+        sidecarReads++
+        let cues
+        try {
+          cues = file.format === 'mkv' ? await readTextTrack(file.path) : null
+        } finally {
+          sidecarReads--
+        }
+        if (!cues) throw notFound(`${file.fileName} has no telemetry: it was recorded without an autopilot on the MAVLink link (--mavlink)`)
+        const stem = file.fileName.slice(0, file.fileName.lastIndexOf('.'))
+        return new Response(SIDECAR[kind].render(cues, file.fileName), {
+          headers: { 'content-type': SIDECAR[kind].type, 'content-disposition': disposition('inline', `${stem}.telemetry.${kind}`) },
+        })
+      })
 
     let ready = false
     let initError: string | null = null
@@ -353,6 +389,30 @@ export default definePlugin({
           ok: KeptModel,
           errors: [404, 409, 503, 507],
           pathParams: { recording_path: RecordingName },
+        }),
+      })
+      .get('/api/recordings/:name/telemetry.ass', ({ params }) => sidecar(params.name, 'ass'), {
+        ...docs({
+          tag: 'recordings',
+          summary: "The vehicle's telemetry of a recording as an ASS subtitle file, for players that load one beside the video",
+          description:
+            "Read from the recording's own subtitle track (recorded while an autopilot was on the MAVLink link): one cue per change, each lasting until the next. " +
+            `404 when the recording has no telemetry; 503 while ${MAX_SIDECAR_READS} sidecars are being read (Retry-After).`,
+          ok: { content: { 'text/x-ssa': { schema: { type: 'string' } } }, description: 'Advanced SubStation Alpha (v4.00+)' },
+          errors: [404, 503],
+          pathParams: { name: RecordingName },
+        }),
+      })
+      .get('/api/recordings/:name/telemetry.csv', ({ params }) => sidecar(params.name, 'csv'), {
+        ...docs({
+          tag: 'recordings',
+          summary: "The vehicle's telemetry of a recording as CSV: one row per cue, its times in seconds of the recording",
+          description:
+            'Columns: time_s, end_s, utc, armed, mode, depth_m, heading_deg, roll_deg, pitch_deg, water_temp_c, lat, lon, battery_v, battery_pct, stream; an empty cell where the autopilot did not report the value. ' +
+            `404 when the recording has no telemetry; 503 while ${MAX_SIDECAR_READS} sidecars are being read (Retry-After).`,
+          ok: { content: { 'text/csv': { schema: { type: 'string' } } }, description: 'CSV with a header row (RFC 4180)' },
+          errors: [404, 503],
+          pathParams: { name: RecordingName },
         }),
       })
       .get(

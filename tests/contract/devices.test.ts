@@ -67,6 +67,7 @@ describe('GET /api/devices (spec §2.1)', () => {
           'stream_status',
           'leader',
           'recording',
+          'record_while_armed',
         ].sort(),
       )
       expect(ehd).toMatchObject({

@@ -58,6 +58,12 @@ test('the ground station codec: X.25 check value, CRC_EXTRA as the MAVLink C lib
     PARAM_EXT_ACK: 132,
     GLOBAL_POSITION_INT: 104,
     CAMERA_IMAGE_CAPTURED: 133,
+    SYS_STATUS: 124,
+    SCALED_PRESSURE: 115,
+    ATTITUDE: 39,
+    VFR_HUD: 20,
+    SCALED_PRESSURE2: 195,
+    SCALED_PRESSURE3: 131,
   }
   expect(Object.fromEntries(MESSAGES.map((m) => [m.name, crcExtra(m)]))).toEqual(published)
 

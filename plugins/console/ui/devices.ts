@@ -6,6 +6,7 @@ import { ApiError, get, watchLinksForPage } from './api'
 import { on } from './events'
 import { Value } from './state'
 import type { Device, DeviceRecording, StreamStatus } from './types'
+import { notify } from './widgets'
 
 export const devices = new Value<Device[] | null>(null)
 /** Why the list could not be loaded, if it could not. */
@@ -94,6 +95,10 @@ export function followDevices(): void {
   })
   on('recording', ({ members, bus_info, ...state }: { bus_info: string; members?: string[] } & DeviceRecording) => {
     const who = new Set(members ?? [bus_info])
-    update((d) => who.has(d.bus_info), (d) => ({ ...d, recording: { active: state.active, file: state.file, started: state.started, bytes: state.bytes, error: state.error } }))
+    update((d) => who.has(d.bus_info), (d) => ({ ...d, recording: { active: state.active, file: state.file, started: state.started, bytes: state.bytes, error: state.error, telemetry: state.telemetry } }))
+  })
+  // Arming or disarming started or stopped a camera's recording (record while armed), or could not: the pilot is told.
+  on('record_while_armed', ({ bus_info, action, detail }: { bus_info: string; action: 'started' | 'stopped' | 'failed'; detail: string }) => {
+    notify(action === 'failed' ? 'error' : 'ok', `${bus_info}: ${detail}`)
   })
 }

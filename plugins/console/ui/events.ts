@@ -23,6 +23,7 @@ const EVERY: Record<EventName, true> = {
   recording_deleted: true,
   recording_kept: true,
   retention_updated: true,
+  record_while_armed: true,
   log: true,
 }
 const NAMES = Object.keys(EVERY) as EventName[]

@@ -108,6 +108,11 @@ class ConfigureStreamRequest(BaseModel):
     endpoints: List[StreamEndpointModel]
 
 
+class RecordWhileArmedRequest(BaseModel):
+    bus_info: str
+    enabled: bool
+
+
 class SetNicknameRequest(BaseModel):
     bus_info: str
     nickname: str = Field(max_length=64, pattern=PATTERNS['nickname'])
@@ -215,6 +220,11 @@ def start_recording(body: BusInfoRequest):
 
 @app.post('/api/devices/stop_recording')
 def stop_recording(body: BusInfoRequest):
+    return OK
+
+
+@app.post('/api/devices/set_record_while_armed')
+def set_record_while_armed(body: RecordWhileArmedRequest):
     return OK
 
 

@@ -147,9 +147,30 @@ function StreamActions({ d }: { d: Device }) {
           </button>
         )}
       </div>
+      <label class="inline-check" title="When the autopilot on the MAVLink link arms, a recording starts; when it disarms, it stops">
+        <input
+          type="checkbox"
+          data-record-while-armed
+          checked={d.record_while_armed ?? false}
+          disabled={state.busy}
+          onChange={(e) => {
+            const enabled = e.currentTarget.checked
+            void act(() => post('/api/devices/set_record_while_armed', { bus_info: d.bus_info, enabled }), `${name}: ${enabled ? 'records while the vehicle is armed' : 'no longer records when armed'}`)
+          }}
+        />{' '}
+        Record while armed
+      </label>
       {d.recording?.file && (
         <p class="muted" data-recording-state={recording ? 'active' : 'ended'}>
           {recording ? <span class="tag live">REC</span> : 'Last recording'} {d.recording.file} · {bytes(d.recording.bytes)}
+          {d.recording.telemetry && (
+            <>
+              {' '}
+              <span class="tag ok" data-recording-telemetry title="The file carries the vehicle's telemetry as a subtitle track">
+                telemetry
+              </span>
+            </>
+          )}
           {d.recording.error && <span class="error-text"> · {d.recording.error}</span>}
         </p>
       )}

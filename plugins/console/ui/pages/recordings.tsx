@@ -15,9 +15,10 @@ import { Player } from './recordings/player'
 import './recordings/recordings.css'
 import { RenameDialog } from './recordings/rename'
 import { RetentionPanel } from './recordings/retention'
+import { TelemetryLinks } from './recordings/telemetry'
 import { useZipJob, ZipProgress } from './recordings/zip'
 
-type Listed = Recording & { in_progress?: boolean; kept?: boolean }
+type Listed = Recording & { in_progress?: boolean; kept?: boolean; telemetry?: boolean }
 
 /** The file's own name (its extension as written on disk): the name every recording route takes. */
 export const fileNameOf = (r: Recording) => r.path.slice(r.path.lastIndexOf('/') + 1) || `${r.name}.${r.format}`
@@ -147,6 +148,11 @@ export function RecordingsPage() {
                     </td>
                     <td class="name">
                       {name} {r.in_progress && <span class="tag live">recording</span>}
+                      {r.telemetry && (
+                        <div>
+                          <TelemetryLinks fileName={name} />
+                        </div>
+                      )}
                     </td>
                     <td data-size>{r.size}</td>
                     <td data-duration>{r.duration}</td>

@@ -13,6 +13,20 @@ function uptime(seconds: number): string {
   return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : m ? `${m} min ${seconds % 60} s` : `${seconds} s`
 }
 
+/** The autopilot's last telemetry as /api/health's mavlink plugin reports it (docs/recordings.md). */
+function vehicleText(mavlink: Health['plugins'][string] | undefined): string {
+  if (!mavlink?.enabled) return 'no MAVLink link (--mavlink)'
+  const v = mavlink.vehicle as { armed: boolean; mode: string; depth_m: number | null; heading_deg: number | null; battery_v: number | null } | null | undefined
+  if (!v) return 'no autopilot heard'
+  return [
+    v.armed ? 'ARMED' : 'disarmed',
+    v.mode,
+    v.depth_m !== null ? `depth ${v.depth_m.toFixed(2)} m` : null,
+    v.heading_deg !== null ? `heading ${Math.round(v.heading_deg)}°` : null,
+    v.battery_v !== null ? `battery ${v.battery_v.toFixed(2)} V` : null,
+  ].filter(Boolean).join(' · ')
+}
+
 export function StatusPage() {
   const health = useResource<Health>('/api/health', ['stream_error', 'device_added', 'device_removed', 'network_changed', 'preferences_updated'])
   const disk = useResource<Disk>('/api/recordings/disk', [['recording', whenChanged('active')]])
@@ -40,6 +54,8 @@ export function StatusPage() {
             <dd>
               <span class={`tag ${h.settings.state}`}>{h.settings.state}</span> {h.settings.detail}
             </dd>
+            <dt>Vehicle</dt>
+            <dd data-vehicle>{vehicleText(h.plugins.mavlink)}</dd>
             <dt>Recordings disk</dt>
             <dd data-disk>{disk.data ? diskUsage(disk.data).text : (disk.error ?? '…')}</dd>
           </dl>
