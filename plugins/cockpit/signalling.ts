@@ -20,8 +20,6 @@ export const MAX_MESSAGE_BYTES = 32 * 1024
 /** Messages a socket may send in a burst, then per second (Cockpit asks for the streams once a second and trickles a few candidates). */
 export const MESSAGE_BURST = 60
 export const MESSAGES_PER_SECOND = 20
-/** A socket that keeps sending past its rate after being told: closed. */
-export const RATE_STRIKES_TO_CLOSE = 3
 /** Sessions one socket may hold at once (Cockpit opens one per video widget, each on its own socket). */
 export const MAX_SESSIONS_PER_SOCKET = 4
 /** Candidates the browser may trickle per session (a browser has a handful: one per interface and protocol). */
@@ -136,7 +134,8 @@ export class Connection {
   readonly sessions = new Map<string, CockpitSession>()
   private tokens = MESSAGE_BURST
   private refilledAt = Date.now()
-  private strikes = 0
+  /** Messages dropped since the last one within the rate. */
+  private dropped = 0
   private closed = false
 
   constructor(
@@ -175,27 +174,28 @@ export class Connection {
     return this.sessions.values()
   }
 
+  /**
+   * A token bucket: MESSAGE_BURST at once, then MESSAGES_PER_SECOND. Past it, messages are dropped;
+   * the first drop is said, and a socket that sends another burst's worth while dropped is closed.
+   */
   private withinRate(): boolean {
     const now = Date.now()
     this.tokens = Math.min(MESSAGE_BURST, this.tokens + ((now - this.refilledAt) / 1000) * MESSAGES_PER_SECOND)
     this.refilledAt = now
     if (this.tokens >= 1) {
       this.tokens--
+      this.dropped = 0
       return true
     }
-    // Said once per burst of excess; a socket that goes on is closed.
-    if (this.tokens > -1) {
-      this.tokens = -1
-      if (++this.strikes >= RATE_STRIKES_TO_CLOSE) {
-        this.ctx.limitHit('cockpit_message_rate')
-        this.ctx.refused('rate')
-        this.closed = true
-        this.socket.close(1008, `More than ${MESSAGES_PER_SECOND} messages a second, again and again`)
-        this.socketClosed()
-        return false
-      }
+    this.dropped++
+    if (this.dropped === 1) {
       this.ctx.limitHit('cockpit_message_rate')
-      this.fail('rate', `More than ${MESSAGES_PER_SECOND} messages a second (after a burst of ${MESSAGE_BURST}): messages are dropped until the rate falls; the socket is closed if it goes on`)
+      this.fail('rate', `More than ${MESSAGES_PER_SECOND} messages a second (after a burst of ${MESSAGE_BURST}): messages are dropped until the rate falls; the socket is closed if ${MESSAGE_BURST} more come first`)
+    } else if (this.dropped > MESSAGE_BURST) {
+      this.ctx.refused('rate')
+      this.closed = true
+      this.socket.close(1008, `More than ${MESSAGES_PER_SECOND} messages a second, on and on`)
+      this.socketClosed()
     }
     return false
   }
