@@ -253,7 +253,7 @@ export class Connection {
     if (!producer) throw new Refused('no_stream', `No running H.264 stream has the id '${producer_id.slice(0, 40)}': ask availableStreams for the ids`)
     const viewers = this.ctx.viewers(producer.bus_info)
     if (viewers >= this.ctx.maxViewers) {
-      this.ctx.limitHit('max_viewers')
+      this.ctx.limitHit('cockpit_viewers')
       throw new Refused('max_viewers', `'${producer.bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one or try later`)
     }
     const id = randomUUID()

@@ -165,6 +165,7 @@ function WatchLinks({ d }: { d: Device }) {
     <div class="watch-links" data-watch-links>
       {w.rtsp && <CopyUrl label="RTSP" url={w.rtsp} />}
       {w.whep && <CopyUrl label="WHEP" url={w.whep} />}
+      {w.cockpit && <CopyUrl label="Cockpit" url={w.cockpit} />}
     </div>
   )
 }
