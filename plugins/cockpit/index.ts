@@ -19,6 +19,13 @@ import { hostnameOf, servedHost } from '../../core/http/hosts'
 import { bearerOf, cookieToken } from '../../core/http/token'
 import { END_REASONS, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
+import { captureStill } from '../mavlink/capture'
+import { VERSION } from '../../core/version'
+import { BusInfoRequest } from '../../core/schemas'
+import { conflict, notFound, unavailable } from '../../core/errors'
+import { typed } from '../../core/validation'
+import { EXTRAS_PATH, extras, WIDGET_ICON } from './extras'
+import { PLAYER_PATH, PLAYER_SCRIPT, widgetPage, WIDGET_POLICY } from './widget'
 import { availableStreams, Connection, producerId, REFUSAL_REASONS, type CockpitSession, type RefusalReason, type SignallingContext } from './signalling'
 
 /** The path on the HTTP port. */
@@ -38,6 +45,8 @@ const json = (status: number, detail: string) => new Response(JSON.stringify({ d
 
 export default definePlugin({
   name: 'cockpit',
+  // Cockpit reads its extras whenever it looks for widgets: a machine, not a pilot at the API.
+  backgroundPaths: [EXTRAS_PATH],
   flags: {
     'cockpit-port': {
       help: `TCP port of Cockpit's WebRTC signalling (mavlink-camera-manager's, where Cockpit looks: ${DEFAULT_COCKPIT_PORT}); 0 or off: only the path ${SIGNALLING_PATH} on the HTTP port`,
@@ -214,7 +223,59 @@ export default definePlugin({
       'cockpit',
     )
 
-    return new Elysia({ name: 'periscope:cockpit' }).get(
+    const page = (body: string, type: string, policy?: string) =>
+      new Response(body, { headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...(policy ? { 'content-security-policy': policy } : {}) } })
+
+    return new Elysia({ name: 'periscope:cockpit' })
+      .get(EXTRAS_PATH, () => extras(registry.deviceDirectory().devices(), { port: config.port, version: VERSION }), {
+        ...docs({
+          tag: 'system',
+          summary: "What Cockpit adds from this extension (BlueOS's extras.cockpit): a live-view widget per camera, recording and still actions, joystick suggestions",
+          description: "Cockpit's ExtrasJson (camelCase). The actions are http-request actions on http://{{ vehicle-address }}:<port>/api/…, which Cockpit fills in (docs/cockpit.md).",
+        }),
+      })
+      .get(
+        '/widget/:bus_info',
+        ({ params: { bus_info } }) => {
+          const device = registry.deviceDirectory().device(bus_info)
+          if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          return page(widgetPage(bus_info, device.nickname || device.name || bus_info), 'text/html; charset=utf-8', WIDGET_POLICY)
+        },
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: "A camera's bare live view (WHEP), full size, for Cockpit's widget iframe; any page may frame it (read-only)",
+            ok: { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+            errors: [404],
+            pathParams: ['bus_info'],
+          }),
+        },
+      )
+      .get(PLAYER_PATH, () => page(PLAYER_SCRIPT, 'text/javascript; charset=utf-8'), { ...docs({ tag: 'cameras', summary: "The widget page's player script", ok: { description: 'JavaScript', content: { 'text/javascript': { schema: { type: 'string' } } } } }) })
+      .get('/cockpit-widget-icon.svg', () => page(WIDGET_ICON, 'image/svg+xml'), { ...docs({ tag: 'cameras', summary: "The widget's icon in Cockpit's widget list", ok: { description: 'An SVG image', content: { 'image/svg+xml': { schema: { type: 'string' } } } } }) })
+      .post(
+        '/api/devices/capture_still',
+        typed({ body: BusInfoRequest }, async ({ body }) => {
+          const device = registry.deviceDirectory().device(body.bus_info)
+          if (!device) throw notFound(`No device with bus_info '${body.bus_info}' is connected`)
+          try {
+            return { file: await captureStill(registry, config, device) }
+          } catch (err) {
+            const message = (err as Error).message
+            if (/no snapshot service/.test(message)) throw unavailable(`No still can be taken: ${message}`)
+            throw conflict(`No still of '${body.bus_info}' could be taken: ${message}`)
+          }
+        }),
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: 'Take a still (JPEG) of a camera into the recordings directory, as MAVLink IMAGE_START_CAPTURE does (Cockpit\'s action): answers its file name',
+            body: BusInfoRequest,
+            errors: [404, 409, 503],
+          }),
+        },
+      )
+      .get(
       SIGNALLING_PATH,
       () => json(426, `This is Cockpit's WebRTC signalling, a WebSocket: connect with Upgrade: websocket (Cockpit: General → Video connection)`),
       {
