@@ -23,7 +23,7 @@ test("/register_service names the extras file, and it is Cockpit's shape: a widg
   const devices = (await s.call('GET', '/api/devices')).body as any[]
   const cameras = devices.filter((d) => !d.leader).map((d) => d.bus_info)
   expect(cameras).toContain(LEADER)
-  expect(body.widgets.map((w: any) => w.iframeUrl)).toEqual(cameras.map((b) => `/widget/${encodeURIComponent(b)}`))
+  expect(body.widgets.map((w: any) => w.iframeUrl).sort()).toEqual(cameras.map((b) => `/widget/${encodeURIComponent(b)}`).sort())
   for (const w of body.widgets) {
     expect(w.name).toStartWith('Periscope: ')
     expect(w.useExtensionPathAsBaseUrl).toBe(true)
