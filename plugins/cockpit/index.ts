@@ -227,7 +227,8 @@ export default definePlugin({
       new Response(body, { headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...(policy ? { 'content-security-policy': policy } : {}) } })
 
     return new Elysia({ name: 'periscope:cockpit' })
-      .get(EXTRAS_PATH, () => extras(registry.deviceDirectory().devices(), { port: config.port, version: VERSION }), {
+      // --port 0 (tests: any free port) is known only from a request's URL.
+      .get(EXTRAS_PATH, ({ request }) => extras(registry.deviceDirectory().devices(), { port: config.port || Number(new URL(request.url).port) || 80, version: VERSION }), {
         ...docs({
           tag: 'system',
           summary: "What Cockpit adds from this extension (BlueOS's extras.cockpit): a live-view widget per camera, recording and still actions, joystick suggestions",
