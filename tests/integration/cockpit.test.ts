@@ -3,7 +3,8 @@
 // (./cockpit-client.ts). Proves: the own port and the HTTP path both serve it, availableStreams lists
 // the running H.264 camera by nickname with its size, the browser decodes its frames at that size,
 // endSession and a closed socket end the session, a stopped stream makes the service ask endSession,
-// WHEP and Cockpit sessions share --max-viewers, and `watch.cockpit` gives the address.
+// WHEP and Cockpit sessions share --max-viewers, `watch.cockpit` gives the address, and the extras'
+// widget page plays framed on another origin.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser } from 'puppeteer-core'
 import { freeTcpPort, until } from '../helpers'
@@ -115,5 +116,50 @@ test('WHEP and Cockpit sessions share --max-viewers (2 here): the third viewer o
     expect(errors.map((m) => m.content.detail)).toEqual([expect.stringContaining('--max-viewers')])
   } finally {
     await page.close()
+  }
+}, 120_000)
+
+test("the extras' widget page plays its camera framed in an iframe on another origin (as Cockpit shows it); the page's one session ends when it goes", async () => {
+  const cam = await streaming('Widget')
+  const extras = (await service.call('GET', '/cockpit_extras.json')).body
+  const widget = extras.widgets.find((w: any) => w.iframeUrl === `/widget/${encodeURIComponent(cam.bus_info)}`)
+  expect(widget).toBeDefined()
+  // Another origin (127.0.0.2) frames the widget, as Cockpit's iframe widget does.
+  const host = Bun.serve({
+    hostname: '127.0.0.2',
+    port: 0,
+    fetch: () => new Response(`<!doctype html><iframe id="w" src="${service.url}${widget.iframeUrl}" allow="camera; autoplay" style="width:640px;height:480px"></iframe>`, { headers: { 'content-type': 'text/html' } }),
+  })
+  const page = await browser.newPage()
+  try {
+    await page.goto(`http://127.0.0.2:${host.port}/`, { waitUntil: 'domcontentloaded' })
+    const frame = await until('the widget frame', async () => page.frames().find((f) => f.url().includes('/widget/')), (f) => f !== undefined, 10_000)
+    // Loopback candidates need the fake camera granted in the frame (tests/integration/browser.ts); the player retries every 2 s until then.
+    await frame!.waitForSelector('#video')
+    const granted = await frame!.evaluate(async () => {
+      try {
+        const stream = await (globalThis as any).navigator.mediaDevices.getUserMedia({ video: true })
+        for (const track of stream.getTracks()) track.stop()
+        return 'ok'
+      } catch (err) {
+        return String(err)
+      }
+    })
+    expect(granted).toBe('ok')
+    const playing = () => frame!.evaluate(() => {
+      const v = (globalThis as any).document.getElementById('video')
+      return { width: v.videoWidth as number, height: v.videoHeight as number, frames: (v.getVideoPlaybackQuality?.().totalVideoFrames ?? 0) as number, status: (globalThis as any).document.getElementById('status').textContent as string }
+    })
+    const first = await until('the widget decoding', playing, (v) => v.frames > 0 && v.width > 0, 30_000)
+    expect([first.width, first.height]).toEqual([cam.width, cam.height])
+    await until('frames going on', playing, (v) => v.frames > first.frames + 10, 10_000)
+    const whep = async () => (await service.call('GET', '/api/health')).body.plugins.whep.sessions
+    // A WHEP viewer of an earlier test (its page closed) is reaped within the idle timeout.
+    await until("the widget's one WHEP session", whep, (n) => n === 1, 20_000)
+    await page.close()
+    await until("the widget's session ended with its page", whep, (n) => n === 0, 40_000)
+  } finally {
+    if (!page.isClosed()) await page.close()
+    host.stop(true)
   }
 }, 120_000)
