@@ -190,7 +190,7 @@ const OPTIONS: Option[] = [
     parse: int('network-rollback', 1, 3600),
     def: () => 30,
   },
-  { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
+  { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP and Cockpit together) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
   {
     flag: 'min-free-to-record',
     key: 'minFreeToRecordMiB',

@@ -141,8 +141,9 @@ export default definePlugin({
           if (live.hub.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
-          const viewers = watching(bus_info)
-          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
+          // WHEP's and Cockpit's sessions together (both are media/webrtc viewers).
+          const viewers = registry.webrtcViewers(bus_info)
+          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers (WHEP and Cockpit), the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = newSessionSecret()
           const session = new WebRtcViewer({ id, reader: 'whep', label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })

@@ -114,6 +114,10 @@ test('WHEP and Cockpit sessions share --max-viewers (2 here): the third viewer o
     expect(third).toBeInstanceOf(Error)
     const errors = (await receivedBy(page, 'e')).filter((m) => m.type === 'error')
     expect(errors.map((m) => m.content.detail)).toEqual([expect.stringContaining('--max-viewers')])
+    // And the other way: WHEP counts Cockpit's session too.
+    const moreWhep = await openSession(page, `/api/streams/${encodeURIComponent(cam.bus_info)}/whep`, 'w2')
+    expect(moreWhep.status).toBe(503)
+    expect(moreWhep.detail).toContain('WHEP and Cockpit')
   } finally {
     await page.close()
   }
