@@ -60,8 +60,6 @@ export default definePlugin({
     },
   },
   setup({ config, registry, log, lifecycle, refusals, flags }) {
-    // Unset only when the app is built without its plugins' flags (tests in one process): then no own
-    // port, so parallel test apps do not fight over 6021; core/main.ts always sets it.
     const wantedPort = (flags['cockpit-port'] as number | null | undefined) ?? null
     const connections = new Set<Connection>()
     const sessions = new Map<string, CockpitSession>()

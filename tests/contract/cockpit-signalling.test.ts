@@ -11,7 +11,12 @@ import { MediaHub } from '../../media/hub'
 import { MAX_SOCKETS, SIGNALLING_PATH } from '../../plugins/cockpit'
 import { Connection, MAX_CANDIDATES_PER_SESSION, MAX_MESSAGE_BYTES, MAX_SESSIONS_PER_SOCKET, MESSAGE_BURST, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
 import { freeTcpPort, parseMetrics, until, type TestServer } from '../helpers'
-import { startContractServer } from './setup'
+import { definePlugin } from '../../core/plugin'
+import { loadPlugin } from '../../core/loader'
+import type { Streamer } from '../../core/types'
+import { Elysia } from 'elysia'
+import { startTestServer } from '../helpers'
+import { EHD, startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
 
@@ -305,4 +310,50 @@ describe('sessions on a real hub and real werift', () => {
     // No endSession was sent for any of them: the browser asked, or its socket is gone.
     expect(sent.filter((m) => m.type === 'question')).toEqual([])
   })
+})
+
+test('with a running H.264 stream (a stand-in streamer with a real hub): availableStreams lists it by nickname and size; a session never answered ends at the idle timeout and the service asks endSession', async () => {
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [EHD], log: createLogger('error') })
+  const streamer = {
+    name: 'stand-in',
+    start: async () => {},
+    stop: async () => {},
+    status: () => ({ state: 'running', error: null, restarts: 0 }),
+    frameDrops: () => 0,
+    activeRecordings: () => [],
+    live: (bus_info: string) => (bus_info === EHD ? { hub, member: 0 } : null),
+    startRecording: async () => null,
+    stopRecording: async () => null,
+    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
+    stopAll: async () => {},
+  } as unknown as Streamer
+  const standIn = definePlugin({
+    name: 'stand-in-streamer',
+    setup({ registry }) {
+      registry.provide('streamer', streamer, 'stand-in-streamer')
+      return new Elysia({ name: 'periscope:stand-in-streamer' })
+    },
+  })
+  const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standIn]
+  const s = await startTestServer({ plugins, config: { simulate: 'default', whepIdleTimeoutSeconds: 1 } })
+  try {
+    expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Bow' })).status).toBe(200)
+    const c = await connect(s.url.replace('http:', 'ws:') + SIGNALLING_PATH)
+    c.send(question('availableStreams'))
+    const streams = (await c.nth(1)).content.content
+    expect(streams).toEqual([{ id: producerId(EHD), name: 'Bow', encode: 'H264', width: 640, height: 480, interval: expect.stringMatching(/^0\.\d+$/), source: expect.any(String), created: null }])
+    c.send(question('startSession', { consumer_id: 'me', producer_id: streams[0].id }))
+    const bind = (await c.nth(2)).content.content
+    expect((await c.nth(3)).content.type).toBe('mediaNegotiation')
+    expect((await s.call('GET', '/api/devices')).body.find((d: any) => d.bus_info === EHD).watch.cockpit).toBe(`${s.url.replace('http:', 'ws:')}${SIGNALLING_PATH}`)
+    // No answer, no RTCP: unheard for the idle timeout (1 s here).
+    const end = await until('endSession from the service', async () => c.messages.find((m) => m.type === 'question'), (m) => m !== undefined, 10_000)
+    expect(end).toEqual({ type: 'question', content: { type: 'endSession', content: { ...bind, reason: expect.stringContaining('not heard from') } } })
+    const health = (await s.call('GET', '/api/health')).body.plugins.cockpit
+    expect([health.sessions, health.ended.idle]).toEqual([0, 1])
+    c.ws.close()
+  } finally {
+    await s.stop()
+    hub.close()
+  }
 })
