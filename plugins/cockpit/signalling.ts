@@ -2,8 +2,8 @@
 // Cockpit's src/libs/webrtc/signaller.ts and session.ts speak): JSON text messages on a WebSocket,
 // each `{type: 'question' | 'answer' | 'negotiation', content: {type, content}}`. The browser asks for
 // a peer id (`peerId`), the streams (`availableStreams`) and a session on one of them (`startSession`);
-// we answer the session's id, then offer (`mediaNegotiation`, every host candidate inside: no trickle
-// from our side), the browser answers and trickles its candidates (`iceNegotiation`). A session ends on
+// we answer the session's id, then offer (`mediaNegotiation`) and send our host candidates one by one
+// (`iceNegotiation`), the browser answers and trickles its own. A session ends on
 // the browser's `endSession`, its socket's close, the idle timeout, or its stream's end (we then ask
 // `endSession` ourselves, as mavlink-camera-manager does). Sessions are media/webrtc/session.ts's
 // viewers, readers of the stream's hub, under WHEP's --max-viewers (counted together).
@@ -76,6 +76,21 @@ export function availableStreams(devices: Device[], live: (bus_info: string) => 
     })
   }
   return out
+}
+
+/** An SDP without its candidate lines, and those candidates as RTCIceCandidateInit (for iceNegotiation). */
+export function splitCandidates(sdp: string): { sdp: string; candidates: { candidate: string; sdpMid: string | null; sdpMLineIndex: number }[] } {
+  const kept: string[] = []
+  const found: { candidate: string; section: number }[] = []
+  const mids: (string | null)[] = []
+  let section = -1
+  for (const line of sdp.split('\r\n')) {
+    if (line.startsWith('m=')) mids[++section] = null
+    if (section >= 0 && line.startsWith('a=mid:')) mids[section] = line.slice(6)
+    if (section >= 0 && line.startsWith('a=candidate:')) found.push({ candidate: line.slice(2), section })
+    else if (line !== 'a=end-of-candidates') kept.push(line)
+  }
+  return { sdp: kept.join('\r\n'), candidates: found.map(({ candidate, section }) => ({ candidate, sdpMid: mids[section] ?? null, sdpMLineIndex: section })) }
 }
 
 /** What a connection needs of the service. */
@@ -273,7 +288,13 @@ export class Connection {
     const bind = { consumer_id, producer_id, session_id: id }
     this.send({ type: 'answer', content: { type: 'startSession', content: bind } })
     session.queue = viewer.offer().then(
-      (sdp) => this.send({ type: 'negotiation', content: { type: 'mediaNegotiation', content: { ...bind, sdp: { type: 'offer', sdp } } } }),
+      (full) => {
+        // As mavlink-camera-manager does: the offer, then each candidate on its own, so that Cockpit's
+        // ICE IP and protocol filters (General → Video) apply and it lists the vehicle's addresses.
+        const { sdp, candidates } = splitCandidates(full)
+        this.send({ type: 'negotiation', content: { type: 'mediaNegotiation', content: { ...bind, sdp: { type: 'offer', sdp } } } })
+        for (const ice of candidates) this.send({ type: 'negotiation', content: { type: 'iceNegotiation', content: { ...bind, ice } } })
+      },
       (err) => {
         this.fail('unanswerable', `No offer could be made for this session: ${(err as Error).message}`)
         void viewer.close('failed', String(err))
