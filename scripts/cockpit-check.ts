@@ -1,23 +1,22 @@
-// Cockpit's own video code against Periscope, in Chromium. Not a test tier: it needs Cockpit's source
-// (bluerobotics/cockpit, fetched beside the project, never copied into it) and Vue from the npm
-// registry. It bundles Cockpit's WebRTCManager (src/composables/webRTC.ts, the video widget's engine)
-// with its Signaller and Session (src/libs/webrtc/) with Bun's bundler, starts Periscope with simulated
-// cameras, streams one as H.264 under a nickname, and has Cockpit's manager, pointed at Periscope's
-// signalling URI (watch.cockpit), pick that stream by name and play it; it passes when Chromium has
-// decoded frames at the camera's size.
+// Cockpit against Periscope, in Chromium. Not a test tier: it needs Cockpit's source (bluerobotics/
+// cockpit, fetched beside the project, never copied into it) and npm packages from the registry.
+//
+// 1. Cockpit's video code: its WebRTCManager (src/composables/webRTC.ts, the video widget's engine),
+//    Signaller and Session (src/libs/webrtc/), bundled with Bun's bundler (Vue from the registry), pick a
+//    simulated Periscope camera by its nickname through Periscope's signalling URI (watch.cockpit) and
+//    decode its frames at its size; Cockpit lists the vehicle's ICE address from our candidates.
+// 2. When the Cockpit source has its npm packages installed (and its three git submodules), Cockpit's
+//    whole web app, from its own Vite dev server: a fresh Cockpit with its own "ROV default" profile
+//    finds Periscope at ws://<its host>:6021 with nothing typed, gives its video widget the first
+//    stream, and decodes it. (Its production build also bundles the Electron app, which needs a
+//    native SDL package from GitHub; the dev server serves the same web app.)
 //
 //   scripts/cockpit-check.sh [<cockpit source dir>] [<dir with node_modules/vue>]
-//
-// Why not Cockpit's whole web build: its source has three git submodules (mavlink2rest's TypeScript,
-// mavlink-json, ArduPilot's parameter repository) that a fetch of the one repository does not bring,
-// and its build needs all of its npm packages; the video path is these three files and Vue. (The same
-// submodules keep its extras schema, src/libs/blueos/schemas.ts, from being bundled: it imports
-// mavlink2rest's enums; tests/contract/cockpit-extras.test.ts checks the shape it reads.)
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { launchBrowser, openPage } from '../tests/integration/browser'
-import { startService } from '../tests/integration/service.helpers'
+import { startService, type Service } from '../tests/integration/service.helpers'
 import { freeTcpPort, until } from '../tests/helpers'
 
 const source = resolve(process.argv[2] ?? '/work/cockpit-src')
@@ -85,31 +84,97 @@ if (!built.success) throw new Error(`the bundle failed: ${built.logs.join('\n')}
 const bundle = await built.outputs[0]!.text()
 rmSync(work, { recursive: true, force: true })
 
-const cockpitPort = freeTcpPort()
-const service = await startService({ args: ['--cockpit-port', String(cockpitPort)] })
-const browser = await launchBrowser()
-let ok = false
-try {
+/** A simulated single camera streaming H.264 at 640 wide or less under `nickname`; its size and watch.cockpit. */
+async function streaming(service: Service, nickname: string): Promise<{ width: number; height: number; uri: string }> {
   const devices = (await service.call('GET', '/api/devices')).body as any[]
   const d = devices.find((x) => !x.leader && !x.followers?.length && (x.cameras ?? []).some((c: any) => (c.formats?.H264 ?? []).some((s: any) => s.width <= 640)))
   if (!d) throw new Error('no simulated camera streams H.264 at 640 wide or less')
   const size = d.cameras.flatMap((c: any) => c.formats?.H264 ?? []).find((s: any) => s.width <= 640)
-  await service.call('POST', '/api/devices/set_nickname', { bus_info: d.bus_info, nickname: 'Cockpit check' })
+  await service.call('POST', '/api/devices/set_nickname', { bus_info: d.bus_info, nickname })
   await service.call('POST', '/api/devices/configure_stream', { bus_info: d.bus_info, stream_type: 'UDP', stream_format: { width: size.width, height: size.height, interval: size.intervals[0] }, encode_type: 'H264', enabled: true, endpoints: [{ host: '127.0.0.1', port: d.stream.endpoints?.[0]?.port ?? 47000 }] })
   const running = await until('the stream running', () => service.call('GET', '/api/devices'), (r) => r.body.find((x: any) => x.bus_info === d.bus_info)?.stream_status?.state === 'running', 30_000)
-  const uri = running.body.find((x: any) => x.bus_info === d.bus_info).watch.cockpit as string
-  console.log(`Periscope's signalling URI (watch.cockpit): ${uri}`)
-  const page = await openPage(browser, service.url)
-  await page.addScriptTag({ content: bundle })
-  await page.evaluate((uri: string) => (globalThis as any).playWithCockpit(uri, 'Cockpit check'), uri)
-  const stats = await until('Cockpit decoding frames', () => page.evaluate(() => (globalThis as any).cockpitStats()), (s: any) => s.framesDecoded > 30 && s.width > 0, 60_000)
-  console.log(`Cockpit's streams: ${JSON.stringify(stats.streams)}; the vehicle's ICE addresses it lists: ${JSON.stringify(stats.iceIps)}; signaller: ${stats.signaller}; stream: ${stats.stream}`)
-  console.log(`decoded ${stats.framesDecoded} frames at ${stats.width}x${stats.height} (the camera streams ${size.width}x${size.height})`)
-  // The addresses come from our trickled candidates (Cockpit's IP filter works on them).
-  ok = stats.width === size.width && stats.height === size.height && stats.iceIps.length > 0
-} finally {
-  await browser.close()
-  await service.kill()
+  return { width: size.width, height: size.height, uri: running.body.find((x: any) => x.bus_info === d.bus_info).watch.cockpit }
 }
-console.log(ok ? 'PASS: Cockpit\'s own WebRTC code plays a Periscope camera' : 'FAIL')
-process.exit(ok ? 0 : 1)
+
+async function checkBundle(): Promise<boolean> {
+  const service = await startService({ args: ['--cockpit-port', String(freeTcpPort())] })
+  const browser = await launchBrowser()
+  try {
+    const cam = await streaming(service, 'Cockpit check')
+    console.log(`[bundle] Periscope's signalling URI (watch.cockpit): ${cam.uri}`)
+    const page = await openPage(browser, service.url)
+    await page.addScriptTag({ content: bundle })
+    await page.evaluate((uri: string) => (globalThis as any).playWithCockpit(uri, 'Cockpit check'), cam.uri)
+    const stats = await until('Cockpit decoding frames', () => page.evaluate(() => (globalThis as any).cockpitStats()), (s: any) => s.framesDecoded > 30 && s.width > 0, 60_000)
+    console.log(`[bundle] Cockpit's streams: ${JSON.stringify(stats.streams)}; the vehicle's ICE addresses it lists: ${JSON.stringify(stats.iceIps)}; stream: ${stats.stream}`)
+    console.log(`[bundle] decoded ${stats.framesDecoded} frames at ${stats.width}x${stats.height} (the camera streams ${cam.width}x${cam.height})`)
+    // The addresses come from our trickled candidates (Cockpit's IP filter works on them).
+    return stats.width === cam.width && stats.height === cam.height && stats.iceIps.length > 0
+  } finally {
+    await browser.close()
+    await service.kill()
+  }
+}
+
+/** Is a TCP port free on loopback? */
+function portFree(port: number): boolean {
+  try {
+    Bun.listen({ hostname: '127.0.0.1', port, socket: { data() {} } }).stop(true)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function checkApp(): Promise<boolean | null> {
+  const vite = join(source, 'node_modules/.bin/vite')
+  if (!existsSync(vite) || !existsSync(join(src, 'libs/connection/m2r/messages'))) {
+    console.log(`[app] skipped: ${source} has no node_modules (install Cockpit's packages) or no submodules`)
+    return null
+  }
+  // Cockpit looks at ws://<its page's host>:6021 by default: with 6021 free, Periscope listens there and
+  // nothing is typed; else Cockpit is given the address in its webRTCSignallingURI query parameter.
+  const byDefault = portFree(6021)
+  const signallingPort = byDefault ? 6021 : freeTcpPort()
+  const vitePort = freeTcpPort()
+  const server = Bun.spawn([vite, '--host', '127.0.0.1', '--port', String(vitePort), '--strictPort'], { cwd: source, env: { ...process.env, COCKPIT_VERSION: 'cockpit-check' }, stdout: 'ignore', stderr: 'ignore' })
+  const service = await startService({ args: ['--cockpit-port', String(signallingPort)] })
+  const browser = await launchBrowser()
+  try {
+    const cockpitUrl = `http://127.0.0.1:${vitePort}/${byDefault ? '' : `?webRTCSignallingURI=${encodeURIComponent(`ws://127.0.0.1:${signallingPort}`)}`}`
+    await until("Cockpit's dev server", () => fetch(cockpitUrl).then((r) => r.status).catch(() => 0), (s) => s === 200, 60_000)
+    const cam = await streaming(service, 'Front')
+    // Cockpit's own "ROV default" profile (src/assets/defaults.ts, read from its dev server) has a video
+    // widget; the blank profile a fresh Cockpit opens without a vehicle has none. It goes in as Cockpit's
+    // old-style localStorage value, which Cockpit's settings migrate on its first load.
+    const first = await browser.newPage()
+    await first.goto(cockpitUrl, { waitUntil: 'domcontentloaded', timeout: 120_000 })
+    const profile = await first.evaluate(async () => JSON.stringify((await import('/src/assets/defaults.ts' as string)).widgetProfiles.find((p: any) => p.name === 'ROV default')))
+    await first.close()
+    const context = await browser.createBrowserContext()
+    const page = await context.newPage()
+    await page.evaluateOnNewDocument((profile: string) => {
+      localStorage.setItem('cockpit-views-group-v1', profile)
+      // The fake camera, granted early, lets Chromium offer loopback candidates (tests/integration/browser.ts).
+      ;(navigator as any).mediaDevices.getUserMedia({ video: true }).then((s: any) => s.getTracks().forEach((t: any) => t.stop())).catch(() => {})
+    }, profile)
+    await page.setViewport({ width: 1280, height: 800 })
+    await page.goto(cockpitUrl, { waitUntil: 'domcontentloaded', timeout: 120_000 })
+    const videos = () => page.evaluate(() => [...(globalThis as any).document.querySelectorAll('video')].map((v: any) => ({ width: v.videoWidth as number, height: v.videoHeight as number, frames: (v.getVideoPlaybackQuality?.().totalVideoFrames ?? 0) as number })))
+    const seen = await until("Cockpit's video widget playing", videos, (vs) => vs.some((v) => v.frames > 30 && v.width > 0), 180_000)
+    const playing = seen.find((v) => v.frames > 30)!
+    console.log(`[app] Cockpit ${byDefault ? 'found Periscope at ws://127.0.0.1:6021 by itself (nothing typed)' : `was given ws://127.0.0.1:${signallingPort} (6021 is taken here)`}; its video widget decoded ${playing.frames} frames at ${playing.width}x${playing.height} (the camera streams ${cam.width}x${cam.height})`)
+    return playing.width === cam.width && playing.height === cam.height
+  } finally {
+    await browser.close()
+    await service.kill()
+    server.kill()
+    await server.exited
+  }
+}
+
+const bundled = await checkBundle()
+console.log(bundled ? "PASS [bundle]: Cockpit's own WebRTC code plays a Periscope camera" : 'FAIL [bundle]')
+const app = await checkApp()
+if (app !== null) console.log(app ? "PASS [app]: Cockpit's web app plays a Periscope camera" : 'FAIL [app]')
+process.exit(bundled && app !== false ? 0 : 1)
