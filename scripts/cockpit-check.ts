@@ -9,7 +9,8 @@
 //    whole web app, from its own Vite dev server: a fresh Cockpit with its own "ROV default" profile
 //    finds Periscope at ws://<its host>:6021 with nothing typed, gives its video widget the first
 //    stream, and decodes it. (Its production build also bundles the Electron app, which needs a
-//    native SDL package from GitHub; the dev server serves the same web app.)
+//    native SDL package from GitHub; the dev server serves the same web app.) Cockpit's own zod schemas
+//    (src/libs/blueos/schemas.ts) then read /register_service and the extras file.
 //
 //   scripts/cockpit-check.sh [<cockpit source dir>] [<dir with node_modules/vue>]
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -164,7 +165,26 @@ async function checkApp(): Promise<boolean | null> {
     const seen = await until("Cockpit's video widget playing", videos, (vs) => vs.some((v) => v.frames > 30 && v.width > 0), 180_000)
     const playing = seen.find((v) => v.frames > 30)!
     console.log(`[app] Cockpit ${byDefault ? 'found Periscope at ws://127.0.0.1:6021 by itself (nothing typed)' : `was given ws://127.0.0.1:${signallingPort} (6021 is taken here)`}; its video widget decoded ${playing.frames} frames at ${playing.width}x${playing.height} (the camera streams ${cam.width}x${cam.height})`)
-    return playing.width === cam.width && playing.height === cam.height
+    // What BlueOS would hand Cockpit: /register_service (as its helper's metadata) and the extras file,
+    // read by Cockpit's own zod schemas (src/libs/blueos/schemas.ts) in Cockpit's page.
+    const register = (await service.call('GET', '/register_service')).body
+    const extras = (await service.call('GET', register.extras.cockpit)).body
+    const read = await page.evaluate(
+      async (register: unknown, extras: unknown) => {
+        const schemas = await import('/src/libs/blueos/schemas.ts' as string)
+        const service = schemas.ServiceSchema.safeParse({ metadata: register, port: 8080 })
+        const parsed = schemas.ExtrasJsonSchema.safeParse(extras)
+        return {
+          service: service.success ? { extras: service.data.metadata?.extras?.cockpit, relative: service.data.metadata?.worksInRelativePaths } : String(service.error),
+          extras: parsed.success ? { widgets: parsed.data.widgets.length, actions: parsed.data.actions.length, suggestions: parsed.data.joystickSuggestions?.flatMap((g: any) => g.buttonMappingSuggestions).length ?? 0 } : String(parsed.error),
+        }
+      },
+      register,
+      extras,
+    )
+    console.log(`[app] Cockpit's schemas read /register_service as ${JSON.stringify(read.service)} and the extras as ${JSON.stringify(read.extras)}`)
+    const extrasOk = typeof read.extras === 'object' && read.extras.widgets > 0 && read.extras.actions > 0 && read.extras.suggestions > 0 && typeof read.service === 'object' && read.service.extras === register.extras.cockpit
+    return playing.width === cam.width && playing.height === cam.height && extrasOk
   } finally {
     await browser.close()
     await service.kill()
