@@ -7,8 +7,12 @@
 // Who may connect: the Host check holds (DNS rebinding), and with --token-scope all the token (header
 // or the console's cookie). The Origin is not checked: a WebSocket is no same-origin read, Cockpit runs
 // on many origins (BlueOS, its desktop app, a laptop), and what it gives is live video only, which any
-// page may already show (/api/streams/ is open to every origin for pictures). Nothing here changes the
+// page may already show (/api/streams/ is open to every origin for pictures). No message changes the
 // vehicle.
+//
+// It also serves what Cockpit adds from a BlueOS extension (./extras.ts: /cockpit_extras.json, named by
+// /register_service's extras.cockpit): a live-view page per camera for its widgets (./widget.ts), and
+// POST /api/devices/capture_still for its "take a still" action (the same still as MAVLink's).
 import { Elysia } from 'elysia'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
