@@ -6,7 +6,7 @@
 //    bench configures as one of the stream's endpoints;
 //  - `whep <service url> <bus_info>`: one werift WHEP viewer of that camera;
 //  - `peer`: one werift viewer whose offer and answer go through the bench (IPC) instead of a service:
-//    the bench answers it with a WhepSession of its own (the send path alone, plugins/whep/session.ts).
+//    the bench answers it with a WebRtcViewer of its own (the send path alone, media/webrtc/session.ts).
 // Each notes, per frame, when its last packet (marker bit) arrived, on a clock every process shares
 // (sharedNow in bench/lib.ts), keyed by the end of that packet's payload (the service rewrites RTP
 // headers, never payloads), and sends the list to the bench when asked. The bench talks to it over
@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { RTCPeerConnection } from 'werift'
 import { payloadOffset } from '../media/rtp'
-import { H264_CODEC } from '../plugins/whep/session'
+import { H264_CODEC } from '../media/webrtc/session'
 import { sharedNow } from './lib'
 
 /** Frames seen by one receiver while recording: the key of each frame's last packet and when it arrived. */

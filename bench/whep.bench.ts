@@ -25,7 +25,7 @@
 //     and then each of --viewers werift WHEP clients, each in its own process (Chromium decoding 1080p
 //     eight times would swamp a 2-core machine; the service's work per viewer is the same: SRTP and send);
 //  5. the send path alone, with neither the camera nor the receivers in the figure: the stream's real key
-//     frames handed by a stand-in hub to n WhepSessions (plugins/whep/session.ts) in this process, whose
+//     frames handed by a stand-in hub to n WebRtcViewers (media/webrtc/session.ts) in this process, whose
 //     werift peers run in processes of their own; the time until every session has sent the whole frame
 //     (the sends all happen before the event loop's next turn) beside plain node:dgram sending the same
 //     packets to n loopback ports. A key frame is what the p99 of 3. is made of: one frame in FPS.
@@ -38,7 +38,7 @@ import { join } from 'node:path'
 import type { Browser } from 'puppeteer-core'
 import { createLogger } from '../core/log'
 import { GopCache, MediaHub } from '../media/hub'
-import { WhepSession } from '../plugins/whep/session'
+import { WebRtcViewer } from '../media/webrtc/session'
 import { startsKeyFrame } from '../media/rtp'
 import { launchBrowser, openPage, openSession, watch } from '../tests/integration/browser'
 import { TICK, apiLoad, argOf, cpuTicks, freePort, numberArg, rssKb, waitHttp } from './lib'
@@ -169,18 +169,18 @@ async function sendPath() {
   const { keyFrames } = framesOf(service.sample)
   if (!keyFrames.length) throw new Error('no key frame in the sample of the stream')
   const packets = mean(keyFrames.map((f) => f.length))
-  console.log(`\nthe send path alone: one key frame of the stream (${packets.toFixed(0)} packets on average, ${keyFrames.length} different ones) handed at once to n WhepSessions in this`)
+  console.log(`\nthe send path alone: one key frame of the stream (${packets.toFixed(0)} packets on average, ${keyFrames.length} different ones) handed at once to n WebRtcViewers in this`)
   console.log(`process (their werift peers each in a process of their own), until the last SRTP packet is sent; beside node:dgram sending the same packets n times; ${BURSTS} key frames per row`)
   console.log('viewers   WHEP p50 ms   p90 ms   max ms   plain fan-out p50 ms   ratio (p50)   CPU µs per packet per viewer: WHEP   plain   ratio')
   const fanOut = createSocket('udp4')
   await new Promise<void>((resolve) => fanOut.bind(0, '127.0.0.1', resolve))
   for (const n of VIEWERS) {
     const hub = standInHub(WIDTH, HEIGHT, FPS)
-    const sessions: WhepSession[] = []
+    const sessions: WebRtcViewer[] = []
     const peers: Receiver[] = []
     try {
       for (let i = 0; i < n; i++) {
-        const session = new WhepSession({ id: `send-path-${i}`, bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
+        const session = new WebRtcViewer({ id: `send-path-${i}`, reader: 'whep', bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
         sessions.push(session)
         peers.push(await Receiver.spawn(['peer'], (offer) => session.answer(offer)))
       }

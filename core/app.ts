@@ -83,6 +83,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
         bodySeconds: config.bodyTimeoutSeconds,
         idleTimeout: 60,
         onFault: (err) => log.error('HTTP front failed', { err }),
+        sockets: ctx.registry.socketEndpoints(),
       })
       if (!server.nativeRoutes) log.warn('all HTTP goes through node:http (slower): this Bun does not take routes beside it', { bun: Bun.version })
       const port = server.port

@@ -97,7 +97,7 @@ export function parseSigningKey(raw: string): Uint8Array {
   return new Uint8Array(bytes)
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'v4l2', 'dwe', 'jpeg', 'whep', 'cockpit', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
 
 interface Option {
   flag: string
@@ -190,7 +190,7 @@ const OPTIONS: Option[] = [
     parse: int('network-rollback', 1, 3600),
     def: () => 30,
   },
-  { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
+  { flag: 'max-viewers', key: 'maxViewers', help: 'viewers per camera at once over each of RTSP, WebRTC (WHEP and Cockpit together) and MJPEG; more are refused with 503', parse: int('max-viewers', 1, 64), def: () => 8 },
   {
     flag: 'min-free-to-record',
     key: 'minFreeToRecordMiB',

@@ -6,6 +6,18 @@
 // stream with an exact length (and routes whose patterns would catch them) fall through to node:http.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
+
+/**
+ * A WebSocket served on the port beside the routes (Cockpit's signalling). `accept` sees the upgrade
+ * request and its caller's address first: a Response refuses it (sent as is), anything else is the
+ * socket's `data`. The handler gets every socket of every endpoint: each socket's data says whose.
+ */
+export interface SocketEndpoint<T extends object = object> {
+  path: string
+  accept(request: Request, caller: string | undefined): Response | { data: T }
+  handler: WebSocketHandler<T>
+}
 
 export interface FrontOptions {
   hostname: string
@@ -25,6 +37,8 @@ export interface FrontOptions {
   idleTimeout: number
   /** Told of a failure of the front itself (a bug: the client got a JSON 500). */
   onFault(error: unknown): void
+  /** WebSocket endpoints: served by the native part only (node:http's part never sees them). */
+  sockets?: SocketEndpoint[]
 }
 
 export interface Front {
@@ -173,7 +187,9 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     await send(head ? await headersOnly(response) : response, res)
   }
 
-  const native = Object.fromEntries(options.routes.filter((route) => !options.exactLength.some((path) => catches(route, path))).map((route) => [route, viaBun]))
+  const native: Record<string, unknown> = Object.fromEntries(options.routes.filter((route) => !options.exactLength.some((path) => catches(route, path))).map((route) => [route, viaBun]))
+  const sockets = socketsServed((options.sockets ?? []) as SocketEndpoint[])
+  if (sockets) Object.assign(native, sockets.routes)
   let nativeRoutes = 0
   let bunServer: { stop(closeActive?: boolean): unknown } | undefined
   return new Promise((resolve, reject) => {
@@ -189,7 +205,7 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
         options.onFault(e)
         return jsonAnswer(500, FAULT)
       }
-      bunServer = serve({ ...serveOptions, error, maxRequestBodySize: options.bodyCap, ...(nativeRoutes ? { routes: native } : {}) } as never)
+      bunServer = serve({ ...serveOptions, error, maxRequestBodySize: options.bodyCap, ...(nativeRoutes ? { routes: native } : {}), ...(nativeRoutes && sockets ? { websocket: sockets.websocket } : {}) } as never)
       return bunServer
     }
     try {
@@ -215,6 +231,46 @@ export function serveHttp(handle: (request: Request) => Response | Promise<Respo
     }
   })
 }
+
+/**
+ * The routes that upgrade to the endpoints' WebSockets, and one handler for them all (Bun.serve takes
+ * one): a socket's data (an object each endpoint makes) says whose it is.
+ */
+export function socketsServed(endpoints: SocketEndpoint[]): { routes: Record<string, (request: Request, server: Server<unknown>) => Response | undefined>; websocket: WebSocketHandler<object> } | null {
+  if (!endpoints.length) return null
+  const owners = new WeakMap<object, SocketEndpoint>()
+  const routes = Object.fromEntries(
+    endpoints.map((endpoint) => [
+      endpoint.path,
+      (request: Request, server: Server<unknown>) => {
+        const accepted = endpoint.accept(request, server.requestIP(request)?.address)
+        if (accepted instanceof Response) return accepted
+        const data = Object(accepted.data) as object
+        owners.set(data, endpoint)
+        if (server.upgrade(request, { data })) return undefined
+        return jsonAnswer(426, 'This is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)')
+      },
+    ]),
+  )
+  const of = (ws: ServerWebSocket<object>) => owners.get(ws.data)!.handler as WebSocketHandler<object>
+  return {
+    routes,
+    websocket: {
+      // Bun's default (16 MB messages) would let one client make the service hold a lot: each endpoint
+      // bounds its own messages below this, the most any of them may take.
+      maxPayloadLength: MAX_SOCKET_MESSAGE_BYTES,
+      idleTimeout: 120,
+      sendPings: true,
+      open: (ws) => of(ws).open?.(ws),
+      message: (ws, message) => of(ws).message?.(ws, message),
+      close: (ws, code, reason) => of(ws).close?.(ws, code, reason),
+      drain: (ws) => of(ws).drain?.(ws),
+    },
+  }
+}
+
+/** The most bytes of one WebSocket message on any endpoint (Bun closes the socket past it, code 1009). */
+export const MAX_SOCKET_MESSAGE_BYTES = 64 * 1024
 
 const FAULT = 'Internal error in the HTTP front (a bug; the log has the details)'
 

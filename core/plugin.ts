@@ -12,8 +12,9 @@ import type { Refusals } from './http/refusals'
 import type { Logger } from './log'
 import type { SettingsStore } from './store'
 import { unavailable } from './errors'
+import type { SocketEndpoint } from './front'
 import { TelemetrySource } from './telemetry'
-import type { CameraBackend, DeviceDirectory, NetworkBackend, Streamer, VendorDefinition, ViewerKind, WatchKind, WatchLink } from './types'
+import { WEBRTC_VIEWER_KINDS, type CameraBackend, type DeviceDirectory, type NetworkBackend, type Streamer, type VendorDefinition, type ViewerKind, type WatchKind, type WatchLink } from './types'
 import { checkVendor, clashWith, type RegisteredVendor } from './vendors'
 import { xuControls } from './xu'
 
@@ -109,6 +110,7 @@ export class Registry {
   private directory: DeviceDirectory | null = null
   private links = new Map<WatchKind, { plugin: string; link: WatchLink }>()
   private viewerCounts = new Map<ViewerKind, { plugin: string; count: (bus_info: string) => number }>()
+  private sockets: { plugin: string; endpoint: SocketEndpoint }[] = []
   private refusalCounts = new Map<string, () => Record<string, number>>()
   private limits = new Map<string, number>()
   /** The vehicle's telemetry (plugins/mavlink writes it while an autopilot is on the link; the recorder reads it). */
@@ -188,7 +190,7 @@ export class Registry {
   /** Every way to watch the camera, on this origin: null where no plugin serves it or it is not available now. */
   watch(bus_info: string, origin: URL): Record<WatchKind, string | null> {
     const link = (kind: WatchKind) => this.links.get(kind)?.link(bus_info, origin) ?? null
-    return { rtsp: link('rtsp'), whep: link('whep'), mjpeg: link('mjpeg'), snapshot: link('snapshot') }
+    return { rtsp: link('rtsp'), whep: link('whep'), cockpit: link('cockpit'), mjpeg: link('mjpeg'), snapshot: link('snapshot') }
   }
 
   /** A viewer plugin says how many watch a camera its way now (metrics read it; the plugin keeps the count). */
@@ -196,6 +198,25 @@ export class Registry {
     const taken = this.viewerCounts.get(kind)
     if (taken) throw new Error(`viewer count '${kind}' is already provided by plugin '${taken.plugin}'`)
     this.viewerCounts.set(kind, { plugin, count })
+  }
+
+  /** WebRTC viewers of the camera now, over WHEP and Cockpit's signalling together (they share --max-viewers). */
+  webrtcViewers(bus_info: string): number {
+    return WEBRTC_VIEWER_KINDS.reduce((sum, kind) => sum + (this.viewerCounts.get(kind)?.count(bus_info) ?? 0), 0)
+  }
+
+  /**
+   * A WebSocket endpoint a plugin serves on the HTTP port, beside the routes (core/front.ts upgrades
+   * the request): Cockpit's signalling.
+   */
+  addSocketEndpoint(endpoint: SocketEndpoint, plugin: string): void {
+    const taken = this.sockets.find((s) => s.endpoint.path === endpoint.path)
+    if (taken) throw new Error(`the WebSocket path '${endpoint.path}' is already served by plugin '${taken.plugin}'`)
+    this.sockets.push({ plugin, endpoint })
+  }
+
+  socketEndpoints(): SocketEndpoint[] {
+    return this.sockets.map((s) => s.endpoint)
   }
 
   /** Viewers of the camera now, for each way of watching that a loaded plugin serves (absent: none serves it). */

@@ -77,7 +77,7 @@ export const StreamStatusModel = t.Object(
 )
 const WatchUrl = t.Union([t.String(), t.Null()])
 export const WatchModel = t.Object(
-  { rtsp: WatchUrl, whep: WatchUrl, mjpeg: WatchUrl, snapshot: WatchUrl },
+  { rtsp: WatchUrl, whep: WatchUrl, cockpit: t.Union([t.String(), t.Null()], { description: "Cockpit's WebRTC signalling (a ws:// URL to give Cockpit under General → Video connection): null when the stream does not run as H.264" }), mjpeg: WatchUrl, snapshot: WatchUrl },
   { description: 'Beyond the spec: where to watch the camera, as absolute URLs on the host the request was sent to; null where that way is not available (not loaded, or the stream does not run).' },
 )
 

@@ -235,7 +235,9 @@ export interface Streamer {
 /** The ways to watch a camera (a device's `watch`): each filled by the plugin that serves it. */
 export type WatchKind = keyof Static<typeof WatchModel>
 /** The ways to watch a camera that count viewers (a snapshot is not a viewer): `registry.addViewerCount`. */
-export type ViewerKind = 'rtsp' | 'whep' | 'mjpeg'
+export type ViewerKind = 'rtsp' | 'whep' | 'cockpit' | 'mjpeg'
+/** The ways that are WebRTC sessions (media/webrtc/session.ts): --max-viewers holds for all of them together. */
+export const WEBRTC_VIEWER_KINDS: readonly ViewerKind[] = ['whep', 'cockpit']
 /** A viewer plugin's link to a camera, on the origin the API request came to; null when not available now. */
 export type WatchLink = (bus_info: string, origin: URL) => string | null
 /** The recording made while streaming, on every device of GET /api/devices. */

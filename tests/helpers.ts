@@ -78,7 +78,10 @@ export async function startTestServer(options: {
   logLevel?: LogLevel
 }): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
-  const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config })
+  // Cockpit's signalling keeps to the HTTP port's path unless a test asks for its own port: test apps
+  // run side by side and would all want 6021.
+  const pluginFlags = { 'cockpit-port': null, ...options.config?.pluginFlags }
+  const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config, pluginFlags })
   const verbose = process.env.PERISCOPE_TEST_LOG === '1'
   const logs: Record<string, unknown>[] = []
   const write = (line: string) => {

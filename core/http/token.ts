@@ -27,7 +27,7 @@ export function bearerOf(header: string | null): string | null {
   return m ? m[1]! : null
 }
 
-function cookieToken(header: string | null): string | null {
+export function cookieToken(header: string | null): string | null {
   for (const part of header?.split(';') ?? []) {
     const at = part.indexOf('=')
     if (at > 0 && part.slice(0, at).trim() === TOKEN_COOKIE) {

@@ -17,6 +17,10 @@ const RegisterServiceModel = t.Object(
     version: t.String({ description: 'The API version (as /api/health)' }),
     webpage: t.String({ description: 'The page to open: the console at this port' }),
     api: t.String({ description: 'The API documentation (Swagger UI)' }),
+    extras: t.Object(
+      { cockpit: t.String({ description: "Cockpit's extras (widgets, actions, joystick suggestions): a path on this port" }) },
+      { description: 'What other BlueOS programs read from this extension' },
+    ),
     works_in_relative_paths: t.Boolean({
       description: "The pages work under BlueOS's proxy prefix (/extensionv2/<name>/): without it BlueOS disables the sidebar entry when reached through its web proxy",
     }),
@@ -33,6 +37,8 @@ const REGISTER_SERVICE = {
   webpage: '/',
   api: '/docs',
   works_in_relative_paths: true,
+  // plugins/cockpit serves it (Cockpit's src/libs/blueos.ts fetches it from this service's base URL).
+  extras: { cockpit: '/cockpit_extras.json' },
 }
 
 /**

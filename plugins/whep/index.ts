@@ -15,8 +15,8 @@ import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readBodyText } from '../../core/validation'
 import { checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
-import { OfferError, WhepSession, type EndReason } from './session'
-import { guardWeriftSockets } from './sockets'
+import { END_REASONS, OfferError, WebRtcViewer, type EndReason } from '../../media/webrtc/session'
+import { guardWeriftSockets } from '../../media/webrtc/sockets'
 
 /** How often sessions are checked for silence (a browser's RTCP stopped). */
 const REAP_INTERVAL_MS = 1_000
@@ -32,7 +32,7 @@ export default definePlugin({
   name: 'whep',
   setup({ registry, config, log, lifecycle, refusals }) {
     /** By their secret (the last segment of their Location). */
-    const sessions = new Map<string, WhepSession>()
+    const sessions = new Map<string, WebRtcViewer>()
     let opened = 0
     const refused = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>
     registry.addRefusals('whep_offer', () => ({ ...refused }))
@@ -41,19 +41,19 @@ export default definePlugin({
       refused[reason]++
       return new HttpError(status, detail)
     }
-    const ended: Record<EndReason, number> = { deleted: 0, idle: 0, failed: 0, 'stream ended': 0, stopped: 0 }
+    const ended = Object.fromEntries(END_REASONS.map((r) => [r, 0])) as Record<EndReason, number>
     const idleMs = config.whepIdleTimeoutSeconds * 1000
     const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
 
     guardWeriftSockets((err) => log.warn('whep: an error on a WebRTC socket of no session', { error: String(err) }))
 
-    const onEnd = (session: WhepSession, reason: EndReason, detail?: string) => {
+    const onEnd = (session: WebRtcViewer, reason: EndReason, detail?: string) => {
       sessions.delete(session.id)
       ended[reason]++
       log.info('whep session ended', { bus_info: session.bus_info, session: session.label, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.createdAt) / 1000) })
     }
 
-    const onSocketError = (session: WhepSession, detail: string) =>
+    const onSocketError = (session: WebRtcViewer, detail: string) =>
       log.info('whep: a socket error, the viewer is still heard from and keeps watching', { bus_info: session.bus_info, session: session.label, detail })
 
     /**
@@ -141,11 +141,12 @@ export default definePlugin({
           if (live.hub.encoding !== 'H264') {
             throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
           }
-          const viewers = watching(bus_info)
-          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one (DELETE its session) or try later`)
+          // WHEP's and Cockpit's sessions together (both are media/webrtc viewers).
+          const viewers = registry.webrtcViewers(bus_info)
+          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers (WHEP and Cockpit), the most allowed (--max-viewers); close one (DELETE its session) or try later`)
 
           const id = newSessionSecret()
-          const session = new WhepSession({ id, label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })
+          const session = new WebRtcViewer({ id, reader: 'whep', label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })
           sessions.set(id, session)
           let answer: string
           try {

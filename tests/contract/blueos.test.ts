@@ -22,8 +22,10 @@ describe('GET /register_service', () => {
     const { status, body, headers } = await s.call('GET', '/register_service')
     expect(status).toBe(200)
     expect(headers.get('content-type')).toStartWith('application/json')
-    expect(Object.keys(body).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
-    const { works_in_relative_paths, ...strings } = body
+    expect(Object.keys(body).sort()).toEqual(['api', 'company', 'description', 'extras', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
+    const { works_in_relative_paths, extras, ...strings } = body
+    // Cockpit reads its widgets, actions and joystick suggestions there (plugins/cockpit/extras.ts).
+    expect(extras).toEqual({ cockpit: '/cockpit_extras.json' })
     // Without it BlueOS disables the sidebar entry when it is reached through its web proxy.
     expect(works_in_relative_paths).toBe(true)
     for (const value of Object.values(strings)) expect(typeof value).toBe('string')
@@ -49,8 +51,8 @@ describe('GET /register_service', () => {
     const op = doc.paths['/register_service']?.get
     expect(op?.tags).toEqual(['system'])
     const schema = op.responses['200'].content['application/json'].schema
-    expect(Object.keys(schema.properties).sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
-    expect([...schema.required].sort()).toEqual(['api', 'company', 'description', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
+    expect(Object.keys(schema.properties).sort()).toEqual(['api', 'company', 'description', 'extras', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
+    expect([...schema.required].sort()).toEqual(['api', 'company', 'description', 'extras', 'icon', 'name', 'version', 'webpage', 'works_in_relative_paths'])
     const post = await s.call('POST', '/register_service', {})
     expect(post.status).toBe(405)
     expect(post.headers.get('allow')).toContain('GET')
@@ -115,6 +117,7 @@ describe('the Dockerfile (the container image and BlueOS extension)', () => {
     expect(ok.code).toBe(0)
     const read = JSON.parse(ok.out)
     expect(read.works_in_relative_paths).toBe(true)
+    expect(read.extras).toEqual({ cockpit: '/cockpit_extras.json' })
     expect(read.type).toBe('device-integration')
     for (const author of read.authors) expect(author.email).toMatch(/^[^@\s]+@[^@\s]+$/)
     // The model is not a happy-path echo: an author without an email is refused, as BlueOS refuses it.

@@ -227,3 +227,10 @@ test('udpout with nobody listening and udpin on a port already taken: the API an
     await listener.stop()
   }
 }, 40_000)
+
+test("VIDEO_STREAM_TYPE has no WHEP value yet, so WHEP is not advertised as a second stream (docs/mavlink.md): this fails when mavlink-mappings gains one, to add it", async () => {
+  const { common } = await import('mavlink-mappings')
+  const names = Object.keys(common.VideoStreamType).filter((k) => Number.isNaN(Number(k)))
+  expect(names.filter((n) => /WHEP|WEBRTC/i.test(n))).toEqual([])
+  expect(names).toEqual(['RTSP', 'RTPUDP', 'TCP_MPEG', 'MPEG_TS'])
+})

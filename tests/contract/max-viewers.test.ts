@@ -13,7 +13,7 @@ test('--max-viewers / PERISCOPE_MAX_VIEWERS: 8 by default, 1 to 64, the flag win
   for (const bad of ['0', '65', '2.5', 'many']) expect(() => loadConfig(['--max-viewers', bad])).toThrow(`max-viewers must be an integer from 1 to 64, got '${bad}'`)
   expect(() => loadConfig([], { PERISCOPE_MAX_VIEWERS: '0' })).toThrow('max-viewers must be an integer from 1 to 64')
   expect(() => loadConfig(['--whep-max-viewers', '2'])).toThrow('unknown option --whep-max-viewers')
-  expect(helpText()).toMatch(/--max-viewers\s+PERISCOPE_MAX_VIEWERS\s+viewers per camera at once over each of RTSP, WebRTC \(WHEP\) and MJPEG/)
+  expect(helpText()).toMatch(/--max-viewers\s+PERISCOPE_MAX_VIEWERS\s+viewers per camera at once over each of RTSP, WebRTC \(WHEP and Cockpit together\) and MJPEG/)
 })
 
 test('RTSP, WHEP and MJPEG all read the one setting', async () => {

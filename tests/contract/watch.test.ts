@@ -13,7 +13,7 @@ test('without viewer plugins every way is null, on every device', async () => {
   try {
     const devices = (await s.call('GET', '/api/devices')).body as any[]
     expect(devices.length).toBeGreaterThan(1)
-    for (const d of devices) expect(d.watch).toEqual({ rtsp: null, whep: null, mjpeg: null, snapshot: null })
+    for (const d of devices) expect(d.watch).toEqual({ rtsp: null, whep: null, cockpit: null, mjpeg: null, snapshot: null })
   } finally {
     await s.stop()
   }
@@ -64,6 +64,7 @@ test("a viewer plugin's links are on the host the request came to, one cached an
     expect(rov.watch).toEqual({
       rtsp: `rtsp://rov.local:8554/${encodeURIComponent(EHD)}`,
       whep: null,
+      cockpit: null,
       mjpeg: null,
       snapshot: `http://rov.local:${port}/api/streams/${encodeURIComponent(EHD)}/snapshot.jpg`,
     })

@@ -1,14 +1,14 @@
 // Why WHEP's sockets need an 'error' listener, and that they get one (issue 19): Bun reports an ICMP
 // port-unreachable met by a reply sent from a receive handler as an 'error' event on the socket, which
 // ends a process that does not listen for it (reproduced here in a child). Every socket werift opens
-// for a session gets a listener (plugins/whep/sockets.ts hooks werift's UdpTransport: this test fails
+// for a session gets a listener (media/webrtc/sockets.ts hooks werift's UdpTransport: this test fails
 // if werift renames what it hooks), and an error goes to the session that opened the socket only.
 import { expect, test } from 'bun:test'
 import type dgram from 'node:dgram'
 import { join } from 'node:path'
 import { RTCPeerConnection } from 'werift'
-import { H264_CODEC } from '../../plugins/whep/session'
-import { gatherFor, guardWeriftSockets } from '../../plugins/whep/sockets'
+import { H264_CODEC } from '../../media/webrtc/session'
+import { gatherFor, guardWeriftSockets } from '../../media/webrtc/sockets'
 import { BUN, tempDir } from '../helpers'
 
 test('on this Bun, a UDP echo without an error listener dies of a peer that closed its port ("recvmsg ECONNREFUSED")', async () => {

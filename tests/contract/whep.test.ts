@@ -7,7 +7,7 @@ import { loadConfig } from '../../core/config'
 import { GopCache } from '../../media/hub'
 import { startsKeyFrame } from '../../media/rtp'
 import { MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES } from '../../plugins/whep/offer'
-import { hostCandidates } from '../../plugins/whep/session'
+import { hostCandidates } from '../../media/webrtc/session'
 import { parseMetrics, type TestServer } from '../helpers'
 import { EHD, startContractServer } from './setup'
 

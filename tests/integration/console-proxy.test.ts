@@ -150,7 +150,8 @@ test('a WHEP preview through the proxy decodes frames; its session is ended unde
     const own = (await device(EHD)).watch
     const rtsp = new URL(own.rtsp)
     expect(rtsp.hostname).toBe('127.0.0.1')
-    expect(shown).toEqual([`rtsp://localhost:${rtsp.port}${rtsp.pathname}`, whepUrl])
+    // Cockpit's signalling first: on the HTTP port here (--cockpit-port off), so under the prefix as WHEP is.
+    expect(shown).toEqual([whepUrl.replace(/^http/, 'ws').replace(/api\/streams\/.*$/, 'api/cockpit/signalling'), `rtsp://localhost:${rtsp.port}${rtsp.pathname}`, whepUrl])
 
     // The card's preview off: the session the service named by an absolute path (its Location) is
     // ended under the prefix, and the service counts no viewer (long before its idle timeout).

@@ -279,7 +279,7 @@ test('a restarted stream: the WHEP session follows it (still 1), the RTSP and MJ
   await viewersBecome('one viewer of each kind again', { whep: 1, rtsp: 1, mjpeg: 1 })
   try {
     expect((await service.call('POST', '/api/devices/unconfigure_stream', { bus_info: CAMERA })).status).toBe(200)
-    // The WHEP session is closed as its stream's hub says 'closed' (plugins/whep/session.ts).
+    // The WHEP session is closed as its stream's hub says 'closed' (media/webrtc/session.ts).
     await viewersBecome('no viewer once the stream stopped', {}, 30_000)
     await expectPromtoolAccepts()
   } finally {

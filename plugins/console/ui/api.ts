@@ -57,7 +57,9 @@ export function watchLinksForPage(watch: NonNullable<Device['watch']>): NonNulla
   // By text: not every browser parses the host of a URL whose scheme it does not know. (location.hostname
   // has an IPv6 address in its brackets, as a URL needs it.)
   const rtsp = watch.rtsp && watch.rtsp.replace(/^(rtsp:\/\/)(\[[^\]]*\]|[^/:?#]*)/i, (_, scheme: string) => scheme + location.hostname)
-  return { rtsp, whep: http(watch.whep), mjpeg: http(watch.mjpeg), snapshot: http(watch.snapshot) }
+  // Cockpit's signalling: on its own port like RTSP (the vehicle's host), or a path on this port like the HTTP ones.
+  const cockpit = watch.cockpit && (new URL(watch.cockpit.replace(/^ws/, 'http')).pathname.length > 1 ? http(watch.cockpit.replace(/^ws/, 'http'))!.replace(/^http/, 'ws') : watch.cockpit.replace(/^(wss?:\/\/)(\[[^\]]*\]|[^/:?#]*)/i, (_, scheme: string) => scheme + location.hostname))
+  return { rtsp, whep: http(watch.whep), cockpit, mjpeg: http(watch.mjpeg), snapshot: http(watch.snapshot) }
 }
 
 export interface FieldErrors {

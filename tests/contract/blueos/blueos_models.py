@@ -90,7 +90,7 @@ def main() -> int:
     given = json.load(sys.stdin)
     metadata = ServiceMetadata.model_validate(given["register_service"])
     version = version_from_labels(given["labels"])
-    print(json.dumps({"works_in_relative_paths": metadata.works_in_relative_paths, "authors": [a.model_dump() for a in version.authors], "type": version.type.value}))
+    print(json.dumps({"works_in_relative_paths": metadata.works_in_relative_paths, "extras": metadata.extras, "authors": [a.model_dump() for a in version.authors], "type": version.type.value}))
     return 0
 
 

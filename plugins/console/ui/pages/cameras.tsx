@@ -184,6 +184,7 @@ function WatchLinks({ d }: { d: Device }) {
   if (!w?.rtsp && !w?.whep) return null
   return (
     <div class="watch-links" data-watch-links>
+      {w.cockpit && <CopyUrl label="Cockpit" url={w.cockpit} />}
       {w.rtsp && <CopyUrl label="RTSP" url={w.rtsp} />}
       {w.whep && <CopyUrl label="WHEP" url={w.whep} />}
     </div>

@@ -1,5 +1,7 @@
-// One WHEP viewer: a werift RTCPeerConnection that answers the browser's offer and sends the camera's
-// H.264 RTP as it leaves the pipeline, never re-encoded: a reader of the stream's hub (media/hub.ts),
+// One WebRTC viewer, shared by WHEP (plugins/whep: the browser offers, we answer) and Cockpit's
+// signalling (plugins/cockpit: we offer, the browser answers and trickles its candidates): a werift
+// RTCPeerConnection that sends the camera's H.264 RTP as it leaves the pipeline, never re-encoded: a
+// reader of the stream's hub (media/hub.ts),
 // with its own bounded queue. Once connected, the session first sends the hub's last group of pictures
 // (from its latest key frame), so the browser decodes at once instead of waiting for the next key
 // frame; without one, it joins at the next key frame. It keeps its own sequence numbers and timestamps
@@ -10,7 +12,7 @@
 import { networkInterfaces } from 'node:os'
 import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
-import { rtpHeader, startsKeyFrame } from '../../media/rtp'
+import { rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
@@ -32,8 +34,12 @@ const OPUS_CODEC = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clo
 
 export class OfferError extends Error {}
 
-/** Why a session ended, for the log and the health counters. */
-export type EndReason = 'deleted' | 'idle' | 'failed' | 'stream ended' | 'stopped'
+/**
+ * Why a session ended, for the log and the health counters: 'deleted' the viewer asked (WHEP's DELETE,
+ * Cockpit's endSession), 'disconnected' its signalling socket closed (Cockpit).
+ */
+export type EndReason = 'deleted' | 'disconnected' | 'idle' | 'failed' | 'stream ended' | 'stopped'
+export const END_REASONS: readonly EndReason[] = ['deleted', 'disconnected', 'idle', 'failed', 'stream ended', 'stopped']
 
 /** A browser sends RTCP about every second: heard from this recently, it is still there. */
 const STILL_HEARD_MS = 2_000
@@ -54,21 +60,24 @@ export function hostCandidates(listenHost: string): { addresses: string[]; bind?
 }
 
 export interface SessionOptions {
-  /** The secret its Location ends with: never logged. */
+  /** Its id: for WHEP the secret its Location ends with (never logged). */
   id: string
+  /** The hub reader's name (media/hub.ts): the plugin that serves it ('whep', 'cockpit'). */
+  reader: string
   /** How logs name it: short, not secret. */
   label: string
   bus_info: string
   hub: StreamHub
   member: number
   listenHost: string
-  onEnd: (session: WhepSession, reason: EndReason, detail?: string) => void
+  onEnd: (session: WebRtcViewer, reason: EndReason, detail?: string) => void
   /** A socket error that did not end the session (its browser is still heard from). */
-  onSocketError?: (session: WhepSession, detail: string) => void
+  onSocketError?: (session: WebRtcViewer, detail: string) => void
 }
 
-export class WhepSession {
+export class WebRtcViewer {
   readonly id: string
+  private readonly reader: string
   readonly label: string
   readonly bus_info: string
   /** The hub it reads: a restart of the camera's stream makes a new one, which the session follows. */
@@ -96,6 +105,7 @@ export class WhepSession {
 
   constructor(options: SessionOptions) {
     this.id = options.id
+    this.reader = options.reader
     this.label = options.label
     this.bus_info = options.bus_info
     this.hub = options.hub
@@ -164,20 +174,62 @@ export class WhepSession {
       this.lastHeardAt = Date.now()
     })
     await this.pc.setLocalDescription(await this.pc.createAnswer())
-    if (this.pc.iceGatheringState !== 'complete') {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 5_000)
-        this.pc.iceGatheringStateChange.subscribe((state) => {
-          if (state === 'complete') {
-            clearTimeout(timer)
-            resolve()
-          }
-        })
-      })
-    }
+    await this.gathered()
     const sdp = this.pc.localDescription?.sdp
     if (!sdp) throw new Error('werift produced no answer')
     return sdp
+  }
+
+  /**
+   * The other way round (Cockpit's signalling): our offer, a sendonly H.264 video section with every
+   * host candidate in it (no trickle from our side), for the browser to answer (accept()).
+   */
+  async offer(): Promise<string> {
+    return gatherFor((err) => this.socketFailed(err), async () => {
+      const transceiver = this.pc.addTransceiver(this.track, { direction: 'sendonly' })
+      this.sender = transceiver.sender
+      this.sender.onRtcp.subscribe(() => {
+        this.lastHeardAt = Date.now()
+      })
+      await this.pc.setLocalDescription(await this.pc.createOffer())
+      await this.gathered()
+      const sdp = this.pc.localDescription?.sdp
+      if (!sdp) throw new Error('werift produced no offer')
+      return sdp
+    })
+  }
+
+  /** The browser's answer to offer(). Throws OfferError for one that cannot be used. */
+  async accept(answer: string): Promise<void> {
+    if (this.pc.signalingState !== 'have-local-offer') throw new OfferError('An answer came for a session that is not waiting for one (it was answered already)')
+    try {
+      await this.pc.setRemoteDescription({ type: 'answer', sdp: answer })
+    } catch (err) {
+      throw new OfferError(`The SDP answer could not be read: ${(err as Error).message}`)
+    }
+  }
+
+  /** A candidate the browser trickles (Cockpit sends them one by one). Throws OfferError for one that cannot be read. */
+  async addCandidate(candidate: { candidate: string; sdpMid?: string | null; sdpMLineIndex?: number | null }): Promise<void> {
+    try {
+      await this.pc.addIceCandidate({ candidate: candidate.candidate, sdpMid: candidate.sdpMid ?? null, sdpMLineIndex: candidate.sdpMLineIndex ?? null })
+    } catch (err) {
+      throw new OfferError(`The ICE candidate could not be used: ${(err as Error).message}`)
+    }
+  }
+
+  /** Waits (5 s at most) until werift has every host candidate, so the description holds them all. */
+  private async gathered(): Promise<void> {
+    if (this.pc.iceGatheringState === 'complete') return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 5_000)
+      this.pc.iceGatheringStateChange.subscribe((state) => {
+        if (state === 'complete') {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    })
   }
 
   /**
@@ -189,7 +241,7 @@ export class WhepSession {
     if (this.ended || this.reading || this.connectedAt === null) return
     const gop = this.hub.lastGop(this.member)
     this.reading = this.hub.read(this.member, {
-      name: 'whep',
+      name: this.reader,
       packet: (packet) => this.forward(packet),
       ended: (end) => this.streamEnded(end),
     })

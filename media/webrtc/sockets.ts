@@ -23,7 +23,7 @@ export function guardWeriftSockets(onOrphanError: OnError): void {
   if (installed) return
   installed = true
   const proto = UdpTransport.prototype as unknown as { init: (this: UdpTransport) => Promise<void> }
-  if (typeof proto.init !== 'function') throw new Error("werift's UdpTransport has no init() any more: its sockets cannot be given an 'error' listener (plugins/whep/sockets.ts)")
+  if (typeof proto.init !== 'function') throw new Error("werift's UdpTransport has no init() any more: its sockets cannot be given an 'error' listener (media/webrtc/sockets.ts)")
   const init = proto.init
   proto.init = function (this: UdpTransport) {
     const owner = gathering.getStore()

@@ -1,0 +1,297 @@
+// Cockpit (Blue Robotics' ground station) plays vehicle video only through mavlink-camera-manager's
+// WebRTC signalling, a WebSocket it looks for at ws://<vehicle>:6021. This plugin serves that protocol
+// (./signalling.ts) on its own port (--cockpit-port, 6021 by default, so Cockpit finds the cameras with
+// no typing) and on the HTTP port's path /api/cockpit/signalling (through a proxy, or when 6021 is
+// taken, e.g. by mavlink-camera-manager itself). Each device's `watch.cockpit` gives the address.
+//
+// Who may connect: the Host check holds (DNS rebinding), and with --token-scope all the token (header
+// or the console's cookie). The Origin is not checked: a WebSocket is no same-origin read, Cockpit runs
+// on many origins (BlueOS, its desktop app, a laptop), and what it gives is live video only, which any
+// page may already show (/api/streams/ is open to every origin for pictures). No message changes the
+// vehicle.
+//
+// It also serves what Cockpit adds from a BlueOS extension (./extras.ts: /cockpit_extras.json, named by
+// /register_service's extras.cockpit): a live-view page per camera for its widgets (./widget.ts), and
+// POST /api/devices/capture_still for its "take a still" action (the same still as MAVLink's).
+import { Elysia } from 'elysia'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
+import { docs } from '../../core/openapi'
+import { definePlugin } from '../../core/plugin'
+import { MAX_SOCKET_MESSAGE_BYTES, type SocketEndpoint } from '../../core/front'
+import { hostnameOf, servedHost } from '../../core/http/hosts'
+import { bearerOf, cookieToken } from '../../core/http/token'
+import { END_REASONS, type EndReason } from '../../media/webrtc/session'
+import { guardWeriftSockets } from '../../media/webrtc/sockets'
+import { captureStill } from '../mavlink/capture'
+import { VERSION } from '../../core/version'
+import { BusInfoRequest } from '../../core/schemas'
+import { conflict, notFound, unavailable } from '../../core/errors'
+import { typed } from '../../core/validation'
+import { EXTRAS_PATH, extras, WIDGET_ICON } from './extras'
+import { PLAYER_PATH, PLAYER_SCRIPT, widgetPage, WIDGET_POLICY } from './widget'
+import { availableStreams, Connection, producerId, REFUSAL_REASONS, type CockpitSession, type RefusalReason, type SignallingContext } from './signalling'
+
+/** The path on the HTTP port. */
+export const SIGNALLING_PATH = '/api/cockpit/signalling'
+/** mavlink-camera-manager's signalling port, where Cockpit looks by default. */
+export const DEFAULT_COCKPIT_PORT = 6021
+/** Signalling sockets open at once, over both ports: more are refused (503). */
+export const MAX_SOCKETS = 64
+/** How often sessions are checked for silence (a browser that stopped sending RTCP). */
+const REAP_INTERVAL_MS = 1_000
+
+interface SocketData {
+  connection: Connection | null
+}
+
+const json = (status: number, detail: string) => new Response(JSON.stringify({ detail }), { status, headers: { 'content-type': 'application/json' } })
+
+export default definePlugin({
+  name: 'cockpit',
+  // Cockpit reads its extras whenever it looks for widgets: a machine, not a pilot at the API.
+  backgroundPaths: [EXTRAS_PATH],
+  flags: {
+    'cockpit-port': {
+      help: `TCP port of Cockpit's WebRTC signalling (mavlink-camera-manager's, where Cockpit looks: ${DEFAULT_COCKPIT_PORT}); 0 or off: only the path ${SIGNALLING_PATH} on the HTTP port`,
+      default: String(DEFAULT_COCKPIT_PORT),
+      parse: (raw) => {
+        if (raw === 'off' || raw === '0') return null
+        const n = Number(raw)
+        if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error("expected a TCP port from 1 to 65535, or 0/'off' to serve the signalling on the HTTP port's path only")
+        return n
+      },
+    },
+  },
+  setup({ config, registry, log, lifecycle, refusals, flags }) {
+    const wantedPort = (flags['cockpit-port'] as number | null | undefined) ?? null
+    const connections = new Set<Connection>()
+    const sessions = new Map<string, CockpitSession>()
+    let opened = 0
+    let ownPort: number | null = null
+    let ownServer: Server<SocketData> | null = null
+    const refused = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>
+    registry.addRefusals('cockpit_message', () => ({ ...refused }))
+    const ended = Object.fromEntries(END_REASONS.map((r) => [r, 0])) as Record<EndReason, number>
+    const idleMs = config.whepIdleTimeoutSeconds * 1000
+
+    guardWeriftSockets((err) => log.warn('cockpit: an error on a WebRTC socket of no session', { error: String(err) }))
+
+    const live = (bus_info: string) => registry.get('streamer')?.live(bus_info) ?? null
+    const context: SignallingContext = {
+      streams: () => availableStreams(registry.deviceDirectory().devices(), live),
+      producer(id) {
+        for (const device of registry.deviceDirectory().devices()) {
+          if (producerId(device.bus_info) !== id) continue
+          const running = live(device.bus_info)
+          return running && running.hub.encoding === 'H264' && !running.hub.closed ? { bus_info: device.bus_info, ...running } : null
+        }
+        return null
+      },
+      viewers: (bus_info) => registry.webrtcViewers(bus_info),
+      maxViewers: config.maxViewers,
+      listenHost: config.host,
+      label: () => `cockpit-${++opened}`,
+      opened(session) {
+        sessions.set(session.id, session)
+        log.info('cockpit session opened', { bus_info: session.bus_info, session: session.viewer.label })
+      },
+      ended(session, reason, detail) {
+        sessions.delete(session.id)
+        ended[reason]++
+        log.info('cockpit session ended', { bus_info: session.bus_info, session: session.viewer.label, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.viewer.createdAt) / 1000) })
+      },
+      refused: (reason) => refused[reason]++,
+      limitHit: (limit) => registry.limitHit(limit),
+    }
+
+    const expected = config.token ? createHash('sha256').update(config.token).digest() : null
+    /** The upgrade request's checks (the app's own layers do not see it): Host, the token with --token-scope all, the socket bound. */
+    const accept = (request: Request): Response | { data: SocketData } => {
+      const host = request.headers.get('host')
+      if (host) {
+        const name = host.includes(',') ? null : hostnameOf(host)
+        if (name === null) {
+          refusals.hosts++
+          return json(400, 'The Host header is not a host name, or was sent twice')
+        }
+        if (!servedHost(name, config.allowedHosts)) {
+          refusals.hosts++
+          return json(421, `This service does not answer to the name '${name}': use its address, its own name or a .local name, or add the name with --allowed-hosts`)
+        }
+      }
+      if (expected && config.tokenScope === 'all') {
+        const given = bearerOf(request.headers.get('authorization')) ?? cookieToken(request.headers.get('cookie'))
+        if (given === null || !timingSafeEqual(createHash('sha256').update(given).digest(), expected)) {
+          if (given !== null) refusals.wrongTokens++
+          return json(401, "Watching needs the bearer token (--token-scope all), which Cockpit cannot send: run with --token-scope changes to use Cockpit, or open the console's page first on this address (its cookie carries the token)")
+        }
+      }
+      if (connections.size >= MAX_SOCKETS) {
+        registry.limitHit('cockpit_sockets')
+        return json(503, `${connections.size} signalling sockets are open, the most allowed at once: close one (a Cockpit tab) or try later`)
+      }
+      return { data: { connection: null } }
+    }
+
+    const handler: WebSocketHandler<SocketData> = {
+      open(ws) {
+        const connection = new Connection(
+          {
+            send: (text) => void ws.send(text),
+            close: (code, reason) => ws.close(code, reason),
+          },
+          context,
+        )
+        ws.data.connection = connection
+        connections.add(connection)
+      },
+      message(ws, message) {
+        ws.data.connection?.receive(typeof message === 'string' ? message : new Uint8Array(message))
+      },
+      close(ws) {
+        const connection = ws.data.connection
+        if (!connection) return
+        connections.delete(connection)
+        connection.socketClosed()
+      },
+    }
+    registry.addSocketEndpoint({ path: SIGNALLING_PATH, accept, handler } as SocketEndpoint<SocketData> as unknown as SocketEndpoint, 'cockpit')
+
+    /** Its own port: any path upgrades (Cockpit connects to ws://vehicle:6021 with no path). */
+    const serveOwnPort = (port: number) => {
+      try {
+        ownServer = Bun.serve<SocketData>({
+          hostname: config.host,
+          port,
+          fetch(request, server) {
+            const accepted = accept(request)
+            if (accepted instanceof Response) return accepted
+            if (server.upgrade(request, { data: accepted.data })) return undefined
+            return json(426, `This port serves Cockpit's WebRTC signalling, a WebSocket: give Cockpit ws://<this vehicle>:${port} (General → Video connection)`)
+          },
+          websocket: { ...handler, maxPayloadLength: MAX_SOCKET_MESSAGE_BYTES, idleTimeout: 120, sendPings: true },
+          error: () => json(500, 'Internal error of the signalling port (a bug; the log has the details)'),
+        })
+        ownPort = ownServer.port ?? port
+        log.info('cockpit signalling listening', { port: ownPort, path: SIGNALLING_PATH })
+      } catch (err) {
+        ownServer = null
+        ownPort = null
+        log.warn(`cockpit: port ${port} is taken (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; mavlink-camera-manager?): Cockpit's signalling is served only at ${SIGNALLING_PATH} on the HTTP port`, { port })
+      }
+    }
+
+    const reap = () => {
+      const now = Date.now()
+      for (const session of sessions.values()) if (now - session.viewer.lastHeardAt > idleMs) void session.viewer.close('idle')
+    }
+    let reaper: ReturnType<typeof setInterval> | null = null
+
+    lifecycle({
+      start() {
+        if (wantedPort !== null) serveOwnPort(wantedPort)
+        reaper = setInterval(reap, Math.min(REAP_INTERVAL_MS, idleMs / 2))
+      },
+      async stop() {
+        if (reaper) clearInterval(reaper)
+        reaper = null
+        await Promise.all([...sessions.values()].map((s) => s.viewer.close('stopped')))
+        ownServer?.stop(true)
+        ownServer = null
+      },
+      health: () => ({
+        state: 'ok',
+        port: ownPort,
+        path: SIGNALLING_PATH,
+        sockets: connections.size,
+        sessions: sessions.size,
+        max_viewers_per_camera: config.maxViewers,
+        ended: { ...ended },
+        refused_messages: { ...refused },
+      }),
+    })
+
+    registry.addViewerCount('cockpit', (bus_info) => [...sessions.values()].filter((s) => s.bus_info === bus_info).length, 'cockpit')
+
+    // The address to give Cockpit: its own port when it listens, else the path on the port the request came to.
+    registry.addWatchLink(
+      'cockpit',
+      (bus_info, origin) => {
+        if (live(bus_info)?.hub.encoding !== 'H264') return null
+        const scheme = origin.protocol === 'https:' ? 'wss:' : 'ws:'
+        return ownPort !== null ? `${scheme}//${origin.hostname.includes(':') ? `[${origin.hostname}]` : origin.hostname}:${ownPort}` : `${scheme}//${origin.host}${SIGNALLING_PATH}`
+      },
+      'cockpit',
+    )
+
+    const page = (body: string, type: string, policy?: string) =>
+      new Response(body, { headers: { 'content-type': type, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...(policy ? { 'content-security-policy': policy } : {}) } })
+
+    return new Elysia({ name: 'periscope:cockpit' })
+      // --port 0 (tests: any free port) is known only from a request's URL.
+      .get(EXTRAS_PATH, ({ request }) => extras(registry.deviceDirectory().devices(), { port: config.port || Number(new URL(request.url).port) || 80, version: VERSION }), {
+        ...docs({
+          tag: 'system',
+          summary: "What Cockpit adds from this extension (BlueOS's extras.cockpit): a live-view widget per camera, recording and still actions, joystick suggestions",
+          description: "Cockpit's ExtrasJson (camelCase). The actions are http-request actions on http://{{ vehicle-address }}:<port>/api/…, which Cockpit fills in (docs/cockpit.md).",
+        }),
+      })
+      .get(
+        '/widget/:bus_info',
+        ({ params: { bus_info } }) => {
+          const device = registry.deviceDirectory().device(bus_info)
+          if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          return page(widgetPage(bus_info, device.nickname || device.name || bus_info), 'text/html; charset=utf-8', WIDGET_POLICY)
+        },
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: "A camera's bare live view (WHEP), full size, for Cockpit's widget iframe; any page may frame it (read-only)",
+            ok: { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+            errors: [404],
+            pathParams: ['bus_info'],
+          }),
+        },
+      )
+      .get(PLAYER_PATH, () => page(PLAYER_SCRIPT, 'text/javascript; charset=utf-8'), { ...docs({ tag: 'cameras', summary: "The widget page's player script", ok: { description: 'JavaScript', content: { 'text/javascript': { schema: { type: 'string' } } } } }) })
+      .get('/cockpit-widget-icon.svg', () => page(WIDGET_ICON, 'image/svg+xml'), { ...docs({ tag: 'cameras', summary: "The widget's icon in Cockpit's widget list", ok: { description: 'An SVG image', content: { 'image/svg+xml': { schema: { type: 'string' } } } } }) })
+      .post(
+        '/api/devices/capture_still',
+        typed({ body: BusInfoRequest }, async ({ body }) => {
+          const device = registry.deviceDirectory().device(body.bus_info)
+          if (!device) throw notFound(`No device with bus_info '${body.bus_info}' is connected`)
+          try {
+            return { file: await captureStill(registry, config, device) }
+          } catch (err) {
+            const message = (err as Error).message
+            if (/no snapshot service/.test(message)) throw unavailable(`No still can be taken: ${message}`)
+            throw conflict(`No still of '${body.bus_info}' could be taken: ${message}`)
+          }
+        }),
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: 'Take a still (JPEG) of a camera into the recordings directory, as MAVLink IMAGE_START_CAPTURE does (Cockpit\'s action): answers its file name',
+            body: BusInfoRequest,
+            errors: [404, 409, 503],
+          }),
+        },
+      )
+      .get(
+      SIGNALLING_PATH,
+      () => json(426, `This is Cockpit's WebRTC signalling, a WebSocket: connect with Upgrade: websocket (Cockpit: General → Video connection)`),
+      {
+        ...docs({
+          tag: 'cameras',
+          summary: "Cockpit's WebRTC signalling (a WebSocket; mavlink-camera-manager's protocol), also on --cockpit-port (6021)",
+          description:
+            'Upgrade to a WebSocket and speak mavlink-camera-manager\'s signalling (docs/cockpit.md): peerId, availableStreams, startSession, mediaNegotiation (the service offers), iceNegotiation, endSession. ' +
+            'A plain GET is 426. Sessions share --max-viewers with WHEP. Each malformed message is answered {"type": "error", "content": {"detail": "..."}}.',
+          okStatus: 426,
+          errors: [400, 401, 421, 503],
+        }),
+      },
+    )
+  },
+})
