@@ -28,7 +28,10 @@ export interface StreamFacts {
   encoding: 'H264' | 'JPEG'
   /** Measured at the stream's hub, bits/s (0 until a second has been measured). */
   bitrate: number
-  uri: { type: 'RTSP' | 'RTPUDP'; uri: string }
+  uri: { type: 'RTSP' | 'RTPUDP' | 'WHEP'; uri: string }
+  /** Its stream id (1: RTSP or RTP/UDP; 2: WHEP, when the camera can be watched so) and how many the camera has. */
+  id: number
+  count: number
 }
 
 export interface DiskFacts {
@@ -38,7 +41,13 @@ export interface DiskFacts {
 }
 
 const MiB = 1 << 20
-const STREAM_ID = 1
+
+/**
+ * VIDEO_STREAM_TYPE_WHEP: WebRTC-HTTP Egress Protocol, in common.xml (and mavlink/c_library_v2's
+ * common.h) since 2025. mavlink-mappings 1.0.21 predates it, so it is written here by its number.
+ */
+export const VIDEO_STREAM_TYPE_WHEP = 4 as common.VideoStreamType
+const STREAM_TYPES = { RTSP: common.VideoStreamType.RTSP, RTPUDP: common.VideoStreamType.RTPUDP, WHEP: VIDEO_STREAM_TYPE_WHEP }
 
 /** The time since the service started, as every *_time_boot_ms field wants it. */
 export const timeBootMs = () => Math.floor(process.uptime() * 1000) >>> 0
@@ -106,8 +115,8 @@ const streamFlags = (stream: StreamFacts) => (stream.running ? common.VideoStrea
 
 export function videoStreamInformation(camera: CameraFacts, stream: StreamFacts): common.VideoStreamInformation {
   const msg = withStreamFacts(new common.VideoStreamInformation(), stream)
-  msg.count = 1
-  msg.type = stream.uri.type === 'RTSP' ? common.VideoStreamType.RTSP : common.VideoStreamType.RTPUDP
+  msg.count = stream.count
+  msg.type = STREAM_TYPES[stream.uri.type]
   msg.name = charField(camera.streamName, 32)
   msg.uri = charField(stream.uri.uri, 160)
   // MJPG has no VIDEO_STREAM_ENCODING value.
@@ -121,7 +130,7 @@ export function videoStreamStatus(stream: StreamFacts): common.VideoStreamStatus
 
 /** The fields VIDEO_STREAM_INFORMATION and VIDEO_STREAM_STATUS share, from the same facts. */
 function withStreamFacts<M extends common.VideoStreamInformation | common.VideoStreamStatus>(msg: M, stream: StreamFacts): M {
-  msg.streamId = STREAM_ID
+  msg.streamId = stream.id
   msg.flags = streamFlags(stream)
   msg.framerate = stream.fps
   msg.resolutionH = stream.width

@@ -98,6 +98,9 @@ function lanAddress(): string | null {
   return null
 }
 
+/** What VIDEO_STREAM_INFORMATION last said, to send it again when it changes (a new address, RTSP up). */
+const announced = (streams: { uri: { uri: string } }[]) => streams.map((s) => s.uri.uri).join(' ')
+
 export class MavlinkService {
   private readonly link: MavlinkLink
   private readonly sysid: number
@@ -299,8 +302,7 @@ export class MavlinkService {
       // A stream URI that changed since the ground station asked (the RTSP server came up after it, a
       // new address) is sent again.
       if (component.announcedUri !== null) {
-        const stream = this.streamFacts(component, device)
-        if (stream.uri.uri !== component.announcedUri) this.sendStreamInformation(component, device)
+        if (announced(this.streamFacts(component, device)) !== component.announcedUri) this.sendStreamInformation(component, device)
       }
     }
   }
@@ -328,17 +330,29 @@ export class MavlinkService {
     }
   }
 
-  private streamFacts(component: Component, device: Device): msg.StreamFacts {
+  /**
+   * The camera's streams: 1, its RTSP URL (else its RTP over UDP); 2, its WHEP URL when it can be
+   * watched so (H.264), after RTSP so that a ground station that plays only the first plays RTSP.
+   */
+  private streamFacts(component: Component, device: Device): msg.StreamFacts[] {
     const { hub } = component
-    return {
+    const base = {
       running: device.stream_status?.state === 'running',
       width: hub.width,
       height: hub.height,
       fps: hub.fps,
       encoding: hub.encoding,
       bitrate: component.bitrate,
-      uri: this.streamUri(component, device),
     }
+    const uris = [this.streamUri(component, device)]
+    const whep = this.ctx.registry.watch(device.bus_info, new URL(`http://${this.hostPort()}`)).whep
+    if (whep) uris.push({ type: 'WHEP', uri: whep })
+    return uris.map((uri, i) => ({ ...base, uri, id: i + 1, count: uris.length }))
+  }
+
+  /** The vehicle's address and HTTP port, as the stream and definition URLs carry them. */
+  private hostPort(): string {
+    return `${isIP(this.address) === 6 ? `[${this.address}]` : this.address}:${this.ctx.config.port}`
   }
 
   /** The RTSP URL (plugins/rtsp's watch link, on the vehicle's address), else where its RTP over UDP goes. */
@@ -406,10 +420,17 @@ export class MavlinkService {
     this.send(component, msg.cameraCaptureStatus(recording, this.disk()))
   }
 
-  private sendStreamInformation(component: Component, device: Device): void {
-    const stream = this.streamFacts(component, device)
-    component.announcedUri = stream.uri.uri
-    this.send(component, msg.videoStreamInformation(this.cameraFacts(device), stream))
+  /** VIDEO_STREAM_INFORMATION of stream `id`, or of every stream (0). */
+  private sendStreamInformation(component: Component, device: Device, id = 0): void {
+    const streams = this.streamFacts(component, device)
+    component.announcedUri = announced(streams)
+    const camera = this.cameraFacts(device)
+    for (const stream of streams) if (id === 0 || stream.id === id) this.send(component, msg.videoStreamInformation(camera, stream))
+  }
+
+  /** VIDEO_STREAM_STATUS of stream `id`, or of every stream (0). */
+  private sendStreamStatus(component: Component, device: Device, id = 0): void {
+    for (const stream of this.streamFacts(component, device)) if (id === 0 || stream.id === id) this.send(component, msg.videoStreamStatus(stream))
   }
 
   private onPacket(packet: MavLinkPacket): void {
@@ -449,8 +470,9 @@ export class MavlinkService {
       this.ack(component, command.command, Result.ACCEPTED, from)
       this.send(component, message)
     }
-    // This camera has one stream and one storage, id 1; 0 asks for all of them.
+    // This camera has one storage, id 1, and one or two streams (streamFacts); 0 asks for all of them.
     const oursOrAll = (id: number) => id === 0 || id === 1
+    const aStream = (id: number) => id === 0 || this.streamFacts(component, device).some((s) => s.id === id)
     switch (command.command) {
       case Cmd.REQUEST_MESSAGE:
         return this.requestMessage(component, device, command, from)
@@ -466,12 +488,13 @@ export class MavlinkService {
         return this.sendCaptureStatus(component)
       }
       case Cmd.REQUEST_VIDEO_STREAM_INFORMATION:
-        if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
+        if (!aStream(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
         this.ack(component, command.command, Result.ACCEPTED, from)
-        return this.sendStreamInformation(component, device)
+        return this.sendStreamInformation(component, device, param(command._param1))
       case Cmd.REQUEST_VIDEO_STREAM_STATUS:
-        if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
-        return answer(msg.videoStreamStatus(this.streamFacts(component, device)))
+        if (!aStream(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
+        this.ack(component, command.command, Result.ACCEPTED, from)
+        return this.sendStreamStatus(component, device, param(command._param1))
       case Cmd.VIDEO_START_CAPTURE:
       case Cmd.VIDEO_STOP_CAPTURE:
         return this.capture(component, command, from)
@@ -487,6 +510,7 @@ export class MavlinkService {
     const id = Math.round(command._param1)
     const index = Number.isFinite(command._param2) ? Math.round(command._param2) : 0
     const indexOk = index === 0 || index === 1
+    const aStream = index === 0 || this.streamFacts(component, device).some((s) => s.id === index)
     const accept = () => this.ack(component, command.command, Result.ACCEPTED, from)
     const deny = () => this.ack(component, command.command, Result.DENIED, from)
     switch (id) {
@@ -504,13 +528,13 @@ export class MavlinkService {
         accept()
         return this.sendCaptureStatus(component)
       case common.VideoStreamInformation.MSG_ID:
-        if (!indexOk) return deny()
+        if (!aStream) return deny()
         accept()
-        return this.sendStreamInformation(component, device)
+        return this.sendStreamInformation(component, device, index)
       case common.VideoStreamStatus.MSG_ID:
-        if (!indexOk) return deny()
+        if (!aStream) return deny()
         accept()
-        return this.send(component, msg.videoStreamStatus(this.streamFacts(component, device)))
+        return this.sendStreamStatus(component, device, index)
       default:
         return deny() // a message this camera does not send
     }

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { DEFAULT_PLUGINS, helpText, loadConfig, type MavlinkEndpoint } from '../../core/config'
 import { readDatagram, type Refusal, Signing, StreamReader } from '../../plugins/mavlink/frames'
 import { until, type TestServer } from '../helpers'
-import { crcExtra, encode, FrameDecoder, GroundStation, MESSAGES, type Message, signingNow, x25 } from '../mavlink-gcs'
+import { crcExtra, encode, FrameDecoder, GroundStation, MAV, MESSAGES, type Message, signingNow, x25 } from '../mavlink-gcs'
 import { startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'mavlink']
@@ -228,9 +228,9 @@ test('udpout with nobody listening and udpin on a port already taken: the API an
   }
 }, 40_000)
 
-test("VIDEO_STREAM_TYPE has no WHEP value yet, so WHEP is not advertised as a second stream (docs/mavlink.md): this fails when mavlink-mappings gains one, to add it", async () => {
+test('WHEP is VIDEO_STREAM_TYPE 4, as common.xml says; mavlink-mappings 1.0.21 predates it, and if it gains it, it must agree', async () => {
   const { common } = await import('mavlink-mappings')
-  const names = Object.keys(common.VideoStreamType).filter((k) => Number.isNaN(Number(k)))
-  expect(names.filter((n) => /WHEP|WEBRTC/i.test(n))).toEqual([])
-  expect(names).toEqual(['RTSP', 'RTPUDP', 'TCP_MPEG', 'MPEG_TS'])
+  const { VIDEO_STREAM_TYPE_WHEP } = await import('../../plugins/mavlink/messages')
+  expect(Number(VIDEO_STREAM_TYPE_WHEP)).toBe(MAV.STREAM_TYPE_WHEP)
+  expect((common.VideoStreamType as Record<string, unknown>).WHEP ?? MAV.STREAM_TYPE_WHEP).toBe(MAV.STREAM_TYPE_WHEP)
 })

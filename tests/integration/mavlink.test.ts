@@ -114,13 +114,19 @@ test('udpout: heartbeats per camera, information, the RTSP URI, storage, a captu
   // VIDEO_STREAM_INFORMATION: the camera's RTSP mount, as its device's watch.rtsp says, and it plays.
   const watched = await until('the RTSP mount', () => device(s, EHD), (d) => typeof d?.watch?.rtsp === 'string', 30_000)
   const video = await until('VIDEO_STREAM_INFORMATION with the RTSP URI', () => gcs.request(ehd, 'VIDEO_STREAM_INFORMATION', 1), (m) => m.fields.type === MAV.STREAM_TYPE_RTSP)
-  expect(video.fields).toMatchObject({ uri: watched.watch.rtsp, stream_id: 1, count: 1, resolution_h: 640, resolution_v: 480, encoding: MAV.ENCODING_H264, name: 'exploreHD USB Camera', flags: MAV.STREAM_STATUS_RUNNING })
+  expect(video.fields).toMatchObject({ uri: watched.watch.rtsp, stream_id: 1, count: 2, resolution_h: 640, resolution_v: 480, encoding: MAV.ENCODING_H264, name: 'exploreHD USB Camera', flags: MAV.STREAM_STATUS_RUNNING })
+  // Stream 2: the same camera over WHEP (VIDEO_STREAM_TYPE_WHEP), its device's watch.whep.
+  const whep = await gcs.request(ehd, 'VIDEO_STREAM_INFORMATION', 2)
+  expect(whep.fields).toMatchObject({ uri: watched.watch.whep, stream_id: 2, count: 2, type: MAV.STREAM_TYPE_WHEP, resolution_h: 640, encoding: MAV.ENCODING_H264, flags: MAV.STREAM_STATUS_RUNNING })
+  const offer = await fetch(whep.fields.uri as string, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: 'v=0' })
+  expect(offer.status).toBe(400) // the WHEP endpoint itself, refusing a malformed offer in the contract's shape
+  expect(((await offer.json()) as { detail: unknown }).detail).toBeString()
   expect(video.fields.uri).toMatch(/^rtsp:\/\/127\.0\.0\.1:\d+\/usb-0000:00:14\.0-1$/)
   expect(video.fields.framerate).toBeCloseTo(15, 5)
   const probed = await ffprobe(video.fields.uri as string, 'tcp')
   expect(probed.streams[0], probed.error).toMatchObject({ codec_name: 'h264', width: 640, height: 480 })
   const mjpg = await until('the webcam stream information with its RTSP URI', () => gcs.request(webcam, 'VIDEO_STREAM_INFORMATION'), (m) => m.fields.type === MAV.STREAM_TYPE_RTSP)
-  expect(mjpg.fields).toMatchObject({ uri: (await device(s, WEBCAM)).watch.rtsp, resolution_h: 640, resolution_v: 480, encoding: 0 })
+  expect(mjpg.fields).toMatchObject({ uri: (await device(s, WEBCAM)).watch.rtsp, count: 1, resolution_h: 640, resolution_v: 480, encoding: 0 }) // MJPG: no WHEP
   // VIDEO_STREAM_STATUS carries the bitrate measured at the stream's tap.
   const status = await until('VIDEO_STREAM_STATUS with a measured bitrate', () => gcs.request(ehd, 'VIDEO_STREAM_STATUS'), (m) => (m.fields.bitrate as number) > 10_000, 15_000)
   expect(status.fields).toMatchObject({ stream_id: 1, flags: MAV.STREAM_STATUS_RUNNING, resolution_h: 640, resolution_v: 480 })
@@ -133,10 +139,10 @@ test('udpout: heartbeats per camera, information, the RTSP URI, storage, a captu
   expect(storage.fields.total_capacity as number).toBeCloseTo(disk.total / MiB, 0)
   expect(Math.abs((storage.fields.available_capacity as number) - disk.free / MiB)).toBeLessThan(64) // others write to this disk meanwhile
 
-  // Refusals: a message the camera does not send, a command it does not know, another stream id.
+  // Refusals: a message the camera does not send, a command it does not know, a stream id it does not have (1 is RTSP, 2 WHEP).
   expect((await gcs.command(ehd, MAV.CMD_REQUEST_MESSAGE, [24])).ack.fields.result).toBe(MAV.RESULT_DENIED)
   expect((await gcs.command(ehd, 2003)).ack.fields.result).toBe(MAV.RESULT_UNSUPPORTED)
-  expect((await gcs.command(ehd, MAV.CMD_REQUEST_MESSAGE, [269, 2])).ack.fields.result).toBe(MAV.RESULT_DENIED)
+  expect((await gcs.command(ehd, MAV.CMD_REQUEST_MESSAGE, [269, 3])).ack.fields.result).toBe(MAV.RESULT_DENIED)
 
   // A capture: start (status once a second), it is a recording in progress; stop, it is a finished file.
   const idle = await gcs.request(ehd, 'CAMERA_CAPTURE_STATUS')
