@@ -1,0 +1,114 @@
+// Sound on a UDP stream, end to end with simulated sources: the camera's own microphone is attached by
+// default, its Opus RTP goes to the endpoint's port + 2, GStreamer plays it from the served SDP file, and
+// an unplugged sound card ends the sound while the video's frames run on, then comes back.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadPlugin } from '../../core/loader'
+import type { GstStreamer } from '../../drivers/gstreamer/streamer'
+import { startTestServer, tempDir, type TestServer } from '../helpers'
+import { eachLine, freePort, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
+
+const EHD = 'usb-0000:00:14.0-1'
+let s: TestServer
+beforeAll(async () => {
+  requireGStreamer()
+  s = await startTestServer({ plugins: await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics'].map(loadPlugin)), config: { simulate: 'single' } })
+})
+afterAll(async () => {
+  await s?.stop()
+})
+
+const configure = (port: number, enabled = true) =>
+  s.call('POST', '/api/devices/configure_stream', {
+    bus_info: EHD,
+    stream_type: 'UDP',
+    encode_type: 'H264',
+    stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
+    enabled,
+    endpoints: [{ host: '127.0.0.1', port }],
+  })
+
+const streamer = () => s.ctx.registry.get('streamer') as GstStreamer
+const sound = async () => ((await s.call('GET', '/api/audio/streams')).body as any[]).find((a) => a.bus_info === EHD)
+
+test('GStreamer plays the Opus sound of a UDP stream from its SDP description', async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    let status: any
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) {
+      status = await sound()
+      if (status?.state === 'running' && status.level) break
+    }
+    expect(status).toMatchObject({ source: 'sim:mic1', state: 'running', port_offset: 2, rate: 48000, channels: 1 })
+    // audiotestsrc volume=0.5: a sine of amplitude 0.5 peaks at -6 dBFS, its RMS at -9 dBFS.
+    expect(status.level.peak_db).toBeCloseTo(-6, 0)
+    expect(status.level.rms_db).toBeCloseTo(-9, 0)
+    const metrics = await (await fetch(`${s.url}/metrics`)).text()
+    expect(metrics).toContain(`periscope_audio_state{bus_info="${EHD}",state="running"} 1`)
+    expect(metrics).toMatch(new RegExp(`periscope_audio_level_dbfs\\{bus_info="${EHD}",measure="rms"\\} -(8|9|10)`))
+
+    const text = await (await fetch(`${s.url}/api/streams/${EHD}/sdp`)).text()
+    expect(text).toContain(`m=audio ${port + 2} RTP/AVP 111`)
+    expect(text).toContain('a=rtpmap:111 opus/48000/2')
+    const file = join(tempDir(), 'stream.sdp')
+    writeFileSync(file, text)
+    // The receiver decodes both: the sound's level (a real Opus decoder's output) and the video's frames.
+    const rx = Bun.spawn(
+      ['gst-launch-1.0', '-m', 'filesrc', `location=${file}`, '!', 'sdpdemux', 'name=d', 'latency=50',
+        'd.', '!', 'queue', '!', 'rtph264depay', '!', 'avdec_h264', '!', 'fakesink', 'sync=false',
+        'd.', '!', 'queue', '!', 'rtpopusdepay', '!', 'opusdec', '!', 'level', 'name=heard', 'interval=200000000', '!', 'fakesink', 'sync=false'],
+      { stdout: 'pipe', stderr: 'ignore' },
+    )
+    const heard: number[] = []
+    const reading = eachLine(rx.stdout as ReadableStream<Uint8Array>, (line) => {
+      const rms = /from element "heard" \(element\): level.*rms=\([^)]*\)[<{]\s*([-\d.]+)/.exec(line)
+      if (rms) heard.push(Number(rms[1]))
+    })
+    try {
+      await waitFor('the receiver decoding the sound at about -9 dBFS RMS', () => heard.filter((db) => db > -12 && db < -6).length >= 5, 30_000)
+    } finally {
+      rx.kill('SIGKILL')
+      await reading
+    }
+  } finally {
+    await configure(port, false)
+  }
+}, 90_000)
+
+test('an unplugged sound card ends the sound, the video runs on, and the sound comes back when replugged', async () => {
+  const port = freePort()
+  const video = await RtpCounter.open(port)
+  const audio = await RtpCounter.open(port + 2)
+  expect((await configure(port)).status).toBe(200)
+  try {
+    await waitFor('video and sound packets', () => video.frames.length > 15 && audio.packets > 20, 30_000)
+    const videoPid = streamer().pid(EHD)
+    expect(videoPid).toBeGreaterThan(0)
+    expect((await s.call('POST', '/api/mock/audio/unplug', { id: 'sim:mic1' })).status).toBe(200)
+    let status: any
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await Bun.sleep(100)) {
+      status = await sound()
+      if (status.state === 'gone') break
+    }
+    expect(status.state).toBe('gone')
+    expect(status.error).toContain('unplugged')
+    // No sound now; the video's frames keep coming without a gap in its RTP sequence.
+    const [audioAt, videoAt, skippedAt] = [audio.packets, video.frames.length, video.skipped()]
+    await waitFor('30 more video frames while the sound card is out', () => video.frames.length >= videoAt + 30, 30_000)
+    expect(audio.packets).toBeLessThanOrEqual(audioAt + 5) // a few in flight when it was unplugged
+    expect(video.skipped()).toBe(skippedAt)
+    expect(streamer().pid(EHD)).toBe(videoPid) // the camera's child was never restarted
+
+    expect((await s.call('POST', '/api/mock/audio/plug', { id: 'sim:mic1' })).status).toBe(200)
+    await waitFor('sound packets again after the replug', () => audio.packets > audioAt + 50, 30_000)
+    expect((await sound()).state).toBe('running')
+    expect(video.skipped()).toBe(skippedAt)
+    expect(streamer().pid(EHD)).toBe(videoPid)
+  } finally {
+    video.close()
+    audio.close()
+    await configure(port, false)
+  }
+}, 120_000)
