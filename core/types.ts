@@ -390,6 +390,17 @@ export interface StreamHub {
   /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
   readonly closed: boolean
+  /**
+   * Whether the stream carries sound now: a source is attached and its packets (Opus RTP, payload type
+   * 111, RFC 7587) come through sendSound — silence while its sound card is out (plugins/audio).
+   */
+  readonly hasSound: boolean
+  /** Adds a reader of the stream's sound (every packet is a start: `from` does not matter). */
+  readSound(reader: HubReader): Reading
+  /** The sound's one writer (plugins/audio): a packet for the readers, or null when the stream's sound ends. */
+  sendSound(packet: Uint8Array | null): void
+  /** Sound packets and bytes sent since the hub opened. */
+  soundStats(): { bytes: number; packets: number }
   /** The job restarted (restart_stream, a new configuration, a regrouping): `next` carries it now. */
   on(event: 'replaced', listener: (next: StreamHub) => void): () => void
   /** The job stopped (stop, unplug, unconfigure), with no hub after it. */

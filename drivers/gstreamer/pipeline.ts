@@ -91,15 +91,24 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
  * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
  * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string): string[] {
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, soundPort?: number): string[] {
   const tokens = matroskaFileTokens(path)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
     tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
   })
+  // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as
+  // it is, after the video tracks; both jitter buffers stamp from arrival, so the tracks stay in step.
+  if (soundPort) {
+    tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.')
+  }
   return tokens
 }
+
+/** The RTP of a stream's sound (drivers/gstreamer/audio.ts), for a udpsrc. */
+export const OPUS_RTP_CAPS = 'application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111'
 
 export function monitorTokens(i: number): string[] {
   return ['identity', `name=mon${i}`, 'check-imperfect-timestamp=true', '!', 'progressreport', `name=alive${i}`, 'update-freq=1', 'silent=true', 'do-query=false']

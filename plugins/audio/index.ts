@@ -13,6 +13,7 @@ import type { AudioService, AudioSource, AudioStreamStatus, Endpoint, StreamJob 
 import { AlsaBackend } from '../../drivers/alsa/backend'
 import { AudioRunner, audioPortOffset, type AudioPipeline } from '../../drivers/gstreamer/audio'
 import { parentDeathPrefix } from '../../media/children'
+import { SoundTimeline } from '../../media/sound'
 
 const NS = 'audio'
 
@@ -71,6 +72,8 @@ const AudioStreamModel = t.Object({
 /** A running sound child with its loopback tap (the service's own copy of the RTP). */
 interface Running {
   runner: AudioRunner
+  /** The sound as the stream's hub gets it: one timeline, silence while the child has none. */
+  timeline: SoundTimeline
   tap: Socket
   tapPort: number
   /** What it was started with: a change restarts it. */
@@ -156,8 +159,13 @@ export default definePlugin({
       const tap = createSocket('udp4')
       tap.on('error', (err) => log.warn('audio tap socket failed', { bus_info, err }))
       const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
-      const entry: Running = { runner: null as unknown as AudioRunner, tap, tapPort, key, level: null, packets: 0 }
-      tap.on('message', () => entry.packets++)
+      // The hub of the job now (a restarted job has a new one; the sound follows it).
+      const timeline = new SoundTimeline((packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet))
+      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key, level: null, packets: 0 }
+      tap.on('message', (packet) => {
+        entry.packets++
+        timeline.packet(packet)
+      })
       const pipeline = (): AudioPipeline | null => {
         const source = sources().find((s) => s.id === id)
         const tokens = source && backendOf(id)?.sourceTokens(id, rateOf(source, settings), channelsOf(source))
@@ -180,12 +188,15 @@ export default definePlugin({
       )
       running.set(bus_info, entry)
       entry.runner.start()
+      timeline.start()
     }
 
     async function stopRun(bus_info: string, run: Running): Promise<void> {
       if (running.get(bus_info) === run) running.delete(bus_info)
+      run.timeline.stop()
       await run.runner.stop()
       run.tap.close()
+      registry.get('streamer')?.live(bus_info)?.hub.sendSound(null)
     }
 
     /** Every job that runs or ran: the devices' and the sound children's. */

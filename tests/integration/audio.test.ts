@@ -112,3 +112,46 @@ test('an unplugged sound card ends the sound, the video runs on, and the sound c
     await configure(port, false)
   }
 }, 120_000)
+
+test('a recording made while streaming has the sound as an Opus track, starting with the video', async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) if ((await sound())?.state === 'running') break
+    expect(streamer().live(EHD)?.hub.hasSound).toBe(true)
+    const started = await s.call('POST', '/api/devices/start_recording', { bus_info: EHD })
+    expect(started.status).toBe(200)
+    const file = join(s.dataDir, 'recordings', (started.body as any).file)
+    const bytes = () => streamer().recording(EHD).bytes ?? 0
+    await waitFor('a few seconds of recording', () => bytes() > 150_000, 30_000)
+    // The sound card goes out and comes back mid-recording: silence fills in, the file never stops growing.
+    expect((await s.call('POST', '/api/mock/audio/unplug', { id: 'sim:mic1' })).status).toBe(200)
+    const atUnplug = bytes()
+    await waitFor('the file growing while the sound card is out', () => bytes() > atUnplug + 50_000, 30_000)
+    expect((await s.call('POST', '/api/mock/audio/plug', { id: 'sim:mic1' })).status).toBe(200)
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) if ((await sound())?.state === 'running') break
+    const atReplug = bytes()
+    await waitFor('the file growing after the replug', () => bytes() > atReplug + 50_000, 30_000)
+    expect((await s.call('POST', '/api/devices/stop_recording', { bus_info: EHD })).status).toBe(200)
+    // ffmpeg decodes the sound: the tone (RMS about -9 dBFS) is in it, beside the silence of the unplugged seconds.
+    const stats = Bun.spawnSync(['ffmpeg', '-v', 'info', '-nostats', '-i', file, '-map', '0:a', '-af', 'astats=measure_overall=Peak_level', '-f', 'null', '-']).stderr.toString()
+    const peak = Number(/Peak level dB:\s*(-?[\d.]+)/.exec(stats.slice(stats.lastIndexOf('Overall')))?.[1])
+    expect(peak).toBeGreaterThan(-8)
+    expect(peak).toBeLessThan(-4)
+    const probe = Bun.spawnSync(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_name,codec_type,start_time:format=duration', '-of', 'json', file])
+    const streams = (JSON.parse(probe.stdout.toString()).streams as any[]).map((x) => ({ ...x, start_time: Number(x.start_time) }))
+    const video = streams.find((x) => x.codec_type === 'video')
+    const audio = streams.find((x) => x.codec_type === 'audio')
+    expect(video?.codec_name).toBe('h264')
+    expect(audio?.codec_name).toBe('opus')
+    expect(Math.abs(audio.start_time - video.start_time)).toBeLessThan(0.05)
+    // Both tracks run the whole recording: the last video frame and the last sound are as late.
+    const last = (kind: string) => {
+      const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file]).stdout.toString()
+      return Math.max(...out.split('\n').filter(Boolean).map(Number))
+    }
+    expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.3)
+  } finally {
+    await configure(port, false)
+  }
+}, 90_000)
