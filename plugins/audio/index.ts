@@ -194,9 +194,10 @@ export default definePlugin({
     async function stopRun(bus_info: string, run: Running): Promise<void> {
       if (running.get(bus_info) === run) running.delete(bus_info)
       run.timeline.stop()
+      // The hub hears first, so readers that follow 'audio_state' (RTSP's mounts) see the sound gone.
+      registry.get('streamer')?.live(bus_info)?.hub.sendSound(null)
       await run.runner.stop()
       run.tap.close()
-      registry.get('streamer')?.live(bus_info)?.hub.sendSound(null)
     }
 
     /** Every job that runs or ran: the devices' and the sound children's. */

@@ -7,13 +7,15 @@ import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
-import { eachLine, freePort, requireGStreamer, RtpCounter, waitFor } from './gstreamer.helpers'
+import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1'
 let s: TestServer
 beforeAll(async () => {
   requireGStreamer()
-  s = await startTestServer({ plugins: await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics'].map(loadPlugin)), config: { simulate: 'single' } })
+  requireRtspClients()
+  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics', 'rtsp'].map(loadPlugin))
+  s = await startTestServer({ plugins, config: { simulate: 'single', rtspPort: freeTcpPort() } })
 })
 afterAll(async () => {
   await s?.stop()
@@ -155,3 +157,50 @@ test('a recording made while streaming has the sound as an Opus track, starting 
     await configure(port, false)
   }
 }, 90_000)
+
+test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, in step', async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) if ((await sound())?.state === 'running') break
+    // Not spawnSync: the service runs in this process and must answer ffprobe meanwhile.
+    const probe = async (args: string[]) => {
+      const link = ((await s.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === EHD)?.watch?.rtsp
+      if (!link) return ''
+      const proc = Bun.spawn(['ffprobe', '-v', 'error', '-rtsp_transport', 'tcp', ...args, '-of', 'json', link], { stdout: 'pipe', stderr: 'ignore', timeout: 20_000 })
+      const [out] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+      return out
+    }
+    let streams: any[] = []
+    for (const deadline = Date.now() + 40_000; Date.now() < deadline && streams.length < 2; await Bun.sleep(500)) {
+      try {
+        streams = JSON.parse(await probe(['-show_entries', 'stream=codec_name,codec_type,index'])).streams ?? []
+      } catch {}
+    }
+    const video = streams.find((x) => x.codec_type === 'video')
+    const audio = streams.find((x) => x.codec_type === 'audio')
+    expect(video?.codec_name).toBe('h264')
+    expect(audio?.codec_name).toBe('opus')
+    // In step: over 4 s, each video frame's time against the sound packet that came just before it (RTSP over
+    // TCP keeps the server's order). The server stamps both tracks on arrival, so a frame's time is at most
+    // one frame interval (the server's parser holds a frame: 67 ms at 15 fps) plus one sound packet (20 ms)
+    // behind the sound that arrives with it, and never ahead. (ffprobe's start_time is rather when the first
+    // whole video frame came: a viewer joins mid-GOP.)
+    const packets = JSON.parse(await probe(['-read_intervals', '%+4', '-show_entries', 'packet=stream_index,pts_time'])).packets as any[]
+    let lastSound: number | null = null
+    const skews: number[] = []
+    for (const p of packets) {
+      const t = Number(p.pts_time)
+      if (Number.isNaN(t)) continue
+      if (p.stream_index === audio.index) lastSound = t
+      else if (lastSound !== null) skews.push(t - lastSound)
+    }
+    skews.sort((a, b) => a - b)
+    expect(skews.length).toBeGreaterThan(30)
+    const frame = 1 / 15
+    expect(skews[Math.floor(skews.length * 0.05)]!).toBeGreaterThan(-(frame + 0.025))
+    expect(skews[Math.floor(skews.length * 0.95)]!).toBeLessThan(0.025)
+  } finally {
+    await configure(port, false)
+  }
+}, 120_000)
