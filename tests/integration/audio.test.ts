@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
+import { openOffer, watch, withPage } from './browser'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
 
@@ -14,7 +15,7 @@ let s: TestServer
 beforeAll(async () => {
   requireGStreamer()
   requireRtspClients()
-  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics', 'rtsp'].map(loadPlugin))
+  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics', 'rtsp', 'whep'].map(loadPlugin))
   s = await startTestServer({ plugins, config: { simulate: 'single', rtspPort: freeTcpPort() } })
 })
 afterAll(async () => {
@@ -200,6 +201,48 @@ test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, i
     const frame = 1 / 15
     expect(skews[Math.floor(skews.length * 0.05)]!).toBeGreaterThan(-(frame + 0.025))
     expect(skews[Math.floor(skews.length * 0.95)]!).toBeLessThan(0.025)
+  } finally {
+    await configure(port, false)
+  }
+}, 120_000)
+
+test("Chromium's WHEP session plays the sound (totalAudioEnergy > 0) and decodes the video; an offer without audio still gets video", async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) if ((await sound())?.state === 'running') break
+    const path = `/api/streams/${encodeURIComponent(EHD)}/whep`
+    await withPage(s.url, async (page) => {
+      const opened = await openOffer(page, path, 'av', ['audio', 'video'], 'max-bundle')
+      expect(opened.status).toBe(201)
+      expect(opened.error).toBeUndefined()
+      // The browser plays what it receives: the audio track into an <audio> element (muted elements are still played out).
+      await page.evaluate(() => {
+        const w = globalThis as any
+        const receiver = w.pcs.av.getReceivers().find((r: any) => r.track.kind === 'audio')
+        const audio = w.document.createElement('audio')
+        audio.autoplay = true
+        audio.srcObject = new w.MediaStream([receiver.track])
+        w.document.body.appendChild(audio)
+      })
+      await watch(page, 'av', (v) => v.framesDecoded > 10, 30_000)
+      const energy = async () =>
+        page.evaluate(async () => {
+          let found = { energy: 0, packets: 0 }
+          ;(await (globalThis as any).pcs.av.getStats()).forEach((r: any) => {
+            if (r.type === 'inbound-rtp' && r.kind === 'audio') found = { energy: r.totalAudioEnergy ?? 0, packets: r.packetsReceived ?? 0 }
+          })
+          return found
+        })
+      let heard = { energy: 0, packets: 0 }
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(heard.energy > 0); await Bun.sleep(200)) heard = await energy()
+      expect(heard.packets).toBeGreaterThan(0)
+      expect(heard.energy).toBeGreaterThan(0)
+
+      const videoOnly = await openOffer(page, path, 'v', ['video'], 'max-bundle')
+      expect(videoOnly.status).toBe(201)
+      await watch(page, 'v', (v) => v.framesDecoded > 10, 30_000)
+    })
   } finally {
     await configure(port, false)
   }
