@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
-import { openOffer, watch, withPage } from './browser'
+import { launchBrowser, openOffer, watch, withPage } from './browser'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
 
@@ -15,7 +15,7 @@ let s: TestServer
 beforeAll(async () => {
   requireGStreamer()
   requireRtspClients()
-  const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio', 'metrics', 'rtsp', 'whep'].map(loadPlugin))
+  const plugins = await Promise.all(['mock', 'cameras', 'preferences', 'dwe', 'gstreamer', 'audio', 'metrics', 'rtsp', 'whep', 'console'].map(loadPlugin))
   s = await startTestServer({ plugins, config: { simulate: 'single', rtspPort: freeTcpPort() } })
 })
 afterAll(async () => {
@@ -244,6 +244,36 @@ test("Chromium's WHEP session plays the sound (totalAudioEnergy > 0) and decodes
       await watch(page, 'v', (v) => v.framesDecoded > 10, 30_000)
     })
   } finally {
+    await configure(port, false)
+  }
+}, 120_000)
+
+test("the console: a level meter and a mute switch on the camera's card; the preview plays the sound muted until Listen", async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  const browser = await launchBrowser()
+  try {
+    const page = await browser.newPage()
+    await page.goto(`${s.url}/`, { waitUntil: 'domcontentloaded' })
+    const card = `article[data-device="${EHD}"]`
+    // The meter moves with the tone (about -6 dBFS peak).
+    await page.waitForFunction((sel: string) => {
+      const meter = (globalThis as any).document.querySelector(`${sel} .sound[data-sound="running"] [role="meter"]`)
+      return meter && Number(meter.getAttribute('aria-valuenow')) > -10
+    }, { timeout: 30_000 }, card)
+    // The preview offers Listen, and its video element stays muted until pressed.
+    await page.waitForSelector(`${card} [data-action="listen"]`, { timeout: 30_000 })
+    expect(await page.$eval(`${card} video`, (v: any) => v.muted)).toBe(true)
+    await page.click(`${card} [data-action="listen"]`)
+    await page.waitForFunction((sel: string) => (globalThis as any).document.querySelector(`${sel} video`).muted === false, { timeout: 5_000 }, card)
+    // Mute: saved on the vehicle, the switch says so.
+    await page.click(`${card} [data-action="mute"]`)
+    await page.waitForSelector(`${card} .sound[data-muted="true"]`, { timeout: 10_000 })
+    expect(((await s.call('GET', '/api/audio/streams')).body as any[]).find((a) => a.bus_info === EHD).muted).toBe(true)
+    await page.click(`${card} [data-action="mute"]`)
+    await page.waitForSelector(`${card} .sound[data-muted="false"]`, { timeout: 10_000 })
+  } finally {
+    await browser.close()
     await configure(port, false)
   }
 }, 120_000)

@@ -24,6 +24,9 @@ const EVERY: Record<EventName, true> = {
   recording_kept: true,
   retention_updated: true,
   log: true,
+  audio_level: true,
+  audio_state: true,
+  audio_sources: true,
 }
 const NAMES = Object.keys(EVERY) as EventName[]
 
