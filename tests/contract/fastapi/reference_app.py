@@ -151,6 +151,10 @@ class UnplugRequest(BaseModel):
     bus_info: str
 
 
+class SoundRequest(BaseModel):
+    id: str
+
+
 class FailRequest(BaseModel):
     bus_info: str
     errno: ErrnoEnum
@@ -269,6 +273,16 @@ def mock_plug(body: PlugRequest):
 
 @app.post('/api/mock/unplug')
 def mock_unplug(body: UnplugRequest):
+    return OK
+
+
+@app.post('/api/mock/audio/unplug')
+def mock_audio_unplug(body: SoundRequest):
+    return OK
+
+
+@app.post('/api/mock/audio/plug')
+def mock_audio_plug(body: SoundRequest):
     return OK
 
 
