@@ -6,8 +6,11 @@ const OPUS_CLOCK = 48_000
 /** One 20 ms Opus frame of silence (TOC 0xF8: CELT, full band, 20 ms, mono; then the coded silence). */
 export const OPUS_SILENCE = new Uint8Array([0xf8, 0xff, 0xfe])
 export const FRAME_MS = 20
-/** No packet from the child for this long: silence fills in. */
-export const SILENCE_AFTER_MS = 100
+/**
+ * No packet from the child for this long: silence fills in. Long beside the child's 20 ms, so a busy
+ * event loop (the packets wait in the socket) is not taken for an absence and filled with silence.
+ */
+export const SILENCE_AFTER_MS = 500
 const PT = 111
 
 export class SoundTimeline {
@@ -20,8 +23,12 @@ export class SoundTimeline {
   private childSsrc = -1
   private offset = 0
   private timer: Timer | null = null
+  /** Silence is being sent (no packet for SILENCE_AFTER_MS): on every FRAME_MS until one comes. */
+  private filling = false
 
-  constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {}
+  constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {
+    this.lastAt = now()
+  }
 
   /** Fills silence in while no packet comes (every FRAME_MS). */
   start(): void {
@@ -53,15 +60,23 @@ export class SoundTimeline {
     o.setUint32(4, this.ts)
     o.setUint32(8, this.ssrc)
     this.lastAt = at
+    this.filling = false
     this.send(out)
   }
 
-  /** Silence for each 20 ms without a packet, once none came for SILENCE_AFTER_MS. */
+  /** Silence for each 20 ms without a packet, once none came for SILENCE_AFTER_MS (then until one comes). */
   fill(): void {
     const at = this.now()
-    if (at - this.lastAt < SILENCE_AFTER_MS) return
+    if (at - this.lastAt < (this.filling ? FRAME_MS : SILENCE_AFTER_MS)) return
+    this.filling = true
     this.childSsrc = -1 // whatever comes next starts anew
-    let frames = Math.min(10, Math.floor((at - this.lastAt) / FRAME_MS))
+    let frames = Math.floor((at - this.lastAt) / FRAME_MS)
+    if (frames > 10) {
+      // Far behind (the gap before filling, a stalled event loop): the clock moves on, without a burst.
+      this.ts = (this.ts + ((frames - 1) * OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
+      this.lastAt += (frames - 1) * FRAME_MS
+      frames = 1
+    }
     while (frames-- > 0) {
       this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
       this.lastAt += FRAME_MS
@@ -75,7 +90,6 @@ export class SoundTimeline {
       out.set(OPUS_SILENCE, 12)
       this.send(out)
     }
-    if (at - this.lastAt > 10 * FRAME_MS) this.lastAt = at // far behind (a stalled event loop): no burst of catch-up
   }
 
   private expectedTs(at: number): number {
