@@ -221,6 +221,8 @@ export interface AudioStreamStatus {
   port_offset: number | null
   /** The loopback port the sound's RTP is copied to for the service's own readers (the recorder), while it runs. */
   tap_port: number | null
+  /** Endpoints (host:port) the sound is not sent to: another stream's video goes there. */
+  not_sent_to: string[]
 }
 
 /** What other plugins read of the audio plugin: the SDP endpoint, /metrics. */

@@ -67,6 +67,7 @@ const AudioStreamModel = t.Object({
   level: Level,
   port_offset: t.Union([t.Integer(), t.Null()]),
   tap_port: t.Union([t.Integer(), t.Null()]),
+  not_sent_to: t.Array(t.String(), { description: "Endpoints (host:port) the sound is not sent to: another stream's video goes there" }),
 })
 
 /** A running sound child with its loopback tap (the service's own copy of the RTP). */
@@ -80,6 +81,8 @@ interface Running {
   key: string
   level: { peak_db: number; rms_db: number } | null
   packets: number
+  /** Sound endpoints left out: another stream's video goes there. */
+  skipped: string[]
 }
 
 export default definePlugin({
@@ -115,10 +118,30 @@ export default definePlugin({
       const job = streamer.job(bus_info)
       return job && streamer.status(bus_info).state !== 'stopped' ? job : undefined
     }
-    const soundEndpoints = (job: StreamJob): Endpoint[] | null => {
+    /** host:port of every other stream's video (a group's: port … port + n − 1). */
+    const otherVideoPorts = (bus_info: string): Set<string> => {
+      const taken = new Set<string>()
+      let devices: { bus_info: string; leader?: unknown; followers: unknown[]; stream: StreamJob['stream'] }[] = []
+      try {
+        devices = registry.deviceDirectory().devices()
+      } catch {}
+      for (const d of devices) {
+        if (d.bus_info === bus_info || d.leader || d.stream.stream_type !== 'UDP' || d.stream.encode_type === 'NONE' || !d.stream.enabled) continue
+        for (const e of d.stream.endpoints) for (let i = 0; i <= d.followers.length; i++) taken.add(`${e.host}:${e.port + i}`)
+      }
+      return taken
+    }
+    /**
+     * Where the sound goes beside the video: each endpoint's port + offset, except where another stream's
+     * video goes (BlueOS gives cameras 5600, 5601, 5602 …: a lone camera's sound at 5602 would land in the
+     * third camera's video). Those are left out, and the sound's status says so.
+     */
+    const soundEndpoints = (job: StreamJob): { endpoints: Endpoint[]; skipped: string[] } | null => {
       if (job.stream.stream_type !== 'UDP') return null
       const offset = audioPortOffset(job.members.length)
-      return job.stream.endpoints.map((e) => ({ host: e.host, port: e.port + offset }))
+      const taken = otherVideoPorts(job.bus_info)
+      const all = job.stream.endpoints.map((e) => ({ host: e.host, port: e.port + offset }))
+      return { endpoints: all.filter((e) => !taken.has(`${e.host}:${e.port}`)), skipped: all.filter((e) => taken.has(`${e.host}:${e.port}`)).map((e) => `${e.host}:${e.port}`) }
     }
 
     function status(bus_info: string): AudioStreamStatus {
@@ -131,7 +154,7 @@ export default definePlugin({
         bus_info,
         source: id,
         state: run?.runner.state ?? 'off',
-        error: run?.runner.error ?? null,
+        error: run?.runner.error ?? (run?.skipped.length ? `the sound is not sent to ${run.skipped.join(', ')}: another stream's video goes there (choose other ports: docs/sound.md)` : null),
         rate: rateOf(source, settings),
         channels: channelsOf(source),
         gain_db: settings.gain_db,
@@ -139,6 +162,7 @@ export default definePlugin({
         level: run?.runner.state === 'running' ? run.level : null,
         port_offset: job && job.stream.stream_type === 'UDP' ? audioPortOffset(job.members.length) : null,
         tap_port: run?.tapPort ?? null,
+        not_sent_to: run?.skipped ?? [],
       }
     }
 
@@ -161,7 +185,9 @@ export default definePlugin({
       const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
       // The hub of the job now (a restarted job has a new one; the sound follows it).
       const timeline = new SoundTimeline((packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet))
-      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key, level: null, packets: 0 }
+      const skipped = soundEndpoints(job)?.skipped ?? []
+      if (skipped.length) log.warn("a stream's sound is not sent where another stream's video goes", { bus_info, skipped })
+      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key, level: null, packets: 0, skipped }
       tap.on('message', (packet) => {
         entry.packets++
         timeline.packet(packet)
@@ -170,7 +196,7 @@ export default definePlugin({
         const source = sources().find((s) => s.id === id)
         const tokens = source && backendOf(id)?.sourceTokens(id, rateOf(source, settings), channelsOf(source))
         if (!tokens) return null
-        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...(soundEndpoints(job) ?? []), { host: '127.0.0.1', port: tapPort }] }
+        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...(soundEndpoints(job)?.endpoints ?? []), { host: '127.0.0.1', port: tapPort }] }
       }
       const alsaSource = alsa.list().find((s) => s.id === id)
       entry.runner = new AudioRunner(

@@ -72,7 +72,9 @@ function sdpRoutes(streamer: GstStreamer | null, registry: Registry) {
       if (!stream.endpoints[0]) throw conflict(`The stream of '${bus_info}' has no endpoint`)
       // The sound's m= line while it runs (plugins/audio): a receiver that finds no packets on it waits in vain.
       const sound = registry.get('audio')?.status(bus_info)
-      const audio = sound && sound.state !== 'off' && sound.port_offset !== null ? { portOffset: sound.port_offset, channels: sound.channels } : undefined
+      const first = stream.endpoints[0]
+      const sent = sound && sound.state !== 'off' && sound.port_offset !== null && !sound.not_sent_to.includes(`${first.host}:${first.port + sound.port_offset}`)
+      const audio = sent ? { portOffset: sound.port_offset!, channels: sound.channels } : undefined
       return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label, audio), { headers: { 'content-type': 'application/sdp' } })
     },
     {

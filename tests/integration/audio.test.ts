@@ -277,3 +277,43 @@ test("the console: a level meter and a mute switch on the camera's card; the pre
     await configure(port, false)
   }
 }, 120_000)
+
+test("the sound is not sent where another stream's video goes (BlueOS's 5600, 5601, 5602 …), and says so", async () => {
+  const other = await startTestServer({ plugins: await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'audio'].map(loadPlugin)), config: { simulate: 'default' } })
+  const WEBCAM = 'usb-0000:00:14.0-4'
+  const port = freePort()
+  // What arrives at port + 2, by RTP payload type.
+  const types = new Map<number, number>()
+  const third = await Bun.udpSocket({ hostname: '127.0.0.1', port: port + 2, socket: {
+    data: (_s, buf) => {
+      if (buf.length >= 12) types.set(buf[1]! & 0x7f, (types.get(buf[1]! & 0x7f) ?? 0) + 1)
+    },
+  } })
+  try {
+    const body = (bus_info: string, p: number, encode_type: string) => ({
+      bus_info,
+      stream_type: 'UDP',
+      encode_type,
+      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: p }],
+    })
+    // Another camera's video at port + 2, and the camera with a microphone at port.
+    expect((await other.call('POST', '/api/devices/configure_stream', body(WEBCAM, port + 2, 'MJPG'))).status).toBe(200)
+    expect((await other.call('POST', '/api/devices/configure_stream', body(EHD, port, 'H264'))).status).toBe(200)
+    let status: any
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) {
+      status = ((await other.call('GET', '/api/audio/streams')).body as any[]).find((a) => a.bus_info === EHD)
+      if (status?.state === 'running') break
+    }
+    expect(status.state).toBe('running')
+    expect(status.not_sent_to).toEqual([`127.0.0.1:${port + 2}`])
+    expect(status.error).toContain('another stream')
+    await waitFor("the other camera's JPEG at port + 2", () => (types.get(26) ?? 0) > 50, 30_000)
+    expect(types.get(111) ?? 0).toBe(0)
+    expect(await (await fetch(`${other.url}/api/streams/${EHD}/sdp`)).text()).not.toContain('m=audio')
+  } finally {
+    third.close()
+    await other.stop()
+  }
+}, 90_000)
