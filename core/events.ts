@@ -19,6 +19,12 @@ export type EventType =
   | 'record_while_armed'
   /** A log entry at warn or above (core/log.ts): why a stream failed, a device refused, … */
   | 'log'
+  /** A stream's sound level, every half second while it runs: {bus_info, peak_db, rms_db} (dBFS). */
+  | 'audio_level'
+  /** A stream's sound started, stopped or failed: {bus_info, source, state, error}. */
+  | 'audio_state'
+  /** Sound sources were plugged or unplugged: {sources: ids}. */
+  | 'audio_sources'
 
 export interface PeriscopeEvent { type: EventType; data: unknown; id: number; time: string }
 type Listener = (event: PeriscopeEvent) => void

@@ -14,7 +14,7 @@ import type { SettingsStore } from './store'
 import { unavailable } from './errors'
 import type { SocketEndpoint } from './front'
 import { TelemetrySource } from './telemetry'
-import { WEBRTC_VIEWER_KINDS, type CameraBackend, type DeviceDirectory, type NetworkBackend, type Streamer, type VendorDefinition, type ViewerKind, type WatchKind, type WatchLink } from './types'
+import { WEBRTC_VIEWER_KINDS, type AudioBackend, type AudioService, type CameraBackend, type DeviceDirectory, type NetworkBackend, type Streamer, type VendorDefinition, type ViewerKind, type WatchKind, type WatchLink } from './types'
 import { checkVendor, clashWith, type RegisteredVendor } from './vendors'
 import { xuControls } from './xu'
 
@@ -94,16 +94,20 @@ export const definePlugin = (plugin: PeriscopePlugin): PeriscopePlugin => plugin
 export interface Backends {
   streamer: Streamer
   network: NetworkBackend
+  /** The sound of the streams (plugins/audio). */
+  audio: AudioService
 }
 
 const ABSENT: Record<keyof Backends, string> = {
   streamer: 'No streamer is available: the GStreamer plugin is not loaded or GStreamer is not installed',
   network: 'No network backend is available: NetworkManager is not running or the network plugin is not loaded',
+  audio: 'No sound is available: the audio plugin is not loaded',
 }
 
 export class Registry {
   private single = new Map<keyof Backends, { plugin: string; backend: unknown }>()
   private cameras: { plugin: string; backend: CameraBackend }[] = []
+  private audio: { plugin: string; backend: AudioBackend }[] = []
   private vendorDefs: (RegisteredVendor & { withControls: VendorDefinition })[] = []
   /** The plugin whose setup() runs now (core/lifecycle.ts), so a refusal can name who registered what. */
   mounting = 'unknown'
@@ -139,6 +143,15 @@ export class Registry {
 
   cameraBackends(): CameraBackend[] {
     return this.cameras.map((c) => c.backend)
+  }
+
+  /** Sound sources (ALSA, simulated): many, like camera backends. */
+  addAudioBackend(backend: AudioBackend, plugin: string): void {
+    this.audio.push({ plugin, backend })
+  }
+
+  audioBackends(): AudioBackend[] {
+    return this.audio.map((a) => a.backend)
   }
 
   /**
@@ -251,7 +264,7 @@ export class Registry {
   }
 
   provides(plugin: string): boolean {
-    return [...this.single.values(), ...this.cameras].some((entry) => entry.plugin === plugin)
+    return [...this.single.values(), ...this.cameras, ...this.audio].some((entry) => entry.plugin === plugin)
   }
 
   describe(): Record<string, string> {

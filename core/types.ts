@@ -177,6 +177,60 @@ export interface SimulatedCamera {
   nodes: (Camera['formats'] | null)[]
 }
 
+// ---- sound (drivers/alsa, drivers/mock/audio.ts, plugins/audio) ----
+
+/** A sound capture device: an ALSA capture PCM, or a simulated one (audiotestsrc). */
+export interface AudioSource {
+  /** Stable while plugged: 'alsa:<card id>,<pcm device>' or 'sim:<name>'. */
+  id: string
+  /** The card's name as ALSA reports it ('USB Audio Device'), or the simulated source's. */
+  name: string
+  kind: 'alsa' | 'simulated'
+  /** The USB port in a camera's bus_info form ('usb-0000:00:14.0-1'): a camera there has this microphone. Null when not USB. */
+  usb_port: string | null
+  /** Most channels it captures. */
+  channels: number
+  /** Sample rates it captures (Hz), ascending; null when the driver does not say until it is opened (not USB). */
+  rates: number[] | null
+}
+
+export interface AudioBackend {
+  readonly name: string
+  /** Every source present now. */
+  list(): AudioSource[]
+  /** gst-launch tokens producing raw audio of this source at `rate` Hz and `channels`, named `asrc`; null when it is gone. */
+  sourceTokens(id: string, rate: number, channels: number): string[] | null
+  /** Hot-plug: called when sources appeared or vanished. */
+  onChange(listener: () => void): () => void
+}
+
+/** The sound of one camera's stream (plugins/audio), as GET /api/audio/streams shows it. */
+export interface AudioStreamStatus {
+  bus_info: string
+  /** The attached source's id; null: none attached (or the camera's own microphone is absent). */
+  source: string | null
+  state: 'off' | 'starting' | 'running' | 'gone' | 'backoff' | 'error'
+  error: string | null
+  rate: number
+  channels: number
+  gain_db: number
+  muted: boolean
+  /** The last level measured (dBFS, after the gain, before the mute); null while nothing is measured. */
+  level: { peak_db: number; rms_db: number } | null
+  /** Where the Opus RTP goes beside the video: each UDP endpoint's port plus this offset; null when the stream is not UDP. */
+  port_offset: number | null
+  /** The loopback port the sound's RTP is copied to for the service's own readers (the recorder), while it runs. */
+  tap_port: number | null
+  /** Endpoints (host:port) the sound is not sent to: another stream's video goes there. */
+  not_sent_to: string[]
+}
+
+/** What other plugins read of the audio plugin: the SDP endpoint, /metrics. */
+export interface AudioService {
+  streams(): AudioStreamStatus[]
+  status(bus_info: string): AudioStreamStatus | undefined
+}
+
 // ---- streaming (drivers/gstreamer) ----
 
 export type StreamStatus = Static<typeof StreamStatusModel>
@@ -229,6 +283,8 @@ export interface Streamer {
   stopRecording(bus_info: string): Promise<DeviceRecording | null>
   /** The camera's recording now (or the last one's, inactive), as GET /api/devices shows it. */
   recording(bus_info: string): DeviceRecording
+  /** The job a bus_info leads while it runs (its endpoints: the sound of the stream follows them). */
+  job?(bus_info: string): StreamJob | undefined
   stopAll(): Promise<void>
 }
 
@@ -338,6 +394,17 @@ export interface StreamHub {
   /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
   readonly closed: boolean
+  /**
+   * Whether the stream carries sound now: a source is attached and its packets (Opus RTP, payload type
+   * 111, RFC 7587) come through sendSound — silence while its sound card is out (plugins/audio).
+   */
+  readonly hasSound: boolean
+  /** Adds a reader of the stream's sound (every packet is a start: `from` does not matter). */
+  readSound(reader: HubReader): Reading
+  /** The sound's one writer (plugins/audio): a packet for the readers, or null when the stream's sound ends. */
+  sendSound(packet: Uint8Array | null): void
+  /** Sound packets and bytes sent since the hub opened. */
+  soundStats(): { bytes: number; packets: number }
   /** The job restarted (restart_stream, a new configuration, a regrouping): `next` carries it now. */
   on(event: 'replaced', listener: (next: StreamHub) => void): () => void
   /** The job stopped (stop, unplug, unconfigure), with no hub after it. */

@@ -46,6 +46,11 @@ export class LoopbackFeeder {
     return hub.read(member, reader)
   }
 
+  /** Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed. */
+  feedSound(hub: StreamHub, port: number, options: FeedOptions): Reading {
+    return hub.readSound({ name: options.name, packet: (packet) => void this.socket?.send(packet, port, '127.0.0.1'), ended: options.ended })
+  }
+
   close(): void {
     try {
       this.socket?.close()

@@ -13,6 +13,7 @@ import type { Logger } from '../core/log'
 import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
+import type { MediaEncoding as TrackEncoding } from './rtp'
 import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame } from './rtp'
 
@@ -30,6 +31,8 @@ const GOP_MAX_PACKETS = 2500
  * to HTTP (a key frame's burst is ~200 packets; a backlog drains over a few turns).
  */
 export const DRAIN_BUDGET = 256
+/** The `member` of a reader of the stream's sound (readSound). */
+const SOUND = -1
 
 /**
  * One member's packets from its latest key frame on, with no gap: a lost packet, a new SSRC (the
@@ -119,8 +122,9 @@ class Slot implements Reading {
     readonly member: number,
     readonly reader: HubReader,
     limits: Partial<QueueLimits> | undefined,
+    encoding: TrackEncoding = hub.encoding,
   ) {
-    this.queue = new ReaderQueue(hub.encoding, { fromKeyFrame: reader.from === 'key', limits })
+    this.queue = new ReaderQueue(encoding, { fromKeyFrame: reader.from === 'key', limits })
   }
 
   get dropped(): number {
@@ -220,6 +224,9 @@ export class MediaHub implements StreamHub {
   private relay: Relay | null = null
   private relayIds: number[] = []
   closed = false
+  private readonly soundSlots = new Set<Slot>()
+  private soundOn = false
+  private soundSent = { bytes: 0, packets: 0 }
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
 
@@ -331,6 +338,36 @@ export class MediaHub implements StreamHub {
     return slot
   }
 
+  get hasSound(): boolean {
+    return this.soundOn && !this.closed
+  }
+
+  readSound(reader: HubReader): Reading {
+    const slot = new Slot(this, SOUND, reader, this.limits, 'OPUS')
+    if (this.closed) {
+      queueMicrotask(() => slot.end({ reason: 'closed', detail: 'the stream has stopped' }))
+      return slot
+    }
+    this.soundSlots.add(slot)
+    return slot
+  }
+
+  sendSound(packet: Uint8Array | null): void {
+    if (this.closed) return
+    if (!packet) {
+      this.soundOn = false
+      return
+    }
+    this.soundOn = true
+    this.soundSent.bytes += packet.length
+    this.soundSent.packets++
+    for (const slot of this.soundSlots) slot.offer(packet)
+  }
+
+  soundStats(): { bytes: number; packets: number } {
+    return { ...this.soundSent }
+  }
+
   sent(member: number): { bytes: number; frames: number } {
     const counts = this.counts[member]
     if (!counts) throw new RangeError(`member ${member} of ${this.members}`)
@@ -343,9 +380,9 @@ export class MediaHub implements StreamHub {
 
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number } {
     const byName: Record<string, number> = {}
-    for (const slots of this.slots) for (const slot of slots) byName[slot.reader.name] = (byName[slot.reader.name] ?? 0) + 1
+    for (const slots of [...this.slots, this.soundSlots]) for (const slot of slots) byName[slot.reader.name] = (byName[slot.reader.name] ?? 0) + 1
     for (const set of this.relayed) for (const r of set) byName[r.reader.name] = (byName[r.reader.name] ?? 0) + 1
-    const readers = this.slots.reduce((n, s) => n + s.size, 0) + this.relayed.reduce((n, s) => n + s.size, 0)
+    const readers = this.slots.reduce((n, s) => n + s.size, 0) + this.soundSlots.size + this.relayed.reduce((n, s) => n + s.size, 0)
     return { readers, byName, dropped: { ...this.droppedBy }, failed: this.failures }
   }
 
@@ -386,7 +423,7 @@ export class MediaHub implements StreamHub {
   private shut(end: ReaderEnd): void {
     this.closed = true
     this.silence()
-    for (const slots of this.slots) for (const slot of [...slots]) slot.end(end)
+    for (const slots of [...this.slots, this.soundSlots]) for (const slot of [...slots]) slot.end(end)
     for (const set of this.relayed) for (const reading of [...set]) reading.end(end)
   }
 
@@ -405,7 +442,8 @@ export class MediaHub implements StreamHub {
 
   /** @internal (Slot) */
   remove(slot: Slot): void {
-    this.slots[slot.member]?.delete(slot)
+    if (slot.member === SOUND) this.soundSlots.delete(slot)
+    else this.slots[slot.member]?.delete(slot)
     readerLeft()
   }
 

@@ -7,8 +7,8 @@
 // fragmented one) starts a frame a decoder needs nothing before. A JPEG (RFC 2435) starts at the
 // fragment with offset 0: every JPEG frame stands alone.
 
-/** What a hub carries: H.264 (payload type 96, RFC 6184) or JPEG (payload type 26, RFC 2435). */
-export type MediaEncoding = 'H264' | 'JPEG'
+/** What a hub carries: H.264 (payload type 96, RFC 6184) or JPEG (payload type 26, RFC 2435); its sound Opus (111, RFC 7587). */
+export type MediaEncoding = 'H264' | 'JPEG' | 'OPUS'
 
 const SPS = 7
 const STAP_A = 24
@@ -40,6 +40,7 @@ export function rtpHeader(packet: Uint8Array): { ssrc: number; sequenceNumber: n
 export function startsKeyFrame(packet: Uint8Array, encoding: MediaEncoding = 'H264'): boolean {
   const at = payloadOffset(packet)
   if (at < 0) return false
+  if (encoding === 'OPUS') return true // every Opus packet decodes on its own
   if (encoding === 'JPEG') return packet.length >= at + 4 && packet[at + 1] === 0 && packet[at + 2] === 0 && packet[at + 3] === 0
   const type = packet[at]! & 0x1f
   if (type === SPS) return true

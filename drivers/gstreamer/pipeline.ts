@@ -93,8 +93,9 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
  * loopback `ports`, depayloaded into the same Matroska file end as a RECORDING stream. The encoded
  * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
  * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
+ * `textPort`: the vehicle's telemetry as a subtitle track; `soundPort`: the stream's sound as an Opus track.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, textPort?: number): string[] {
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, textPort?: number, soundPort?: number): string[] {
   const tokens = matroskaFileTokens(path)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
@@ -102,6 +103,12 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
     tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
+  // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as
+  // it is, after the video tracks; both jitter buffers stamp from arrival, so the tracks stay in step.
+  if (soundPort) {
+    tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.')
+  }
   return tokens
 }
 
@@ -116,6 +123,9 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
 export function telemetryTextTokens(port: number, into: string): string[] {
   return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', 'queue', '!', into]
 }
+
+/** The RTP of a stream's sound (drivers/gstreamer/audio.ts), for a udpsrc. */
+export const OPUS_RTP_CAPS = 'application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111'
 
 export function monitorTokens(i: number): string[] {
   return ['identity', `name=mon${i}`, 'check-imperfect-timestamp=true', '!', 'progressreport', `name=alive${i}`, 'update-freq=1', 'silent=true', 'do-query=false']

@@ -106,9 +106,13 @@ export class Recorder {
 
   private async launch(): Promise<void> {
     const { hub } = this.spec
-    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0))
-    const textPort = this.withTelemetry ? ports[hub.members] : undefined
-    const tokens = buildRecorderPipeline(hub.encoding, ports.slice(0, hub.members), this.spec.path, textPort)
+    // The sound is recorded when the stream carries one as the recording starts (an Opus track); the
+    // telemetry when an autopilot is heard (a subtitle track). Each takes one more loopback port.
+    const sound = hub.hasSound
+    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (sound ? 1 : 0))
+    const soundPort = sound ? ports.pop() : undefined
+    const textPort = this.withTelemetry ? ports.pop() : undefined
+    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.path, textPort, soundPort)
     this.options.log.info('starting recorder', { file: this.spec.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
@@ -139,6 +143,18 @@ export class Recorder {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
       this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
+    }
+    if (soundPort) {
+      // The sound starts with the video's first key frame, so both tracks start together in the file.
+      const watch = hub.read(0, {
+        name: 'recorder-start',
+        from: 'key',
+        packet: () => {
+          watch.close()
+          if (!this.stopping && !this.ended) this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder' }))
+        },
+      })
+      this.readings.push(watch)
     }
     this.timer = setInterval(() => {
       syncToDisk(this.spec.path, this.options.log)

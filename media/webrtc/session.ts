@@ -10,7 +10,7 @@
 // 'closed'), and remembers when the browser was last heard (RTCP), so the plugin can reap a tab that
 // vanished without DELETE.
 import { networkInterfaces } from 'node:os'
-import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
+import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
@@ -25,10 +25,11 @@ export const H264_CODEC = () =>
   })
 
 /**
- * Audio is never sent, but an offer's audio section must be answered, inactive, inside its bundle: one
- * answered with port 0 moves the bundle to the video, which Chromium refuses for an audio-first
- * max-bundle offer ("Failed to setup RTCP mux"). werift rejects a section it has no codec for, so it
- * is given the codec every browser offers.
+ * The stream's sound (plugins/audio: Opus, one continuous timeline) goes to the offer's first audio
+ * section while the stream carries one. Otherwise, and for any other audio section, it is answered
+ * inactive inside its bundle: one answered with port 0 moves the bundle to the video, which Chromium
+ * refuses for an audio-first max-bundle offer ("Failed to setup RTCP mux"). werift rejects a section it
+ * has no codec for, so it is given the codec every browser offers.
  */
 const OPUS_CODEC = () => new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48000, channels: 2 })
 
@@ -90,6 +91,9 @@ export class WebRtcViewer {
   private readonly track = new MediaStreamTrack({ kind: 'video' })
   private sender: RTCRtpSender | null = null
   private reading: Reading | null = null
+  /** The sound's sender when the answer carries the stream's sound, and its reading of the hub. */
+  private soundSender: RTCRtpSender | null = null
+  private soundReading: Reading | null = null
   /** Stops listening to the hub's 'replaced'/'closed' (watch). */
   private unwatch: () => void = () => {}
   private ended = false
@@ -163,13 +167,24 @@ export class WebRtcViewer {
     const transceivers = this.pc.getTransceivers()
     const videos = transceivers.filter((t) => t.kind === 'video')
     if (!videos.length) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
-    // The first video section that takes H.264 is watched; every other section is answered inactive.
+    // The first video section that takes H.264 is watched, the first audio section that takes Opus hears
+    // the stream's sound (when it has one); every other section is answered inactive.
     const transceiver = videos.find((t) => t.codecs.length)
     if (!transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
-    for (const other of transceivers) if (other !== transceiver) other.setDirection('inactive')
+    const sound = this.hub.hasSound && this.member === 0 ? transceivers.find((t) => t.kind === 'audio' && t.codecs.length) : undefined
+    for (const other of transceivers) if (other !== transceiver && other !== sound) other.setDirection('inactive')
     transceiver.setDirection('sendonly')
     this.sender = transceiver.sender
     await this.sender.replaceTrack(this.track)
+    if (sound) {
+      sound.setDirection('sendonly')
+      this.soundSender = sound.sender
+      // One media stream for both tracks: the browser plays them in step (lip sync by RTCP sender reports).
+      const stream = new MediaStream({ id: `periscope-${this.label}` })
+      this.sender.setStreams([stream])
+      this.soundSender.setStreams([stream])
+      await this.soundSender.replaceTrack(new MediaStreamTrack({ kind: 'audio' }))
+    }
     this.sender.onRtcp.subscribe(() => {
       this.lastHeardAt = Date.now()
     })
@@ -246,6 +261,19 @@ export class WebRtcViewer {
       ended: (end) => this.streamEnded(end),
     })
     this.replay(gop)
+    if (this.soundSender && !this.soundReading) {
+      const sender = this.soundSender
+      this.soundReading = this.hub.readSound({
+        name: 'whep',
+        // The sound's timeline is continuous already (media/sound.ts): werift only puts its SSRC and payload type.
+        packet: (packet) => {
+          if (!this.ended) sender.sendRtp(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)).catch(() => {})
+        },
+        ended: () => {
+          this.soundReading = null
+        },
+      })
+    }
   }
 
   /** The reader ended from the hub's side: a failure ends the session; a restart or a stop comes as the hub's event (watch). */
@@ -294,6 +322,8 @@ export class WebRtcViewer {
     if (this.ended) return
     this.reading?.close()
     this.reading = null
+    this.soundReading?.close()
+    this.soundReading = null
     this.hub = hub
     this.watch(hub)
     this.member = member
@@ -339,6 +369,8 @@ export class WebRtcViewer {
     this.ended = true
     this.reading?.close()
     this.reading = null
+    this.soundReading?.close()
+    this.soundReading = null
     this.unwatch()
     this.onEnd(this, reason, detail)
     try {

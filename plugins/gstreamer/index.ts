@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { existsSync } from 'node:fs'
 import { conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
-import { definePlugin, type PluginHealth } from '../../core/plugin'
+import { definePlugin, type PluginHealth, type Registry } from '../../core/plugin'
 import { readPreferences, type Preferences } from '../../core/preferences'
 import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
@@ -21,7 +21,7 @@ export default definePlugin({
     if (!gstLaunch) {
       log.warn(INSTALL)
       lifecycle({ health: () => ({ state: 'down', detail: INSTALL }) })
-      return sdpRoutes(null)
+      return sdpRoutes(null, registry)
     }
     const offset = () => readPreferences(store, registry).frequency_offset
     // PERISCOPE_FRAME_SYNC_PORT names the board's tty when it is not a USB serial adapter we recognise.
@@ -55,12 +55,12 @@ export default definePlugin({
         return { state: streams.backoff || streams.error ? 'degraded' : 'ok', ...(detail && { detail }), streams, recordings: streamer.recordingCount }
       },
     })
-    return sdpRoutes(streamer)
+    return sdpRoutes(streamer, registry)
   },
 })
 
 /** Receivers that need an SDP description (VLC): `vlc http://rov:8080/api/streams/<bus_info>/sdp`. Without GStreamer: 503. */
-function sdpRoutes(streamer: GstStreamer | null) {
+function sdpRoutes(streamer: GstStreamer | null, registry: Registry) {
   return new Elysia({ name: 'periscope:gstreamer' }).get(
     '/api/streams/:bus_info/sdp',
     ({ params: { bus_info } }) => {
@@ -70,12 +70,17 @@ function sdpRoutes(streamer: GstStreamer | null) {
       const { stream } = job
       if (stream.stream_type !== 'UDP' || stream.encode_type === 'NONE') throw conflict(`The stream of '${bus_info}' is ${stream.stream_type} ${stream.encode_type}, not RTP over UDP`)
       if (!stream.endpoints[0]) throw conflict(`The stream of '${bus_info}' has no endpoint`)
-      return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label), { headers: { 'content-type': 'application/sdp' } })
+      // The sound's m= line while it runs (plugins/audio): a receiver that finds no packets on it waits in vain.
+      const sound = registry.get('audio')?.status(bus_info)
+      const first = stream.endpoints[0]
+      const sent = sound && sound.state !== 'off' && sound.port_offset !== null && !sound.not_sent_to.includes(`${first.host}:${first.port + sound.port_offset}`)
+      const audio = sent ? { portOffset: sound.port_offset!, channels: sound.channels } : undefined
+      return new Response(sdp(stream, stream.endpoints[0], job.members.length, job.members[0]?.label, audio), { headers: { 'content-type': 'application/sdp' } })
     },
     {
       ...docs({
         tag: 'cameras',
-        summary: "SDP description of a running UDP stream, for VLC: one m= line per camera of the group, for the first endpoint",
+        summary: "SDP description of a running UDP stream, for VLC: one m= video line per camera of the group and one m= audio line for its sound (Opus), for the first endpoint",
         ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
         errors: [404, 409, 503],
         pathParams: ['bus_info'],

@@ -150,7 +150,10 @@ export default definePlugin({
     const diskSize = new Gauge({ name: 'periscope_recordings_disk_size_bytes', help: 'Size in bytes of the file system holding the recordings directory', registers })
     const refused = new Counter({ name: 'periscope_refusals_total', help: "Requests a limit refused since the start, by what was refused and why (what=whep_offer: WHEP offers too large, with too many media sections, without a fingerprint or ICE credentials…)", labelNames: ['what', 'reason'], registers })
     const limitHits = new Counter({ name: 'periscope_limit_hits_total', help: 'Times a limit refused or cut off something, by limit (docs/limits.md lists them): a client too far behind, a cap on children, a frame refused', labelNames: ['limit'], registers })
-    const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes]
+    const AUDIO_STATES = ['off', 'starting', 'running', 'gone', 'backoff', 'error']
+    const audioState = new Gauge(camera('periscope_audio_state', "1 for the state of the camera's stream sound now (plugins/audio), 0 for the others; gone: its sound card is unplugged", ['state']))
+    const audioLevel = new Gauge(camera('periscope_audio_level_dbfs', "The stream sound's last level in dBFS (after the gain, before the mute), measure peak or rms; absent while it does not run", ['measure']))
+    const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes, audioState, audioLevel]
 
     const devices = (): Device[] => {
       try {
@@ -187,6 +190,14 @@ export default definePlugin({
         recording.set({ bus_info }, made.active ? 1 : 0)
         recordingBytes.set({ bus_info }, made.active ? made.bytes : 0)
       }
+      for (const sound of registry.get('audio')?.streams() ?? []) {
+        if (!sound.source) continue
+        for (const s of AUDIO_STATES) audioState.set({ bus_info: sound.bus_info, state: s }, sound.state === s ? 1 : 0)
+        if (sound.level) {
+          audioLevel.set({ bus_info: sound.bus_info, measure: 'peak' }, sound.level.peak_db)
+          audioLevel.set({ bus_info: sound.bus_info, measure: 'rms' }, sound.level.rms_db)
+        }
+      }
       limitHits.reset()
       for (const [limit, count] of registry.limitHits()) limitHits.inc({ limit }, count)
       try {
@@ -222,7 +233,7 @@ export default definePlugin({
           tag: 'system',
           summary: 'Prometheus metrics (text exposition format)',
           description:
-            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming. ' +
+            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming, the sound\'s state and level. ' +
             'Per route template: requests by status, and latency. The recordings disk, log entries by level, and the process: CPU, RSS, event-loop lag. Counters of a stream count since it was last started. ' +
             'Not under /api: open like every read, and a scrape does not count as a client for the network rollback.',
           ok: { content: { 'text/plain': { schema: { type: 'string' }, example: 'periscope_stream_frames_total{bus_info="usb-0000:00:14.0-1"} 1800' } }, description: 'text/plain; version=0.0.4' },

@@ -7,11 +7,13 @@ import { definePlugin } from '../../core/plugin'
 import { Enum } from '../../core/schemas'
 import { typed } from '../../core/validation'
 import { unitsFor } from '../../core/xu'
+import { MockAudioBackend } from '../../drivers/mock/audio'
 import { MockCameraBackend } from '../../drivers/mock/backend'
 import { PRESETS, vendorCameras } from '../../drivers/mock/cameras'
 
 const PlugRequest = t.Object({ bus_info: t.String(), new_bus_info: t.Optional(t.String({ description: 'plug into another port' })) })
 const UnplugRequest = t.Object({ bus_info: t.String() })
+const SoundRequest = t.Object({ id: t.String({ description: "a simulated sound source's id ('sim:mic1', 'sim:hydrophone')" }) })
 const ERRNOS = ['EIO', 'EPROTO', 'ETIMEDOUT', 'EBUSY', 'EACCES', 'EINVAL', 'ENODEV'] as const
 const FailRequest = t.Object({
   bus_info: t.String(),
@@ -29,6 +31,9 @@ export default definePlugin({
     // Extension units answer as the registered vendors declare them: the simulation has no vendor protocol of its own.
     const backend = new MockCameraBackend(specs, (vid, pid) => unitsFor(registry.vendors(), vid, pid))
     registry.addCameraBackend(backend, 'mock')
+    // Simulated sound: camera 1's microphone and a hydrophone (drivers/mock/audio.ts).
+    const sound = new MockAudioBackend()
+    registry.addAudioBackend(sound, 'mock')
     // Vendor plugins set up after this one: their declared cameras join once every plugin is set up,
     // before the cameras plugin lists them (a backend's plugin starts first).
     lifecycle({ start: () => backend.add(vendorCameras(registry.vendors(), specs.length)) })
@@ -53,6 +58,23 @@ export default definePlugin({
           return { success: true }
         }),
         { ...docs({ tag, summary: 'Plug a simulated camera back in, optionally on another port', body: PlugRequest, errors: [404, 409] }) },
+      )
+      .get('/api/mock/audio', () => sound.describe(), { ...docs({ tag, summary: 'Simulated sound sources, plugged or not' }) })
+      .post(
+        '/api/mock/audio/unplug',
+        typed({ body: SoundRequest }, ({ body }) => {
+          if (!sound.setPlugged(body.id, false)) throw notFound(`No plugged simulated sound source '${body.id}'`)
+          return { success: true }
+        }),
+        { ...docs({ tag, summary: 'Unplug a simulated sound source', body: SoundRequest, errors: [404] }) },
+      )
+      .post(
+        '/api/mock/audio/plug',
+        typed({ body: SoundRequest }, ({ body }) => {
+          if (!sound.setPlugged(body.id, true)) throw notFound(`No unplugged simulated sound source '${body.id}'`)
+          return { success: true }
+        }),
+        { ...docs({ tag, summary: 'Plug a simulated sound source back in', body: SoundRequest, errors: [404] }) },
       )
       .post(
         '/api/mock/fail',

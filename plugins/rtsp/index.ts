@@ -8,7 +8,7 @@
 import { Elysia, t } from 'elysia'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
-import type { Device, Reading } from '../../core/types'
+import type { Device, Reading, ReaderEnd } from '../../core/types'
 import { LoopbackFeeder } from '../../media/feeder'
 import { RtspHelper, type HelperEvent } from './helper'
 import { pathSegment, wantedMounts, type WantedMount } from './mounts'
@@ -76,12 +76,14 @@ export default definePlugin({
       if (!ports || !mount.running) return
       if (!feeder) return
       const fed = feeder
-      mount.readings = mount.wanted.members.map((member, track) =>
-        fed.feed(mount.wanted.hub, member, ports[track]!, {
-          name: 'rtsp',
-          ended: (end) => end.reason === 'failed' && log.warn('rtsp: a mount stopped being fed', { path: mount.wanted.path, error: end.detail }),
-        }),
-      )
+      const options = {
+        name: 'rtsp',
+        ended: (end: ReaderEnd) => end.reason === 'failed' && log.warn('rtsp: a mount stopped being fed', { path: mount.wanted.path, error: end.detail }),
+      }
+      mount.readings = mount.wanted.members.map((member, track) => fed.feed(mount.wanted.hub, member, ports[track]!, options))
+      // The sound's track comes after the video's (its port is the last).
+      const soundPort = ports[mount.wanted.members.length]
+      if (mount.wanted.sound && soundPort) mount.readings.push(fed.feedSound(mount.wanted.hub, soundPort, options))
     }
 
     function unfeed(mount: Mount): void {
@@ -90,7 +92,7 @@ export default definePlugin({
 
     function add(mount: Mount): void {
       const { path, hub, members, bus_info } = mount.wanted
-      helper?.send({ op: 'add', path, encoding: hub.encoding, tracks: members.length, camera: bus_info })
+      helper?.send({ op: 'add', path, encoding: hub.encoding, tracks: members.length, camera: bus_info, sound: mount.wanted.sound })
     }
 
     function devices(): Device[] {
@@ -109,7 +111,7 @@ export default definePlugin({
       const wanted = streamer ? wantedMounts(devices(), (bus_info) => streamer.live(bus_info)) : new Map<string, WantedMount>()
       for (const [path, mount] of mounts) {
         const next = wanted.get(path)
-        const same = next && next.hub === mount.wanted.hub && next.members.join() === mount.wanted.members.join()
+        const same = next && next.hub === mount.wanted.hub && next.members.join() === mount.wanted.members.join() && next.sound === mount.wanted.sound
         if (same) {
           mount.wanted = next // the bus_info behind a nickname may change
           continue
@@ -171,7 +173,8 @@ export default definePlugin({
         feeder = new LoopbackFeeder(log)
         helper.start()
         unsubscribeEvents = events.subscribe((event) => {
-          if (event.type === 'stream_error' || event.type.startsWith('device_')) schedule()
+          // audio_state: a stream's sound came or went (its mount gets or loses the sound's track).
+          if (event.type === 'stream_error' || event.type === 'audio_state' || event.type.startsWith('device_')) schedule()
         })
         schedule()
       },

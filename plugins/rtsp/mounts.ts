@@ -10,6 +10,8 @@ export interface WantedMount {
   hub: StreamHub
   /** The hub's members fed to tracks 0, 1, … */
   members: number[]
+  /** The stream's sound, as one more track after the video (the job's own mount only). */
+  sound: boolean
 }
 
 /**
@@ -28,7 +30,7 @@ export function wantedMounts(devices: Device[], live: (bus_info: string) => { hu
     const found = live(device.bus_info)
     if (!found) continue
     const members = found.member === 0 ? Array.from({ length: found.hub.members }, (_, i) => i) : [found.member]
-    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, hub: found.hub, members }
+    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, hub: found.hub, members, sound: found.member === 0 && found.hub.hasSound }
     wanted.set(mount.path, mount)
     running.push({ device, mount })
   }

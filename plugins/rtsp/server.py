@@ -45,6 +45,9 @@ CAPS = {
     "H264": "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96",
     "JPEG": "application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26",
 }
+# A stream's sound (plugins/audio): Opus, one more track after the video's, repayloaded like them.
+SOUND_CAPS = "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111"
+SOUND_REPAY = "rtpopusdepay ! rtpopuspay name=pay{i} pt=111"
 # Depayload and payload again: the clients get a clean timeline whatever the camera's child does (a
 # restart starts new sequence numbers), and H.264 parameter sets in the SDP and before every IDR. As in
 # the camera's pipeline (drivers/gstreamer/pipeline.ts H264_PARSE): h264parse inserts them once per whole
@@ -174,14 +177,14 @@ class Viewers:
 
 
 class Mount:
-    def __init__(self, server, path, encoding, tracks, camera):
+    def __init__(self, server, path, encoding, tracks, camera, sound=False):
         self.server = server
         self.path = path
         self.camera = camera
         self.medias = set()
         self.held = set()
         self.sockets = []
-        for _ in range(tracks):
+        for _ in range(tracks + (1 if sound else 0)):
             sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
             sock.bind(Gio.InetSocketAddress.new_from_string("127.0.0.1", 0), False)
             sock.set_option(1, 8, RECEIVE_BUFFER)  # SOL_SOCKET, SO_RCVBUF
@@ -189,6 +192,8 @@ class Mount:
         branches = " ".join(
             f'udpsrc name=src{i} caps="{CAPS[encoding]}" ! {REPAY[encoding].format(i=i)}' for i in range(tracks)
         )
+        if sound:
+            branches += f' udpsrc name=src{tracks} caps="{SOUND_CAPS}" ! {SOUND_REPAY.format(i=tracks)}'
         self.factory = GstRtspServer.RTSPMediaFactory()
         self.factory.set_launch(f"( {branches} )")
         self.factory.set_shared(True)  # one pipeline per mount, however many clients
@@ -382,7 +387,7 @@ def main():
             if cmd["op"] == "add":
                 if path in mounts:
                     mounts.pop(path).remove()
-                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]), cmd.get("camera", path))
+                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]), cmd.get("camera", path), bool(cmd.get("sound")))
                 say(event="added", path=path, ports=mount.ports)
             elif cmd["op"] == "remove":
                 mount = mounts.pop(path, None)

@@ -8,7 +8,7 @@ beforeAll(async () => {
   // Every plugin that needs no extra system package; the network plugin finds no NetworkManager here.
   // gstreamer, jpeg, whep: their routes are there with or without GStreamer installed (503 without). rtsp:
   // its status route, with the server off (its helper is the integration tier's).
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer', 'jpeg', 'whep', 'rtsp', 'blueos', 'console'], config: { rtspPort: 0 } })
+  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'dwe', 'recordings', 'network', 'gstreamer', 'audio', 'jpeg', 'whep', 'rtsp', 'blueos', 'console'], config: { rtspPort: 0 } })
 })
 afterAll(async () => {
   await s.stop()

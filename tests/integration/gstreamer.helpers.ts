@@ -123,14 +123,22 @@ export const alive = (pid: number) => {
   }
 }
 
-/** gst processes whose parent is `ppid` (or any, without it). */
-export function gstChildrenOf(ppid: number): number[] {
+/** gst processes whose parent is `ppid`: the video ones (streams, recorders, …), or with `sound` the sound children (plugins/audio). */
+export function gstChildrenOf(ppid: number, kind: 'video' | 'sound' = 'video'): number[] {
   const out = Bun.spawnSync(['ps', '-eo', 'pid=,ppid=,comm=']).stdout.toString()
+  const isSound = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('rtpopuspay')
+    } catch {
+      return false
+    }
+  }
   return out
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
     .filter(([, parent, comm]) => Number(parent) === ppid && comm?.startsWith('gst-launch'))
     .map(([pid]) => Number(pid))
+    .filter((pid) => isSound(pid) === (kind === 'sound'))
 }
 
 /**

@@ -25,6 +25,9 @@ const EVERY: Record<EventName, true> = {
   retention_updated: true,
   record_while_armed: true,
   log: true,
+  audio_level: true,
+  audio_state: true,
+  audio_sources: true,
 }
 const NAMES = Object.keys(EVERY) as EventName[]
 

@@ -17,14 +17,22 @@ const SNAPSHOT_EVERY_MS = 3000
 
 function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
   const video = useRef<HTMLVideoElement>(null)
+  // Browsers play media muted until the pilot asks (autoplay rules): the Listen button unmutes.
+  const [listening, setListening] = useState(false)
+  const [hasSound, setHasSound] = useState(false)
   const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number | null } | null>(null)
   useEffect(() => {
     let closed = false
     let session: string | null = null
     const pc = new RTCPeerConnection({ iceServers: [] })
     pc.addTransceiver('video', { direction: 'recvonly' })
+    // The stream's sound, when it has one (the service answers this section inactive otherwise).
+    pc.addTransceiver('audio', { direction: 'recvonly' })
+    const media = new MediaStream()
     pc.ontrack = (e) => {
-      if (video.current) video.current.srcObject = e.streams[0] ?? new MediaStream([e.track])
+      media.addTrack(e.track)
+      if (e.track.kind === 'audio') setHasSound(true)
+      if (video.current && video.current.srcObject !== media) video.current.srcObject = media
     }
     pc.onconnectionstatechange = () => {
       if (!closed && pc.connectionState === 'failed') onFail('the WebRTC connection failed')
@@ -73,7 +81,12 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
   }, [url])
   return (
     <div class="preview-box" data-preview="whep" data-frames-decoded={stats?.frames ?? 0} data-fps={stats?.fps == null ? '' : stats.fps.toFixed(1)}>
-      <video ref={video} muted autoplay playsInline />
+      <video ref={video} muted={!listening} autoplay playsInline />
+      {hasSound && (
+        <button type="button" class="small listen" data-action="listen" aria-pressed={listening} onClick={() => setListening(!listening)} title="Hear the stream's sound in this browser">
+          {listening ? 'Sound on' : 'Listen'}
+        </button>
+      )}
       {stats && (
         <span class="overlay">
           {stats.width}×{stats.height} · {stats.fps === null ? '… fps' : `${Math.round(stats.fps)} fps`} · WebRTC

@@ -156,6 +156,10 @@ class UnplugRequest(BaseModel):
     bus_info: str
 
 
+class SoundRequest(BaseModel):
+    id: str
+
+
 class FailRequest(BaseModel):
     bus_info: str
     errno: ErrnoEnum
@@ -279,6 +283,16 @@ def mock_plug(body: PlugRequest):
 
 @app.post('/api/mock/unplug')
 def mock_unplug(body: UnplugRequest):
+    return OK
+
+
+@app.post('/api/mock/audio/unplug')
+def mock_audio_unplug(body: SoundRequest):
+    return OK
+
+
+@app.post('/api/mock/audio/plug')
+def mock_audio_plug(body: SoundRequest):
     return OK
 
 

@@ -9,6 +9,7 @@ import { ControlsPanel } from '../controls'
 import { devices, devicesError, reloadDevices } from '../devices'
 import { bytes, cameraTitle } from '../format'
 import { Preview } from '../preview'
+import { SoundBar } from '../sound'
 import { useResource } from '../resource'
 import { useValue } from '../state'
 import type { Device, EncodeType, FormatSize, Interval, Preferences, StreamType } from '../types'
@@ -476,6 +477,7 @@ function CameraCard({ d, all, prefs }: { d: Device; all: Device[]; prefs: Prefer
         </p>
       </header>
       <Preview d={d} />
+      <SoundBar d={d} />
       <StreamStatusLine d={d} />
       <StreamActions d={d} />
       <WatchLinks d={d} />

@@ -1,0 +1,111 @@
+// What a stream's sound costs and how well it keeps step with the video:
+//  1. CPU of the service and its children streaming 720p30 H.264 from a simulated camera, without sound and
+//     then with its simulated microphone (a tone, Opus 64 kbit/s), SECONDS each (default 20): the ratio,
+//     and the sound child's own share.
+//  2. Audio-to-video skew at an RTSP receiver (ffprobe over TCP, the server's order): for each video frame,
+//     its time minus the time of the sound packet that arrived just before it; p50 and p99 over SKEW_SECONDS.
+// `bun run bench/sound.bench.ts [--seconds 20] [--skew-seconds 10]`
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { TICK, cpuTicks, freePort, numberArg, waitHttp } from './lib'
+
+const SECONDS = numberArg('seconds', 20)
+const SKEW_SECONDS = numberArg('skew-seconds', 10)
+const ROOT = join(import.meta.dir, '..')
+const EHD = 'usb-0000:00:14.0-1'
+
+const dataDir = mkdtempSync(join(tmpdir(), 'periscope-bench-sound-'))
+const httpPort = await freePort()
+const rtspPort = await freePort()
+const url = `http://127.0.0.1:${httpPort}`
+const service = Bun.spawn(
+  [process.execPath, join(ROOT, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--rtsp-port', String(rtspPort), '--data-dir', dataDir, '--simulate', 'single', '--log-level', 'error'],
+  { stdout: 'ignore', stderr: 'inherit', cwd: ROOT },
+)
+process.on('exit', () => service.kill('SIGTERM'))
+
+const call = async (path: string, body?: unknown) => {
+  const res = await fetch(url + path, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {})
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`)
+  return res.json() as Promise<any>
+}
+const sound = async () => ((await call('/api/audio/streams')) as any[]).find((s) => s.bus_info === EHD)
+async function until(what: string, ok: () => Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(200)
+  }
+}
+
+/** The service and its gst-launch children. */
+function pids(): number[] {
+  const out = Bun.spawnSync(['ps', '-o', 'pid=,comm=', '--ppid', String(service.pid)]).stdout.toString()
+  return [service.pid, ...out.split('\n').map((l) => l.trim().split(/\s+/)).filter(([, comm]) => comm?.startsWith('gst-launch')).map(([p]) => Number(p))]
+}
+const isSound = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('rtpopuspay')
+  } catch {
+    return false
+  }
+}
+async function cpuOver(seconds: number): Promise<{ total: number; sound: number }> {
+  const list = pids()
+  const start = new Map(list.map((p) => [p, cpuTicks(p)]))
+  await Bun.sleep(seconds * 1000)
+  let total = 0
+  let soundCpu = 0
+  for (const [p, t0] of start) {
+    const used = (cpuTicks(p) - t0) / TICK
+    total += used
+    if (isSound(p)) soundCpu += used
+  }
+  return { total, sound: soundCpu }
+}
+
+try {
+  await waitHttp(`${url}/api/devices`)
+  const port = 30000 + Math.floor(Math.random() * 10000) * 4
+  await call('/api/audio/attach', { bus_info: EHD, source: null })
+  await call('/api/devices/configure_stream', {
+    bus_info: EHD,
+    stream_type: 'UDP',
+    stream_format: { width: 1280, height: 720, interval: { numerator: 1, denominator: 30 } },
+    encode_type: 'H264',
+    enabled: true,
+    endpoints: [{ host: '127.0.0.1', port }],
+  })
+  await until('the stream running', async () => ((await call('/api/devices')) as any[]).find((d) => d.bus_info === EHD)?.stream_status?.state === 'running')
+  console.log(`load average at the start: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  console.log(`1. CPU, 720p30 H.264 (simulated, x264), ${SECONDS} s without sound, then ${SECONDS} s with it`)
+  const without = await cpuOver(SECONDS)
+  await call('/api/audio/attach', { bus_info: EHD, source: 'auto' })
+  await until('the sound running', async () => (await sound())?.state === 'running')
+  const withSound = await cpuOver(SECONDS)
+  console.log(`   without: ${without.total.toFixed(2)} s CPU; with: ${withSound.total.toFixed(2)} s (the sound's child ${withSound.sound.toFixed(2)} s = ${((100 * withSound.sound) / SECONDS).toFixed(1)} % of a core)`)
+  console.log(`   ratio with/without: ${(withSound.total / without.total).toFixed(3)}`)
+
+  console.log(`2. audio-to-video skew at an RTSP receiver (ffprobe, TCP), ${SKEW_SECONDS} s`)
+  const link = ((await call('/api/devices')) as any[]).find((d) => d.bus_info === EHD).watch.rtsp
+  const probe = Bun.spawn(['ffprobe', '-v', 'error', '-rtsp_transport', 'tcp', '-read_intervals', `%+${SKEW_SECONDS}`, '-show_entries', 'packet=stream_index,pts_time:stream=index,codec_type', '-of', 'json', link], { stdout: 'pipe', stderr: 'inherit' })
+  const out = JSON.parse(await new Response(probe.stdout).text())
+  const audioIndex = (out.streams as any[]).find((s) => s.codec_type === 'audio')?.index
+  if (audioIndex === undefined) throw new Error('RTSP offered no audio track')
+  let last: number | null = null
+  const skews: number[] = []
+  for (const p of out.packets as any[]) {
+    const t = Number(p.pts_time)
+    if (Number.isNaN(t)) continue
+    if (p.stream_index === audioIndex) last = t
+    else if (last !== null) skews.push((t - last) * 1000)
+  }
+  skews.sort((a, b) => a - b)
+  const q = (f: number) => skews[Math.min(skews.length - 1, Math.floor(skews.length * f))]!
+  console.log(`   ${skews.length} video frames; video time − sound time: p50 ${q(0.5).toFixed(1)} ms, p99 ${q(0.99).toFixed(1)} ms, min ${skews[0]!.toFixed(1)} ms, max ${skews.at(-1)!.toFixed(1)} ms`)
+  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+} finally {
+  service.kill('SIGTERM')
+  await service.exited
+}

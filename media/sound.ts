@@ -1,0 +1,103 @@
+// A stream's sound as its hub's readers get it: one continuous Opus RTP timeline (one SSRC, sequence
+// numbers without a jump) across restarts of the sound's child, with silence while there is no sound
+// (its card is unplugged, its child restarts). A muxer waits for every track, so a recording whose
+// sound stopped would stop too; a WebRTC or RTSP track that goes quiet is taken for a stall.
+const OPUS_CLOCK = 48_000
+/** One 20 ms Opus frame of silence (TOC 0xF8: CELT, full band, 20 ms, mono; then the coded silence). */
+export const OPUS_SILENCE = new Uint8Array([0xf8, 0xff, 0xfe])
+export const FRAME_MS = 20
+/**
+ * No packet from the child for this long: silence fills in. Long beside the child's 20 ms, so a busy
+ * event loop (the packets wait in the socket) is not taken for an absence and filled with silence.
+ */
+export const SILENCE_AFTER_MS = 500
+const PT = 111
+
+export class SoundTimeline {
+  private readonly ssrc = (Math.random() * 0x1_0000_0000) >>> 0
+  private seq = (Math.random() * 0x10000) & 0xffff
+  /** RTP time (48 kHz) of the next packet, and when that was (ms). */
+  private ts = (Math.random() * 0x1_0000_0000) >>> 0
+  private lastAt = 0
+  /** The child's SSRC and the offset that maps its timestamps onto ours. */
+  private childSsrc = -1
+  private offset = 0
+  private timer: Timer | null = null
+  /** Silence is being sent (no packet for SILENCE_AFTER_MS): on every FRAME_MS until one comes. */
+  private filling = false
+
+  constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {
+    this.lastAt = now()
+  }
+
+  /** Fills silence in while no packet comes (every FRAME_MS). */
+  start(): void {
+    this.lastAt = this.now()
+    this.timer ??= setInterval(() => this.fill(), FRAME_MS)
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+  }
+
+  /** A packet of the sound's child: restamped onto the continuous timeline. */
+  packet(packet: Uint8Array): void {
+    if (packet.length < 12) return
+    const view = new DataView(packet.buffer, packet.byteOffset, packet.byteLength)
+    const ssrc = view.getUint32(8)
+    const ts = view.getUint32(4)
+    const at = this.now()
+    if (ssrc !== this.childSsrc) {
+      // A new child: its first packet goes on at "now" on our clock.
+      this.childSsrc = ssrc
+      this.offset = (this.expectedTs(at) - ts) >>> 0
+    }
+    const out = new Uint8Array(packet)
+    const o = new DataView(out.buffer)
+    o.setUint16(2, this.nextSeq())
+    this.ts = (ts + this.offset) >>> 0
+    o.setUint32(4, this.ts)
+    o.setUint32(8, this.ssrc)
+    this.lastAt = at
+    this.filling = false
+    this.send(out)
+  }
+
+  /** Silence for each 20 ms without a packet, once none came for SILENCE_AFTER_MS (then until one comes). */
+  fill(): void {
+    const at = this.now()
+    if (at - this.lastAt < (this.filling ? FRAME_MS : SILENCE_AFTER_MS)) return
+    this.filling = true
+    this.childSsrc = -1 // whatever comes next starts anew
+    let frames = Math.floor((at - this.lastAt) / FRAME_MS)
+    if (frames > 10) {
+      // Far behind (the gap before filling, a stalled event loop): the clock moves on, without a burst.
+      this.ts = (this.ts + ((frames - 1) * OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
+      this.lastAt += (frames - 1) * FRAME_MS
+      frames = 1
+    }
+    while (frames-- > 0) {
+      this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
+      this.lastAt += FRAME_MS
+      const out = new Uint8Array(12 + OPUS_SILENCE.length)
+      const o = new DataView(out.buffer)
+      out[0] = 0x80
+      out[1] = PT
+      o.setUint16(2, this.nextSeq())
+      o.setUint32(4, this.ts)
+      o.setUint32(8, this.ssrc)
+      out.set(OPUS_SILENCE, 12)
+      this.send(out)
+    }
+  }
+
+  private expectedTs(at: number): number {
+    return (this.ts + Math.round(((at - this.lastAt) * OPUS_CLOCK) / 1000)) >>> 0
+  }
+
+  private nextSeq(): number {
+    this.seq = (this.seq + 1) & 0xffff
+    return this.seq
+  }
+}

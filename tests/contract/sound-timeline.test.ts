@@ -1,0 +1,58 @@
+// The stream's sound as its hub's readers get it (media/sound.ts): one SSRC and unbroken sequence numbers
+// across restarts of the sound's child, timestamps that follow the clock, and Opus silence while no sound
+// comes — but not for a moment's delay of the event loop.
+import { expect, test } from 'bun:test'
+import { FRAME_MS, OPUS_SILENCE, SILENCE_AFTER_MS, SoundTimeline } from '../../media/sound'
+
+function rtp(seq: number, ts: number, ssrc: number): Uint8Array {
+  const out = new Uint8Array(12 + 10).fill(7)
+  const view = new DataView(out.buffer)
+  out[0] = 0x80
+  out[1] = 111
+  view.setUint16(2, seq)
+  view.setUint32(4, ts)
+  view.setUint32(8, ssrc)
+  return out
+}
+const header = (p: Uint8Array) => {
+  const view = new DataView(p.buffer, p.byteOffset)
+  return { seq: view.getUint16(2), ts: view.getUint32(4), ssrc: view.getUint32(8), silence: p.length === 12 + OPUS_SILENCE.length && p[12] === 0xf8 }
+}
+
+test('restamped, silence only after a real absence, continuous across a new child', () => {
+  let now = 1000
+  const sent: Uint8Array[] = []
+  const timeline = new SoundTimeline((p) => sent.push(p), () => now)
+  // A child sends 20 ms packets for 200 ms, with a busy event loop delaying some by 150 ms: no silence.
+  for (let i = 0; i < 10; i++) {
+    now += i === 5 ? 150 : FRAME_MS
+    timeline.fill()
+    timeline.packet(rtp(100 + i, 5000 + i * 960, 0xaaaa))
+  }
+  expect(sent.every((p) => !header(p).silence)).toBe(true)
+  // The child dies: nothing for SILENCE_AFTER_MS, then a 20 ms frame of silence every 20 ms, no burst.
+  now += SILENCE_AFTER_MS
+  timeline.fill()
+  const first = sent.length
+  for (let i = 0; i < 5; i++) {
+    now += FRAME_MS
+    timeline.fill()
+  }
+  const silence = sent.slice(first - 1)
+  expect(silence.length).toBeGreaterThanOrEqual(5)
+  expect(silence.length).toBeLessThanOrEqual(7)
+  expect(silence.every((p) => header(p).silence)).toBe(true)
+  // A new child (another SSRC, other numbering) carries on the same timeline.
+  now += FRAME_MS
+  timeline.packet(rtp(40000, 123, 0xbbbb))
+  const all = sent.map(header)
+  expect(new Set(all.map((h) => h.ssrc)).size).toBe(1)
+  for (let i = 1; i < all.length; i++) {
+    expect(all[i]!.seq).toBe((all[i - 1]!.seq + 1) & 0xffff)
+    const step = (all[i]!.ts - all[i - 1]!.ts) >>> 0
+    expect(step).toBeGreaterThan(0)
+    expect(step).toBeLessThanOrEqual(48 * (SILENCE_AFTER_MS + 200)) // follows the clock: never a jump back, never far ahead
+  }
+  // Silence and the new child's first packet, 20 ms later each, are 960 ticks (48 kHz) apart: on the clock.
+  for (const h of all.slice(first)) expect((h.ts - all[all.indexOf(h) - 1]!.ts) >>> 0).toBe(960)
+})
