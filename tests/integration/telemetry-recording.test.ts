@@ -208,7 +208,8 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
 
   // ffprobe: one H.264 video track and one SubRip (S_TEXT/UTF8) text track.
   const streams = streamsOf(path)
-  expect(streams.map((x) => `${x.codec_type}:${x.codec_name}`).sort()).toEqual(['subtitle:subrip', 'video:h264'])
+  // The simulated camera's microphone adds its sound as an Opus track (docs/sound.md): three tracks in all.
+  expect(streams.map((x) => `${x.codec_type}:${x.codec_name}`).sort()).toEqual(['audio:opus', 'subtitle:subrip', 'video:h264'])
 
   // ffmpeg extracts it as SubRip, with no tool of ours.
   const srtPath = join(tempDir('periscope-srt-'), 'out.srt')
@@ -287,7 +288,7 @@ test('without an autopilot on the link a recording has no text track, and its si
   const file: string = started.body.file
   await until('bytes on disk', () => s.call('GET', '/api/devices'), (r) => r.body.find((d: any) => d.bus_info === bus_info)?.recording?.bytes > 0, 20_000)
   expect((await s.call('POST', '/api/devices/stop_recording', { bus_info })).status).toBe(200)
-  expect(streamsOf(join(s.dataDir, 'recordings', file)).map((x) => x.codec_type)).toEqual(['video'])
+  expect(streamsOf(join(s.dataDir, 'recordings', file)).map((x) => x.codec_type).sort()).toEqual(['audio', 'video']) // no subtitle; the microphone's sound
   for (const kind of ['ass', 'csv']) {
     const r = await s.call('GET', `/api/recordings/${file}/telemetry.${kind}`)
     expect(r.status).toBe(404)
@@ -326,7 +327,7 @@ test('record while armed: the autopilot arming starts a recording of the camera,
     expect(csv.status).toBe(200)
     const rows = parseCsv(await csv.text())
     expect(rows[0]!.armed).toBe('true')
-    expect(streamsOf(join(s.dataDir, 'recordings', recording.recording.file)).map((x) => x.codec_type).sort()).toEqual(['subtitle', 'video'])
+    expect(streamsOf(join(s.dataDir, 'recordings', recording.recording.file)).map((x) => x.codec_type).sort()).toEqual(['audio', 'subtitle', 'video'])
 
     // Switched off, arming records nothing.
     expect((await s.call('POST', '/api/devices/set_record_while_armed', { bus_info, enabled: false })).status).toBe(200)
