@@ -27,8 +27,10 @@ export function softwareBitrateKbps(width: number, height: number, framesPerSeco
 }
 
 export interface PipelineOptions {
-  /** Absolute path of the recording file (RECORDING jobs only). */
+  /** Base path of the recording's files, without `_seg<NNN>.mkv` (RECORDING jobs only). */
   recordingPath?: string
+  /** Where a RECORDING job's file is cut (default: only before 4 GiB). */
+  segments?: SegmentLimits
   /** Overrides softwareBitrateKbps for SOFTWARE_H264. */
   bitrateKbps?: number
   /** Leave out the monitoring identities (the benchmark's bare baseline). */
@@ -46,7 +48,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
 
   const group = members.length > 1
   const tokens: string[] = []
-  if (stream.stream_type === 'RECORDING') tokens.push(...matroskaFileTokens(options.recordingPath!))
+  if (stream.stream_type === 'RECORDING') tokens.push(...matroskaFileTokens(options.recordingPath!, options.segments))
   members.forEach((member, i) => {
     tokens.push(...sourceTokens(job, member, i))
     if (!options.bare) tokens.push('!', ...monitorTokens(i))
@@ -58,25 +60,48 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
       tokens.push('!', 'multiudpsink', `clients=${clients}`, 'sync=false', 'async=false')
     } else if (tap) {
       // The file gets the frames; the tap a copy as RTP. A leaky queue: a tap that lags never holds the file back.
-      tokens.push('!', 'tee', `name=tee${i}`, '!', 'queue', '!', 'mux.')
+      tokens.push('!', 'tee', `name=tee${i}`, '!', 'queue', '!', videoPad(i))
       tokens.push(`tee${i}.`, '!', 'queue', 'leaky=downstream', 'max-size-buffers=200', '!', ...payloaderTokens(job, group), '!', 'udpsink', 'host=127.0.0.1', `port=${tap}`, 'sync=false', 'async=false')
     } else {
-      tokens.push('!', 'queue', '!', 'mux.')
+      tokens.push('!', 'queue', '!', videoPad(i))
     }
   })
   return tokens
 }
 
+/** How recordings are cut into segments (files): every `seconds` (0 = never by time), and always before `bytes`. */
+export interface SegmentLimits {
+  seconds: number
+  bytes: number
+}
+
+/** A FAT card takes files up to 4 GiB − 1 byte; the margin covers the muxer's index and its size estimate. */
+export const FAT_SEGMENT_BYTES = 4 * 1024 ** 3 - 64 * 1024 ** 2
+
+export const DEFAULT_SEGMENTS: SegmentLimits = { seconds: 0, bytes: FAT_SEGMENT_BYTES }
+
 /**
- * The crash-safe file end of every recording, `mux.` taking one video track per request pad: short
- * clusters and unbuffered writes, so a kill -9 or power cut loses at most the last quarter second or so.
+ * The crash-safe file end of every recording, `mux.video` taking the leader's track and `mux.video_aux_<i>`
+ * each follower's (videoPad). splitmuxsink cuts a new file `<base>_seg<NNN>.mkv` (child.ts segmentPath) on
+ * the leader's key frame after `seconds`, or before the next GOP would pass `bytes`: every frame in exactly
+ * one file, each file opening on a key frame. Each file is Matroska with short clusters and unbuffered
+ * writes; splitmuxsink holds back the GOP it is collecting (it must know its size before it picks the
+ * file), so a kill -9 or power cut loses that GOP at most (measured: docs/recordings.md).
  */
-export function matroskaFileTokens(path: string): string[] {
+export function matroskaFileTokens(base: string, limits: SegmentLimits = DEFAULT_SEGMENTS): string[] {
+  // The location is a printf format: a '%' of the directory's own must not become one.
+  const location = `${base.replace(/%/g, '%%')}_seg%03d.${RECORDING_EXT}`
   return [
-    'matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true',
-    '!', 'filesink', `location=${path}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false',
+    'splitmuxsink', 'name=mux', 'async-finalize=true', 'start-index=1', `location=${location}`,
+    `max-size-time=${Math.round(limits.seconds * 1e9)}`, `max-size-bytes=${limits.bytes}`,
+    'muxer-factory=matroskamux', 'muxer-properties=properties,min-cluster-duration=(guint64)250000000,max-cluster-duration=(guint64)250000000,offset-to-zero=true',
+    // buffer-mode 2 = unbuffered (the enum's name is unknown before filesink's plugin is loaded).
+    'sink-factory=filesink', 'sink-properties=properties,buffer-mode=(int)2,sync=false,async=false',
   ]
 }
+
+/** The muxer pad for member `i`: the leader's track decides where files are cut, followers ride along. */
+export const videoPad = (i: number) => (i === 0 ? 'mux.video' : `mux.video_aux_${i}`)
 
 /** The RTP a live tap carries (tap.ts): its caps for a udpsrc. */
 export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
@@ -91,12 +116,12 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
  * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
  * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string): string[] {
-  const tokens = matroskaFileTokens(path)
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], base: string, segments: SegmentLimits = DEFAULT_SEGMENTS): string[] {
+  const tokens = matroskaFileTokens(base, segments)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
-    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', videoPad(i))
   })
   return tokens
 }

@@ -7,10 +7,10 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
-import { buildPipeline, shellCommand } from './pipeline'
+import { buildPipeline, shellCommand, type SegmentLimits } from './pipeline'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { BUSY, describeHolders, holdersOf } from './holders'
-import { DISK_FULL, reserveRecordingPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -21,6 +21,8 @@ export interface RunnerOptions {
   maxBackoffMs: number
   stopTimeoutMs: number
   bitrateKbps?: number
+  /** Where a RECORDING stream's file is cut into segments (pipeline.ts). */
+  segments?: SegmentLimits
 }
 
 export interface RunnerHooks {
@@ -38,7 +40,9 @@ export class StreamRunner {
   private wanted = false
   private child: Subprocess | null = null
   private generation = 0
+  /** The recording's base path (child.ts reserveRecordingPath), and the segment being written (from the child's bus). */
   private recording: string | null = null
+  private segment: string | null = null
   /** Per member, when its progressreport last posted (ms); 0 = not yet. */
   private aliveAt: number[] = []
   private spawnedAt = 0
@@ -67,9 +71,9 @@ export class StreamRunner {
     return this.lost + this.unpaired
   }
 
-  /** The file the child is writing, while it runs. */
+  /** The file (segment) the child is writing, while it runs. */
   get activeRecording(): string | null {
-    return this.child ? this.recording : null
+    return this.child && this.recording ? this.segment ?? segmentPath(this.recording, 1) : null
   }
 
   get pid(): number | null {
@@ -108,7 +112,7 @@ export class StreamRunner {
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)
     const { stream } = this.job
-    this.recording = null
+    this.recording = this.segment = null
     if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
       const dir = this.job.recordings_dir
       try {
@@ -119,7 +123,7 @@ export class StreamRunner {
     }
     let tokens: string[] | null
     try {
-      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts })
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, segments: this.options.segments, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts })
     } catch (err) {
       this.wanted = false
       return this.setState('error', (err as Error).message)
@@ -164,6 +168,8 @@ export class StreamRunner {
       this.unpaired += outOfStep(gapFrames(event.deltaNs, this.frameNs), this.job.members.length)
     } else if (event.kind === 'lost') {
       this.lost += lostFrames(event.durationNs, this.frameNs)
+    } else if (event.kind === 'segment') {
+      this.segment = event.path
     } else {
       this.lastError ??= event.text
     }
@@ -203,7 +209,7 @@ export class StreamRunner {
     if (this.recording && DISK_FULL.test(reason)) {
       this.wanted = false
       this.clearTimers()
-      return this.setState('error', `disk full: recording stopped, ${this.recording} kept`)
+      return this.setState('error', `disk full: recording stopped, ${this.segment ?? segmentPath(this.recording, 1)} kept`)
     }
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)

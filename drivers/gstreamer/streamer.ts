@@ -46,6 +46,7 @@ export class GstStreamer implements Streamer {
       maxBackoffMs: options.maxBackoffMs ?? 60_000,
       stopTimeoutMs: options.stopTimeoutMs ?? 5000,
       bitrateKbps: options.bitrateKbps,
+      segments: options.segments,
     }
   }
 
@@ -132,7 +133,7 @@ export class GstStreamer implements Streamer {
       const recorder = await Recorder.start(
         {
           hub,
-          path,
+          base: path,
           onProgress: announce,
           onEnd: (ended) => {
             if (this.recorders.get(key) === ended) this.recorders.delete(key)
@@ -140,7 +141,7 @@ export class GstStreamer implements Streamer {
             announce(ended)
           },
         },
-        { gstLaunch: this.runnerOptions.gstLaunch, prefix: this.runnerOptions.prefix, stopTimeoutMs: this.runnerOptions.stopTimeoutMs, log: this.options.log.child({ bus_info: key }) },
+        { gstLaunch: this.runnerOptions.gstLaunch, prefix: this.runnerOptions.prefix, stopTimeoutMs: this.runnerOptions.stopTimeoutMs, segments: this.runnerOptions.segments, log: this.options.log.child({ bus_info: key }) },
       )
       this.recorders.set(key, recorder)
       announce(recorder)
