@@ -51,8 +51,6 @@ export class Recorder {
   private finalBytes = 0
   /** The segments opened so far, in order (the child says so on its bus); the last one is being written. */
   private segments: string[] = []
-  /** Bytes of the segments before the last, which no longer grow. */
-  private closedBytes = 0
 
   private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {}
 
@@ -72,7 +70,8 @@ export class Recorder {
   /** Bytes of every segment together. */
   bytes(): number {
     if (this.ended) return this.finalBytes
-    return this.closedBytes + sizeOf(this.path)
+    // The muxer finishes a segment (its index) after the next one opens: each is read again.
+    return this.segments.length ? this.segments.reduce((sum, p) => sum + sizeOf(p), 0) : sizeOf(this.path)
   }
 
   state(): DeviceRecording {
@@ -127,7 +126,8 @@ export class Recorder {
       this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
     }
     this.timer = setInterval(() => {
-      syncToDisk(this.path, this.options.log)
+      // The one before too: the muxer finishes it (its index) just after the next one opens.
+      for (const path of this.segments.length ? this.segments.slice(-2) : [this.path]) syncToDisk(path, this.options.log)
       this.spec.onProgress(this)
     }, 1000)
   }
@@ -179,10 +179,7 @@ export class Recorder {
   private nextSegment(path: string): void {
     const previous = this.segments.at(-1)
     if (previous === path) return
-    if (previous) {
-      this.closedBytes += sizeOf(previous)
-      syncToDisk(previous, this.options.log)
-    }
+    if (previous) syncToDisk(previous, this.options.log)
     this.segments.push(path)
   }
 }

@@ -25,7 +25,7 @@ const decodedFrames = (path: string) => Number(run(['ffprobe', '-v', 'error', '-
 
 /** key_frame of the file's first decoded frame (1 = a key frame). */
 const firstKeyFrame = (path: string) =>
-  run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).out.trim().split('\n')[0]
+  run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).out.trim().split('\n')[0]?.split(',')[0]
 
 /** The file decodes alone from its first byte to its last with no error at all. */
 function playsAlone(path: string): string {
