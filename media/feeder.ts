@@ -13,6 +13,11 @@ export interface FeedOptions {
   name: string
   /** 'key': start at the next key frame (a file or a decoder that starts mid-GOP opens on grey smears). */
   from?: 'now' | 'key'
+  /**
+   * Begin with the hub's pre-record buffer (MediaHub.preRecorded: whole groups of pictures of the last
+   * seconds), then every packet after it; without one, as `from`.
+   */
+  preRecorded?: boolean
   ended?(end: ReaderEnd): void
 }
 
@@ -32,6 +37,13 @@ export class LoopbackFeeder {
 
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
   feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
+    const earlier = options.preRecorded && hub instanceof MediaHub ? hub.preRecorded(member) : []
+    if (earlier.length) {
+      // Sent now and the reader added in this same turn: the next packet the hub receives follows the
+      // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
+      for (const packet of earlier) this.socket?.send(packet, port, '127.0.0.1')
+      return hub.read(member, { name: options.name, from: 'now', packet: (packet) => void this.socket?.send(packet, port, '127.0.0.1'), ended: options.ended })
+    }
     // A hub with a relay sends from the relay's thread, off the main event loop.
     const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null
     if (relayed) return relayed

@@ -125,7 +125,9 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
     // Loopback: nothing to reorder or wait for, and every millisecond held here is lost in a power cut.
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, '!', ...depay, '!', 'queue', '!', videoPad(i))
+    // mode=none: frames stamped from their RTP timestamps alone, not from when they came: the pre-record
+    // buffer's seconds arrive in one burst, and keep their own spacing.
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', videoPad(i))
   })
   return tokens
 }

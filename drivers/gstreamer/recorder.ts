@@ -123,7 +123,8 @@ export class Recorder {
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
-      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
+      // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
+      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true }))
     }
     this.timer = setInterval(() => {
       // The one before too: the muxer finishes it (its index) just after the next one opens.

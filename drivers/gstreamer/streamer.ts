@@ -17,6 +17,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
    */
   emit(type: 'stream_error' | 'frame_stats' | 'recording', data: unknown): void
   frameSync?: FrameSync
+  /** Seconds of each stream kept for the start of a recording made while streaming (0 = none; media/hub.ts PreRecordRing). */
+  preRecordSeconds?: number
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -65,6 +67,7 @@ export class GstStreamer implements Streamer {
         members: job.members.map((m) => m.bus_info),
         log: log.child({ part: 'hub' }),
         relay: true,
+        preRecordSeconds: this.options.preRecordSeconds,
       })
       try {
         await hub.listen()
