@@ -7,6 +7,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
+import { RtpContinuity } from './rtp'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
@@ -37,12 +38,16 @@ export class LoopbackFeeder {
 
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
   feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
-    const earlier = options.preRecorded && hub instanceof MediaHub ? hub.preRecorded(member) : []
-    if (earlier.length) {
+    if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
       // Sent now and the reader added in this same turn: the next packet the hub receives follows the
       // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
-      for (const packet of earlier) this.socket?.send(packet, port, '127.0.0.1')
-      return hub.read(member, { name: options.name, from: 'now', packet: (packet) => void this.socket?.send(packet, port, '127.0.0.1'), ended: options.ended })
+      // The child stamps frames from RTP timestamps alone (the burst has no useful arrival times): a
+      // camera child's restart must not look like a jump in time to it.
+      const continuity = new RtpContinuity(Math.round(90_000 / Math.max(1, hub.fps)))
+      const send = (packet: Uint8Array) => void this.socket?.send(continuity.next(packet), port, '127.0.0.1')
+      const earlier = hub.preRecorded(member)
+      for (const packet of earlier) send(packet)
+      return hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended })
     }
     // A hub with a relay sends from the relay's thread, off the main event loop.
     const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null

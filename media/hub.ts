@@ -395,6 +395,11 @@ export class MediaHub implements StreamHub {
     return { ...counts }
   }
 
+  /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */
+  get preRecording(): boolean {
+    return this.rings.length > 0
+  }
+
   /** Member `member`'s pre-record packets (whole groups of pictures up to now); empty without a pre-record buffer. */
   preRecorded(member: number): Uint8Array[] {
     return this.rings[member]?.packets ?? []

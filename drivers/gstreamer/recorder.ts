@@ -11,6 +11,7 @@ import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { MediaHub } from '../../media/hub'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
@@ -94,7 +95,8 @@ export class Recorder {
   private async launch(): Promise<void> {
     const { hub } = this.spec
     const ports = await freeLoopbackPorts(hub.members)
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, this.options.segments)
+    const preRecorded = hub instanceof MediaHub && hub.preRecording
+    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, this.options.segments, preRecorded)
     this.options.log.info('starting recorder', { file: this.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false

@@ -50,3 +50,31 @@ test(`with --pre-record-seconds ${PRE}, the file starts 2–${PRE} s before the 
     endpoint.close()
   }
 }, 120_000)
+
+test("a camera child restart during a pre-recorded recording: the file goes on past it, one frame interval apart (the timeline is continued)", async () => {
+  const { streamer } = testStreamer({ preRecordSeconds: 2 })
+  const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP', fps: FPS })
+  try {
+    await streamer.start(job)
+    await waitFor('the stream running', () => streamer.status(job.bus_info).state === 'running', 20_000)
+    await waitFor('the pre-record buffer filled', () => streamer.live(job.bus_info)!.hub.sent(0).frames > 3 * FPS, 30_000)
+    await streamer.startRecording(job.bus_info)
+    const camera = streamer.pid(job.bus_info)!
+    await waitFor('a first segment', () => readdirSync(job.recordings_dir).length > 0, 20_000)
+    process.kill(camera, 'SIGKILL')
+    await waitFor('the camera child restarted and running', () => streamer.pid(job.bus_info) !== camera && streamer.status(job.bus_info).state === 'running', 30_000)
+    const hub = streamer.live(job.bus_info)!.hub
+    const restarted = hub.sent(0).frames
+    await waitFor('2 s after the restart', () => hub.sent(0).frames - restarted >= 2 * FPS, 20_000)
+    await streamer.stopRecording(job.bus_info)
+
+    const files = readdirSync(job.recordings_dir)
+    expect(files).toHaveLength(1)
+    const pts = probe(['-select_streams', 'v:0', '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', join(job.recordings_dir, files[0]!)]).split('\n').map(Number)
+    // 1–2 s before the press (whole groups of pictures), up to the kill, and 2 s after the restart.
+    expect(pts.at(-1)! - pts[0]!).toBeGreaterThan(3 - 1 / FPS)
+    for (let i = 1; i < pts.length; i++) expect(Math.abs(pts[i]! - pts[i - 1]! - 1 / FPS)).toBeLessThan(0.5 / FPS)
+  } finally {
+    await streamer.stopAll()
+  }
+}, 120_000)
