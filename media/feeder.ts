@@ -19,6 +19,12 @@ export interface FeedOptions {
    * seconds), then every packet after it; without one, as `from`.
    */
   preRecorded?: boolean
+  /**
+   * One RTP timeline for the child, whatever happens upstream: a camera child restart (new SSRC, sequence
+   * numbers, timestamps) is rewritten to follow on (rtp.ts RtpContinuity). For a child that stamps frames
+   * from RTP timestamps alone (the recorder).
+   */
+  continuous?: boolean
   ended?(end: ReaderEnd): void
 }
 
@@ -41,22 +47,21 @@ export class LoopbackFeeder {
     if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
       // Sent now and the reader added in this same turn: the next packet the hub receives follows the
       // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
-      // The child stamps frames from RTP timestamps alone (the burst has no useful arrival times): a
-      // camera child's restart must not look like a jump in time to it.
-      const continuity = new RtpContinuity(Math.round(90_000 / Math.max(1, hub.fps)))
-      const send = (packet: Uint8Array) => void this.socket?.send(continuity.next(packet), port, '127.0.0.1')
+      const continuity = options.continuous ? new RtpContinuity(hub.frameTicks) : null
+      const send = (packet: Uint8Array) => void this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
       const earlier = hub.preRecorded(member)
       for (const packet of earlier) send(packet)
       return hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended })
     }
     // A hub with a relay sends from the relay's thread, off the main event loop.
-    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous) : null
     if (relayed) return relayed
+    const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
     const reader: HubReader = {
       name: options.name,
       from: options.from,
       packet: (packet) => {
-        this.socket?.send(packet, port, '127.0.0.1')
+        this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
       },
       ended: options.ended,
     }

@@ -347,14 +347,14 @@ export class MediaHub implements StreamHub {
    * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
    * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
    */
-  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>): Reading | null {
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false): Reading | null {
     const relay = this.relay
     const id = this.relayIds[member]
     if (!relay || id === undefined) return null
     const set = this.relayed[member]
     if (!set) throw new RangeError(`member ${member} of ${this.members}`)
     if (this.closed) return null
-    const target = relay.feed(id, port, reader.from === 'key')
+    const target = relay.feed(id, port, reader.from === 'key', continuous ? this.frameTicks : undefined)
     const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target))
     set.add(reading)
     return reading
@@ -393,6 +393,11 @@ export class MediaHub implements StreamHub {
     const counts = this.counts[member]
     if (!counts) throw new RangeError(`member ${member} of ${this.members}`)
     return { ...counts }
+  }
+
+  /** One frame interval in RTP time (90 kHz). */
+  get frameTicks(): number {
+    return Math.round(90_000 / Math.max(1, this.fps))
   }
 
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */

@@ -119,16 +119,16 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
 /** The recorder's jitter buffer (ms): its packets come over loopback, in order (was 100: 3 frames more lost in a power cut). */
 export const RECORDER_JITTER_MS = 10
 
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], base: string, segments: SegmentLimits = DEFAULT_SEGMENTS, preRecorded = false): string[] {
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], base: string, segments: SegmentLimits = DEFAULT_SEGMENTS): string[] {
   const tokens = matroskaFileTokens(base, segments)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
     // Loopback: nothing to reorder or wait for, and every millisecond held here is lost in a power cut.
-    // `preRecorded`: mode=none, frames stamped from their RTP timestamps alone, not from when they came:
-    // the pre-record buffer's seconds arrive in one burst (and the feeder keeps the RTP timeline
-    // continuous across a camera child restart: media/rtp.ts RtpContinuity).
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, ...(preRecorded ? ['mode=none'] : []), '!', ...depay, '!', 'queue', '!', videoPad(i))
+    // mode=none: frames stamped from their RTP timestamps alone, not from when they came (a busy machine
+    // delivers in bursts, and the pre-record buffer's seconds come in one): the file's timestamps are the
+    // camera's. The feeder keeps one RTP timeline across a camera child restart (media/rtp.ts RtpContinuity).
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', videoPad(i))
   })
   return tokens
 }

@@ -11,7 +11,6 @@ import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
-import { MediaHub } from '../../media/hub'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
@@ -95,8 +94,7 @@ export class Recorder {
   private async launch(): Promise<void> {
     const { hub } = this.spec
     const ports = await freeLoopbackPorts(hub.members)
-    const preRecorded = hub instanceof MediaHub && hub.preRecording
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, this.options.segments, preRecorded)
+    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, this.options.segments)
     this.options.log.info('starting recorder', { file: this.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
@@ -126,7 +124,7 @@ export class Recorder {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
       // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
-      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true }))
+      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
     }
     this.timer = setInterval(() => {
       // The one before too: the muxer finishes it (its index) just after the next one opens.

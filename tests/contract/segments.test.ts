@@ -6,6 +6,7 @@ import { segmentedRecordingStem, segmentFileName, segmentOf } from '../../core/n
 import { parseChildLine } from '../../drivers/gstreamer/monitor'
 import { FAT_SEGMENT_BYTES, matroskaFileTokens } from '../../drivers/gstreamer/pipeline'
 import { PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
+import { RtpContinuity } from '../../media/rtp'
 
 test('segment names: <stem>_seg001.mkv …, read back to their recording; a stem is free only when neither file nor segments exist', () => {
   expect(segmentFileName('cam_2026-11-25_18-30-00', 1, 'mkv')).toBe('cam_2026-11-25_18-30-00_seg001.mkv')
@@ -68,4 +69,20 @@ test('the pre-record ring: whole groups of pictures from a key frame, spanning a
   const bytes = big.packets.reduce((n, p) => n + p.length, 0)
   expect(bytes).toBeLessThanOrEqual(PRE_RECORD_MAX_BYTES)
   expect(big.packets[0]![12]).toBe(0x67)
+})
+
+test('RTP continuity: a new timeline (a restarted camera child) is rewritten to follow the old one a frame later; the first passes untouched', () => {
+  const c = new RtpContinuity(3000)
+  const seqOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint16(2)
+  const tsOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint32(4)
+  const first = h264(65534, 10)
+  expect(c.next(first)).toBe(first) // unchanged, the same object
+  c.next(h264(65535, 11))
+  // The child restarted: another SSRC, sequence number and timestamp.
+  const restarted = h264(500, 7777, { ssrc: 99 })
+  const out = c.next(restarted)
+  expect([seqOf(out), tsOf(out)]).toEqual([0, 12 * 3000])
+  expect([seqOf(restarted), tsOf(restarted)]).toEqual([500, 7777 * 3000]) // the hub's copy is not touched
+  const after = c.next(h264(501, 7778, { ssrc: 99 }))
+  expect([seqOf(after), tsOf(after)]).toEqual([1, 13 * 3000])
 })
