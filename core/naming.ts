@@ -28,6 +28,31 @@ export function recordingFileName(dir: string, label: string, ext: string, when 
   return name
 }
 
+/**
+ * A recording written in segments (the recorder cuts every N seconds and before 4 GiB: drivers/gstreamer/pipeline.ts)
+ * is the files `<stem>_seg001.<ext>`, `<stem>_seg002.<ext>` …, one logical recording named `<stem>`.
+ */
+export function segmentFileName(stem: string, index: number, ext: string): string {
+  return `${stem}_seg${String(index).padStart(3, '0')}.${ext}`
+}
+
+const SEGMENT = /^(.+)_seg(\d{3,})\.([^.]+)$/
+
+/** The logical recording a segment file belongs to, and its place in it; null for a file that is no segment. */
+export function segmentOf(fileName: string): { stem: string; index: number; ext: string } | null {
+  const m = SEGMENT.exec(fileName)
+  return m ? { stem: m[1]!, index: Number(m[2]), ext: m[3]!.toLowerCase() } : null
+}
+
+/** A recording stem (`<label>_<timestamp>`) taken by no file in `dir`, neither as a single file nor as segments. */
+export function segmentedRecordingStem(dir: string, label: string, ext: string, when = new Date(), exists = (p: string) => existsSync(p)): string {
+  const base = `${safeLabel(label)}_${timestamp(when)}`
+  const taken = (stem: string) => exists(join(dir, stem)) || exists(join(dir, `${stem}.${ext}`)) || exists(join(dir, segmentFileName(stem, 1, ext)))
+  let stem = base
+  for (let i = 2; taken(stem); i++) stem = `${base}_${i}`
+  return stem
+}
+
 /** Extensions listed as recordings: what the streamer writes (mp4, mkv, avi) and their close kin, and stills taken over MAVLink (jpg). */
 export const RECORDING_EXTENSIONS = ['mp4', 'mkv', 'avi', 'mov', 'm4v', 'webm', 'jpg']
 

@@ -195,6 +195,23 @@ export const RecordingModel = t.Object({
   duration: t.String({ description: 'HH:MM:SS' }),
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
+  segments: t.Optional(
+    t.Array(
+      t.Object({
+        file: t.String({ description: 'the file name: GET /api/recordings/{file} serves it alone' }),
+        duration: t.String({ description: 'HH:MM:SS' }),
+        size: t.String({ description: "'12.34 MB'" }),
+        in_progress: t.Optional(t.Literal(true)),
+        kept: t.Optional(t.Literal(true)),
+        telemetry: t.Optional(t.Literal(true, { description: "the file carries the vehicle's telemetry track: its sidecars are at /api/recordings/{file}/telemetry.ass and .csv" })),
+      }),
+      {
+        description:
+          'Beyond the spec: a recording written in segments (`<name>_seg001.mkv` …, cut every --record-segment-seconds and before 4 GiB), its files in order. ' +
+          'Its `path` is then `<dir>/<name>.<format>`, a name for them all: rename, delete, keep and zip act on every file; duration and size are the sums.',
+      },
+    ),
+  ),
 })
 /** Bounds of the retention policy: a petabyte, a century (beyond them a number is a typo, not a policy). */
 export const MAX_FREE_GB = 1_048_576

@@ -7,12 +7,24 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
+import { RtpContinuity } from './rtp'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
   name: string
   /** 'key': start at the next key frame (a file or a decoder that starts mid-GOP opens on grey smears). */
   from?: 'now' | 'key'
+  /**
+   * Begin with the hub's pre-record buffer (MediaHub.preRecorded: whole groups of pictures of the last
+   * seconds), then every packet after it; without one, as `from`.
+   */
+  preRecorded?: boolean
+  /**
+   * One RTP timeline for the child, whatever happens upstream: a camera child restart (new SSRC, sequence
+   * numbers, timestamps) is rewritten to follow on (rtp.ts RtpContinuity). For a child that stamps frames
+   * from RTP timestamps alone (the recorder).
+   */
+  continuous?: boolean
   ended?(end: ReaderEnd): void
 }
 
@@ -32,14 +44,24 @@ export class LoopbackFeeder {
 
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
   feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
+    if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
+      // Sent now and the reader added in this same turn: the next packet the hub receives follows the
+      // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
+      const continuity = options.continuous ? new RtpContinuity(hub.frameTicks) : null
+      const send = (packet: Uint8Array) => void this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
+      const earlier = hub.preRecorded(member)
+      for (const packet of earlier) send(packet)
+      return hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended })
+    }
     // A hub with a relay sends from the relay's thread, off the main event loop.
-    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options) : null
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous) : null
     if (relayed) return relayed
+    const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
     const reader: HubReader = {
       name: options.name,
       from: options.from,
       packet: (packet) => {
-        this.socket?.send(packet, port, '127.0.0.1')
+        this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
       },
       ended: options.ended,
     }

@@ -15,7 +15,7 @@ import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import type { MediaEncoding as TrackEncoding } from './rtp'
 import { Relay } from './relay'
-import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame } from './rtp'
+import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame, timestampOf } from './rtp'
 
 /** Bigger than the kernel's default (208 KiB): a 1080p key frame arrives as a burst of ~200 packets. */
 const RECEIVE_BUFFER = 4 << 20
@@ -66,6 +66,60 @@ export class GopCache {
   }
 }
 
+/**
+ * The most a pre-record ring keeps per member, whatever --pre-record-seconds asks (1080p30 software H.264
+ * is ~0.8 MB a second): it is sent to the recorder at once, and must fit its socket's 4 MiB buffer.
+ */
+export const PRE_RECORD_MAX_BYTES = 3 << 20
+
+/**
+ * The pre-record buffer: one member's last whole groups of pictures spanning at most `seconds` (RTP time,
+ * 90 kHz) and `maxBytes`, with no gap, so a recording can start with what came just before the press.
+ * The oldest group goes first; a lost packet or a new SSRC empties it until the next key frame.
+ */
+export class PreRecordRing {
+  /** Whole groups of pictures, oldest first; the last one is still growing. */
+  private gops: { packets: Uint8Array[]; bytes: number }[] = []
+  private bytes = 0
+
+  constructor(
+    private readonly seconds: number,
+    private readonly maxBytes = PRE_RECORD_MAX_BYTES,
+  ) {}
+
+  push(packet: Uint8Array): void {
+    const last = this.gops.at(-1)?.packets.at(-1)
+    if (startsKeyFrame(packet, 'H264')) {
+      if (last && !this.follows(last, packet)) this.clear()
+      this.gops.push({ packets: [], bytes: 0 })
+    } else if (!last || !this.follows(last, packet)) {
+      this.clear()
+      return
+    }
+    const gop = this.gops.at(-1)!
+    gop.packets.push(packet)
+    gop.bytes += packet.length
+    this.bytes += packet.length
+    const span = (first: Uint8Array) => (timestampOf(packet) - timestampOf(first)) >>> 0
+    while (this.gops.length > 1 && (span(this.gops[0]!.packets[0]!) > this.seconds * 90_000 || this.bytes > this.maxBytes)) this.bytes -= this.gops.shift()!.bytes
+    if (this.bytes > this.maxBytes) this.clear() // one group alone past the cap
+  }
+
+  private follows(last: Uint8Array, packet: Uint8Array): boolean {
+    return packet.length >= 12 && sequenceOf(packet) === ((sequenceOf(last) + 1) & 0xffff) && ssrcOf(packet) === ssrcOf(last)
+  }
+
+  private clear(): void {
+    this.gops = []
+    this.bytes = 0
+  }
+
+  /** The kept packets, from the oldest key frame to the newest packet (the packets themselves are shared). */
+  get packets(): Uint8Array[] {
+    return this.gops.flatMap((g) => g.packets)
+  }
+}
+
 export interface HubOptions {
   encoding: MediaEncoding
   width: number
@@ -81,6 +135,8 @@ export interface HubOptions {
    * feeders off the main event loop; without it the child sends to the hub's own sockets.
    */
   relay?: boolean
+  /** Seconds of each member's last groups of pictures kept for a recording's start (H.264; 0 = none): PreRecordRing. */
+  preRecordSeconds?: number
 }
 
 /** A loopback feeder served by the relay's thread: no queue here, the thread sends as packets come. */
@@ -214,6 +270,7 @@ export class MediaHub implements StreamHub {
   private readonly slots: Set<Slot>[]
   private readonly counts: { bytes: number; frames: number }[]
   private readonly gops: GopCache[]
+  private readonly rings: PreRecordRing[]
   private readonly sockets: Socket[] = []
   private readonly listeners: Listeners = { replaced: new Set(), closed: new Set() }
   private readonly limits: Partial<QueueLimits> | undefined
@@ -241,6 +298,8 @@ export class MediaHub implements StreamHub {
     this.slots = this.cameras.map(() => new Set())
     this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
+    const pre = options.preRecordSeconds ?? 0
+    this.rings = this.encoding === 'H264' && pre > 0 ? this.cameras.map(() => new PreRecordRing(pre)) : []
     this.relayed = this.cameras.map(() => new Set())
     this.useRelay = options.relay ?? false
   }
@@ -296,14 +355,14 @@ export class MediaHub implements StreamHub {
    * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
    * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
    */
-  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>): Reading | null {
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false): Reading | null {
     const relay = this.relay
     const id = this.relayIds[member]
     if (!relay || id === undefined) return null
     const set = this.relayed[member]
     if (!set) throw new RangeError(`member ${member} of ${this.members}`)
     if (this.closed) return null
-    const target = relay.feed(id, port, reader.from === 'key')
+    const target = relay.feed(id, port, reader.from === 'key', continuous ? this.frameTicks : undefined)
     const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target))
     set.add(reading)
     return reading
@@ -323,6 +382,7 @@ export class MediaHub implements StreamHub {
     counts.bytes += packet.length
     if (endsFrame(packet)) counts.frames++
     this.gops[member]?.push(packet)
+    this.rings[member]?.push(packet)
     for (const slot of this.slots[member]!) slot.offer(packet)
   }
 
@@ -372,6 +432,21 @@ export class MediaHub implements StreamHub {
     const counts = this.counts[member]
     if (!counts) throw new RangeError(`member ${member} of ${this.members}`)
     return { ...counts }
+  }
+
+  /** One frame interval in RTP time (90 kHz). */
+  get frameTicks(): number {
+    return Math.round(90_000 / Math.max(1, this.fps))
+  }
+
+  /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */
+  get preRecording(): boolean {
+    return this.rings.length > 0
+  }
+
+  /** Member `member`'s pre-record packets (whole groups of pictures up to now); empty without a pre-record buffer. */
+  preRecorded(member: number): Uint8Array[] {
+    return this.rings[member]?.packets ?? []
   }
 
   lastGop(member: number): readonly Uint8Array[] {

@@ -3,17 +3,19 @@
 // the recorder, the MJPEG transcoder) — so UDP-to-UDP forwarding never waits behind HTTP work.
 import { createSocket, type Socket } from 'node:dgram'
 import { parentPort } from 'node:worker_threads'
-import { startsKeyFrame, type MediaEncoding } from './rtp'
+import { RtpContinuity, startsKeyFrame, type MediaEncoding } from './rtp'
 
 export type RelayCommand =
   | { op: 'open'; id: number; encoding: MediaEncoding; hubPort: number }
   | { op: 'close'; id: number }
-  | { op: 'feed'; id: number; target: number; port: number; fromKey: boolean }
+  | { op: 'feed'; id: number; target: number; port: number; fromKey: boolean; frameTicks?: number }
   | { op: 'unfeed'; id: number; target: number }
 
 interface Target {
   port: number
   waiting: boolean
+  /** Continues the RTP timeline across a camera child restart (a target that stamps frames from RTP time alone). */
+  continuity: RtpContinuity | null
 }
 
 interface Input {
@@ -38,7 +40,7 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
         if (!startsKeyFrame(packet, input.encoding)) continue
         target.waiting = false
       }
-      out.send(packet, target.port, '127.0.0.1')
+      out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
     }
   })
   socket.bind(0, '127.0.0.1', () => {
@@ -54,6 +56,7 @@ parentPort!.on('message', (command: RelayCommand) => {
   if (command.op === 'close') {
     inputs.delete(command.id)
     input.socket.close()
-  } else if (command.op === 'feed') input.targets.set(command.target, { port: command.port, waiting: command.fromKey })
+  } else if (command.op === 'feed')
+    input.targets.set(command.target, { port: command.port, waiting: command.fromKey, continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null })
   else input.targets.delete(command.target)
 })

@@ -62,10 +62,13 @@ export class Relay {
     this.post({ op: 'close', id })
   }
 
-  /** Sends input `id`'s packets to 127.0.0.1:`port` too (from the next key frame with `fromKey`); returns the target's id. */
-  feed(id: number, port: number, fromKey: boolean): number {
+  /**
+   * Sends input `id`'s packets to 127.0.0.1:`port` too (from the next key frame with `fromKey`; with
+   * `frameTicks`, one RTP timeline across camera child restarts: rtp.ts RtpContinuity); returns the target's id.
+   */
+  feed(id: number, port: number, fromKey: boolean, frameTicks?: number): number {
     const target = this.next++
-    this.post({ op: 'feed', id, target, port, fromKey })
+    this.post({ op: 'feed', id, target, port, fromKey, frameTicks })
     return target
   }
 

@@ -53,3 +53,39 @@ export function startsKeyFrame(packet: Uint8Array, encoding: MediaEncoding = 'H2
   if (type === FU_A) return at + 1 < packet.length && (packet[at + 1]! & 0x80) !== 0 && (packet[at + 1]! & 0x1f) === SPS
   return false
 }
+
+/**
+ * Rewrites a stream's RTP so that a new timeline (the camera's child restarted: a new SSRC, sequence
+ * numbers and timestamps) continues the old one, one frame interval after its last packet: a receiver that
+ * stamps frames from RTP timestamps alone (the pre-recording recorder) sees one stream without a jump.
+ * Packets of the first timeline pass unchanged (the same objects); rewritten ones are copies.
+ */
+export class RtpContinuity {
+  private ssrc = -1
+  private seqOffset = 0
+  private tsOffset = 0
+  private lastSeq = -1
+  private lastTs = 0
+
+  constructor(private readonly frameTicks: number) {}
+
+  next(packet: Uint8Array): Uint8Array {
+    if (packet.length < 12) return packet
+    const ssrc = ssrcOf(packet)
+    if (this.ssrc !== -1 && ssrc !== this.ssrc) {
+      this.seqOffset = (this.lastSeq + 1 - sequenceOf(packet)) & 0xffff
+      this.tsOffset = (this.lastTs + this.frameTicks - timestampOf(packet)) >>> 0
+    }
+    this.ssrc = ssrc
+    const seq = (sequenceOf(packet) + this.seqOffset) & 0xffff
+    const ts = (timestampOf(packet) + this.tsOffset) >>> 0
+    this.lastSeq = seq
+    this.lastTs = ts
+    if (this.seqOffset === 0 && this.tsOffset === 0) return packet
+    const out = packet.slice()
+    const view = new DataView(out.buffer, out.byteOffset, out.byteLength)
+    view.setUint16(2, seq)
+    view.setUint32(4, ts)
+    return out
+  }
+}

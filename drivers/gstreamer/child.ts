@@ -5,23 +5,29 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../core/log'
-import { recordingFileName } from '../../core/naming'
+import { segmentedRecordingStem, segmentFileName } from '../../core/naming'
 import { RECORDING_EXT } from './pipeline'
 
 /** "No space left on the resource." (filesink), "… on device" (errno). */
 export const DISK_FULL = /No space left/i
 
-/** Recording paths handed out and not yet on disk: two cameras with one nickname must not share a name. */
+/** Recording bases handed out and not yet on disk: two cameras with one nickname must not share a name. */
 const reserved = new Set<string>()
 
-/** A new recording path in `dir` (created if missing) named after `label`; throws when the directory cannot be made. */
+/**
+ * A new recording in `dir` (created if missing) named after `label`: its base path `<dir>/<stem>`, to which
+ * the recorder adds `_seg001.mkv`, `_seg002.mkv` … (core/naming.ts). Throws when the directory cannot be made.
+ */
 export function reserveRecordingPath(dir: string, label: string): string {
   mkdirSync(dir, { recursive: true })
-  const path = join(dir, recordingFileName(dir, label, RECORDING_EXT, new Date(), (p) => reserved.has(p) || existsSync(p)))
-  reserved.add(path)
-  setTimeout(() => reserved.delete(path), 10_000).unref() // by then filesink has created it, or the launch failed
-  return path
+  const base = join(dir, segmentedRecordingStem(dir, label, RECORDING_EXT, new Date(), (p) => reserved.has(p) || existsSync(p)))
+  reserved.add(base)
+  setTimeout(() => reserved.delete(base), 10_000).unref() // by then the first segment exists, or the launch failed
+  return base
 }
+
+/** Segment `index` (from 1) of the recording at `base`. */
+export const segmentPath = (base: string, index: number) => `${base.slice(0, base.lastIndexOf('/') + 1)}${segmentFileName(base.slice(base.lastIndexOf('/') + 1), index, RECORDING_EXT)}`
 
 /**
  * Files whose push to the disk fails now, and why: an episode begins with the first failure (logged

@@ -10,6 +10,7 @@ export type ChildEvent =
   | { kind: 'gap'; member: number; deltaNs: number }
   | { kind: 'lost'; member: number; durationNs: number }
   | { kind: 'error'; text: string }
+  | { kind: 'segment'; path: string }
 
 // `Got message #53 from element "alive0" (element): progress, current=(gint64)0, format=(GstFormat)time;`
 const ALIVE = /^Got message #\d+ from element "alive(\d+)" \(element\): progress/
@@ -17,6 +18,9 @@ const ALIVE = /^Got message #\d+ from element "alive(\d+)" \(element\): progress
 const GAP = /^Got message #\d+ from element "mon(\d+)" \(element\): imperfect-timestamp, delta=\(gint64\)(-?\d+)/
 // `Got message #57 from element "cam0" (qos): GstMessageQOS, live=(boolean)true, …, duration=(guint64)66666666, …`
 const QOS = /^Got message #\d+ from element "cam(\d+)" \(qos\): .*?duration=\(guint64\)(\d+)/
+// `Got message #89 from element "mux" (element): splitmuxsink-fragment-opened, location=(string)/r/cam_…_seg001.mkv, running-time=…`
+// (a location with spaces or quotes comes quoted, backslash-escaped)
+const SEGMENT = /^Got message #\d+ from element "mux" \(element\): splitmuxsink-fragment-opened, location=\(string\)("(?:[^"\\]|\\.)*"|[^,]*)/
 // stderr: `ERROR: from element /GstPipeline:pipeline0/GstFileSink:filesink0: Could not write to resource.`
 const ERROR = /^ERROR: (?:from element [^:]+(?::[^:]+)*?: )?(.*)$/
 // stderr: `WARNING: erroneous pipeline: no element "x264enc"` (a plugin is not installed)
@@ -28,6 +32,7 @@ export function parseChildLine(line: string): ChildEvent | null {
     if (m) return { kind: 'alive', member: Number(m[1]) }
     if ((m = GAP.exec(line))) return { kind: 'gap', member: Number(m[1]), deltaNs: Number(m[2]) }
     if ((m = QOS.exec(line))) return { kind: 'lost', member: Number(m[1]), durationNs: Number(m[2]) }
+    if ((m = SEGMENT.exec(line))) return { kind: 'segment', path: m[1]!.startsWith('"') ? m[1]!.slice(1, -1).replace(/\\(.)/g, '$1') : m[1]! }
     return null
   }
   if (line.startsWith('ERROR:')) {

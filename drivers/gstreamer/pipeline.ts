@@ -27,8 +27,10 @@ export function softwareBitrateKbps(width: number, height: number, framesPerSeco
 }
 
 export interface PipelineOptions {
-  /** Absolute path of the recording file (RECORDING jobs only). */
+  /** Base path of the recording's files, without `_seg<NNN>.mkv` (RECORDING jobs only). */
   recordingPath?: string
+  /** Where a RECORDING job's file is cut (default: only before 4 GiB). */
+  segments?: SegmentLimits
   /** Overrides softwareBitrateKbps for SOFTWARE_H264. */
   bitrateKbps?: number
   /** Leave out the monitoring identities (the benchmark's bare baseline). */
@@ -48,7 +50,7 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
 
   const group = members.length > 1
   const tokens: string[] = []
-  if (stream.stream_type === 'RECORDING') tokens.push(...matroskaFileTokens(options.recordingPath!))
+  if (stream.stream_type === 'RECORDING') tokens.push(...matroskaFileTokens(options.recordingPath!, options.segments))
   members.forEach((member, i) => {
     tokens.push(...sourceTokens(job, member, i))
     if (!options.bare) tokens.push('!', ...monitorTokens(i))
@@ -60,26 +62,49 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
       tokens.push('!', 'multiudpsink', `clients=${clients}`, 'sync=false', 'async=false')
     } else if (tap) {
       // The file gets the frames; the tap a copy as RTP. A leaky queue: a tap that lags never holds the file back.
-      tokens.push('!', 'tee', `name=tee${i}`, '!', 'queue', '!', 'mux.')
+      tokens.push('!', 'tee', `name=tee${i}`, '!', 'queue', '!', videoPad(i))
       tokens.push(`tee${i}.`, '!', 'queue', 'leaky=downstream', 'max-size-buffers=200', '!', ...payloaderTokens(job, group), '!', 'udpsink', 'host=127.0.0.1', `port=${tap}`, 'sync=false', 'async=false')
     } else {
-      tokens.push('!', 'queue', '!', 'mux.')
+      tokens.push('!', 'queue', '!', videoPad(i))
     }
   })
   if (stream.stream_type === 'RECORDING' && options.textPort !== undefined) tokens.push(...telemetryTextTokens(options.textPort, 'mux.subtitle_%u'))
   return tokens
 }
 
+/** How recordings are cut into segments (files): every `seconds` (0 = never by time), and always before `bytes`. */
+export interface SegmentLimits {
+  seconds: number
+  bytes: number
+}
+
+/** A FAT card takes files up to 4 GiB − 1 byte; the margin covers the muxer's index and its size estimate. */
+export const FAT_SEGMENT_BYTES = 4 * 1024 ** 3 - 64 * 1024 ** 2
+
+export const DEFAULT_SEGMENTS: SegmentLimits = { seconds: 0, bytes: FAT_SEGMENT_BYTES }
+
 /**
- * The crash-safe file end of every recording, `mux.` taking one video track per request pad: short
- * clusters and unbuffered writes, so a kill -9 or power cut loses at most the last quarter second or so.
+ * The crash-safe file end of every recording, `mux.video` taking the leader's track and `mux.video_aux_<i>`
+ * each follower's (videoPad). splitmuxsink cuts a new file `<base>_seg<NNN>.mkv` (child.ts segmentPath) on
+ * the leader's key frame after `seconds`, or before the next GOP would pass `bytes`: every frame in exactly
+ * one file, each file opening on a key frame. Each file is Matroska with short clusters and unbuffered
+ * writes; splitmuxsink holds back the GOP it is collecting (it must know its size before it picks the
+ * file), so a kill -9 or power cut loses that GOP at most (measured: docs/recordings.md).
  */
-export function matroskaFileTokens(path: string): string[] {
+export function matroskaFileTokens(base: string, limits: SegmentLimits = DEFAULT_SEGMENTS): string[] {
+  // The location is a printf format: a '%' of the directory's own must not become one.
+  const location = `${base.replace(/%/g, '%%')}_seg%03d.${RECORDING_EXT}`
   return [
-    'matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true',
-    '!', 'filesink', `location=${path}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false',
+    'splitmuxsink', 'name=mux', 'async-finalize=true', 'start-index=1', `location=${location}`,
+    `max-size-time=${Math.round(limits.seconds * 1e9)}`, `max-size-bytes=${limits.bytes}`,
+    'muxer-factory=matroskamux', 'muxer-properties=properties,min-cluster-duration=(guint64)250000000,max-cluster-duration=(guint64)250000000,offset-to-zero=true',
+    // buffer-mode 2 = unbuffered (the enum's name is unknown before filesink's plugin is loaded).
+    'sink-factory=filesink', 'sink-properties=properties,buffer-mode=(int)2,sync=false,async=false',
   ]
 }
+
+/** The muxer pad for member `i`: the leader's track decides where files are cut, followers ride along. */
+export const videoPad = (i: number) => (i === 0 ? 'mux.video' : `mux.video_aux_${i}`)
 
 /** The RTP a live tap carries (tap.ts): its caps for a udpsrc. */
 export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
@@ -95,29 +120,46 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
  * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
  * `textPort`: the vehicle's telemetry as a subtitle track; `soundPort`: the stream's sound as an Opus track.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, textPort?: number, soundPort?: number): string[] {
-  const tokens = matroskaFileTokens(path)
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], base: string, options: RecorderPipelineOptions = {}): string[] {
+  const { textPort, soundPort } = options
+  const tokens = matroskaFileTokens(base, options.segments ?? DEFAULT_SEGMENTS)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
-    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', ...depay, '!', 'queue', '!', 'mux.')
+    // Loopback: nothing to reorder or wait for, and every millisecond held here is lost in a power cut.
+    // mode=none: frames stamped from their RTP timestamps alone, not from when they came (a busy machine
+    // delivers in bursts, and the pre-record buffer's seconds come in one): the file's timestamps are the
+    // camera's. The feeder keeps one RTP timeline across a camera child restart (media/rtp.ts RtpContinuity).
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', videoPad(i))
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
-  // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as
-  // it is, after the video tracks; both jitter buffers stamp from arrival, so the tracks stay in step.
+  // The sound (the hub's Opus track, one timeline with silence while its card is out: a muxer waits for
+  // every track) as it is, after the video tracks, stamped as the video is: from its first packet's
+  // arrival on, by its RTP timestamps. It starts with the video's first key frame (recorder.ts).
   if (soundPort) {
     tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.')
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
   }
   return tokens
+}
+
+/** The recorder's jitter buffer (ms): its packets come over loopback, in order (was 100: 3 frames more lost in a power cut). */
+export const RECORDER_JITTER_MS = 10
+
+export interface RecorderPipelineOptions {
+  segments?: SegmentLimits
+  /** The vehicle's telemetry as a subtitle track (telemetryTextTokens). */
+  textPort?: number
+  /** The stream's sound as an Opus track. */
+  soundPort?: number
 }
 
 /**
  * The vehicle's telemetry as a subtitle track (S_TEXT/UTF8): each UTF-8 datagram the service sends to
  * the loopback `port` is one cue, stamped on arrival with the pipeline's running time, the clock the
- * video's frames are stamped with too (the jitter buffer stamps them on arrival). `into` is the muxer's
- * subtitle request pad: matroskamux's `mux.subtitle_%u`, or splitmuxsink's `subtitle_%u` when the file
- * end is cut into segments. matroskamux waits for a buffer on every pad before it writes the earlier
+ * video's frames are stamped with too (from the first frame's arrival on). `into` is the muxer's
+ * subtitle request pad, `mux.subtitle_%u` (splitmuxsink, the file end that cuts segments, passes it to
+ * each segment's matroskamux). matroskamux waits for a buffer on every pad before it writes the earlier
  * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts).
  */
 export function telemetryTextTokens(port: number, into: string): string[] {

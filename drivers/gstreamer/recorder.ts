@@ -1,7 +1,7 @@
 // A recording made while streaming: one supervised gst-launch-1.0 child per recording, a reader of the
 // job's hub (media/hub.ts). Its RTP is fed over loopback to the child's udpsrc (one per member,
 // media/feeder.ts),
-// depayloaded and muxed into the same crash-safe Matroska file end as a RECORDING stream (pipeline.ts):
+// depayloaded and muxed into the same crash-safe, segmented Matroska file end as a RECORDING stream (pipeline.ts):
 // the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
 // starting or stopping a recording costs the stream's viewers nothing.
 import { statSync, unlinkSync } from 'node:fs'
@@ -11,9 +11,9 @@ import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
-import { DISK_FULL, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
-import { buildRecorderPipeline, shellCommand } from './pipeline'
+import { buildRecorderPipeline, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
 import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
 
 export interface RecorderOptions {
@@ -23,13 +23,16 @@ export interface RecorderOptions {
   stopTimeoutMs: number
   /** How long the child may take to listen before the start counts as failed. */
   startTimeoutMs?: number
+  /** Where the file is cut into segments (default: only before 4 GiB). */
+  segments?: SegmentLimits
   log: Logger
 }
 
 /** How the camera's RTP and the recorder child meet: the hub, the file, and who to tell when it ends. */
 export interface RecorderSpec {
   hub: StreamHub
-  path: string
+  /** The recording's base path (child.ts reserveRecordingPath): its files are `<base>_seg001.mkv` … */
+  base: string
   /** Called once when the recording has ended, by stop() or by itself (then `error` says why). */
   onEnd(recorder: Recorder): void
   /** Called every second while it records (bytes grow). */
@@ -55,13 +58,16 @@ export class Recorder {
   private ended = false
   private lastError: string | null = null
   private finalBytes = 0
+  /** The segments opened so far, in order (the child says so on its bus); the last one is being written. */
+  private segments: string[] = []
 
   private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
     this.withTelemetry = spec.telemetry?.source.current() != null
   }
 
+  /** The segment being written. */
   get path(): string {
-    return this.spec.path
+    return this.segments.at(-1) ?? segmentPath(this.spec.base, 1)
   }
 
   get active(): boolean {
@@ -72,22 +78,21 @@ export class Recorder {
     return this.child?.pid ?? null
   }
 
+  /** Bytes of every segment together. */
   bytes(): number {
     if (this.ended) return this.finalBytes
-    try {
-      return statSync(this.spec.path).size
-    } catch {
-      return 0 // not created yet
-    }
+    // The muxer finishes a segment (its index) after the next one opens: each is read again.
+    return this.segments.length ? this.segments.reduce((sum, p) => sum + sizeOf(p), 0) : sizeOf(this.path)
   }
 
   state(): DeviceRecording {
+    // The recording's name (`<stem>.mkv`, as GET /api/recordings lists it), whichever segment is being written.
     return {
       active: this.active,
-      file: basename(this.spec.path),
+      file: `${basename(this.spec.base)}.${RECORDING_EXT}`,
       started: this.started.toISOString(),
       bytes: this.bytes(),
-      error: this.error ?? (this.active ? syncProblem(this.spec.path) : null),
+      error: this.error ?? (this.active ? syncProblem(this.path) : null),
       telemetry: this.withTelemetry,
     }
   }
@@ -112,8 +117,8 @@ export class Recorder {
     const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (sound ? 1 : 0))
     const soundPort = sound ? ports.pop() : undefined
     const textPort = this.withTelemetry ? ports.pop() : undefined
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.path, textPort, soundPort)
-    this.options.log.info('starting recorder', { file: this.spec.path, command: shellCommand(tokens) })
+    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, { segments: this.options.segments, textPort, soundPort })
+    this.options.log.info('starting recorder', { file: this.path, command: shellCommand(tokens) })
     const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     let listening = false
     const onLine = (line: string) => {
@@ -121,6 +126,7 @@ export class Recorder {
       if (line.startsWith('Setting pipeline to PLAYING')) listening = true
       const event = parseChildLine(line)
       if (event?.kind === 'error') this.lastError ??= event.text
+      if (event?.kind === 'segment') this.nextSegment(event.path)
       if (DISK_FULL.test(line)) this.lastError = line.trim()
     }
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, onLine)
@@ -142,7 +148,8 @@ export class Recorder {
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
-      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key' }))
+      // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
+      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
     }
     if (soundPort) {
       // The sound starts with the video's first key frame, so both tracks start together in the file.
@@ -157,15 +164,16 @@ export class Recorder {
       this.readings.push(watch)
     }
     this.timer = setInterval(() => {
-      syncToDisk(this.spec.path, this.options.log)
+      // The one before too: the muxer finishes it (its index) just after the next one opens.
+      for (const path of this.segments.length ? this.segments.slice(-2) : [this.path]) syncToDisk(path, this.options.log)
       this.spec.onProgress(this)
     }, 1000)
   }
 
   private endReason(): string {
     const code = this.child?.signalCode ?? `code ${this.child?.exitCode}`
-    if (this.lastError && DISK_FULL.test(this.lastError)) return `disk full: recording stopped, ${basename(this.spec.path)} kept`
-    return `the recorder stopped by itself (${this.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(this.spec.path)} is kept`
+    if (this.lastError && DISK_FULL.test(this.lastError)) return `disk full: recording stopped, ${basename(this.path)} kept`
+    return `the recorder stopped by itself (${this.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(this.path)} is kept`
   }
 
   /**
@@ -196,14 +204,30 @@ export class Recorder {
     this.finalBytes = this.bytes()
     this.ended = true
     this.error = error
-    if (error) this.options.log.warn('recording ended', { file: this.spec.path, error })
-    syncToDisk(this.spec.path)
+    if (error) this.options.log.warn('recording ended', { file: this.path, error })
+    syncToDisk(this.path)
     // Stopped before the first key frame: an empty file is no recording.
-    if (this.finalBytes === 0) {
+    if (sizeOf(this.path) === 0) {
       try {
-        unlinkSync(this.spec.path)
+        unlinkSync(this.path)
       } catch {}
     }
     this.spec.onEnd(this)
+  }
+
+  /** The child opened its next segment: the one before is complete, push it to the disk once more. */
+  private nextSegment(path: string): void {
+    const previous = this.segments.at(-1)
+    if (previous === path) return
+    if (previous) syncToDisk(previous, this.options.log)
+    this.segments.push(path)
+  }
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0 // not created yet
   }
 }

@@ -7,12 +7,12 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
-import { buildPipeline, shellCommand } from './pipeline'
+import { buildPipeline, shellCommand, type SegmentLimits } from './pipeline'
 import { TelemetryFeed } from './telemetry-feed'
 import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { BUSY, describeHolders, holdersOf } from './holders'
-import { DISK_FULL, reserveRecordingPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -23,6 +23,8 @@ export interface RunnerOptions {
   maxBackoffMs: number
   stopTimeoutMs: number
   bitrateKbps?: number
+  /** Where a RECORDING stream's file is cut into segments (pipeline.ts). */
+  segments?: SegmentLimits
 }
 
 export interface RunnerHooks {
@@ -40,7 +42,9 @@ export class StreamRunner {
   private wanted = false
   private child: Subprocess | null = null
   private generation = 0
+  /** The recording's base path (child.ts reserveRecordingPath), and the segment being written (from the child's bus). */
   private recording: string | null = null
+  private segment: string | null = null
   /** Per member, when its progressreport last posted (ms); 0 = not yet. */
   private aliveAt: number[] = []
   private spawnedAt = 0
@@ -81,9 +85,9 @@ export class StreamRunner {
     return this.lost + this.unpaired
   }
 
-  /** The file the child is writing, while it runs. */
+  /** The file (segment) the child is writing, while it runs. */
   get activeRecording(): string | null {
-    return this.child ? this.recording : null
+    return this.child && this.recording ? this.segment ?? segmentPath(this.recording, 1) : null
   }
 
   get pid(): number | null {
@@ -122,7 +126,7 @@ export class StreamRunner {
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)
     const { stream } = this.job
-    this.recording = null
+    this.recording = this.segment = null
     if (stream.stream_type === 'RECORDING' && stream.encode_type !== 'NONE') {
       const dir = this.job.recordings_dir
       try {
@@ -135,7 +139,7 @@ export class StreamRunner {
     const textPort = this.recording && this.telemetry?.source.current() ? this.telemetry.port : undefined
     let tokens: string[] | null
     try {
-      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts, textPort })
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, segments: this.options.segments, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts, textPort })
     } catch (err) {
       this.wanted = false
       return this.setState('error', (err as Error).message)
@@ -183,6 +187,8 @@ export class StreamRunner {
       this.unpaired += outOfStep(gapFrames(event.deltaNs, this.frameNs), this.job.members.length)
     } else if (event.kind === 'lost') {
       this.lost += lostFrames(event.durationNs, this.frameNs)
+    } else if (event.kind === 'segment') {
+      this.segment = event.path
     } else {
       this.lastError ??= event.text
     }
@@ -222,7 +228,7 @@ export class StreamRunner {
     if (this.recording && DISK_FULL.test(reason)) {
       this.wanted = false
       this.clearTimers()
-      return this.setState('error', `disk full: recording stopped, ${this.recording} kept`)
+      return this.setState('error', `disk full: recording stopped, ${this.segment ?? segmentPath(this.recording, 1)} kept`)
     }
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)

@@ -21,6 +21,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
   frameSync?: FrameSync
   /** The vehicle's telemetry (the registry's): recordings started while an autopilot is on the link carry it as a text track. */
   telemetry?: TelemetrySource
+  /** Seconds of each stream kept for the start of a recording made while streaming (0 = none; media/hub.ts PreRecordRing). */
+  preRecordSeconds?: number
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -50,6 +52,7 @@ export class GstStreamer implements Streamer {
       maxBackoffMs: options.maxBackoffMs ?? 60_000,
       stopTimeoutMs: options.stopTimeoutMs ?? 5000,
       bitrateKbps: options.bitrateKbps,
+      segments: options.segments,
     }
   }
 
@@ -68,6 +71,7 @@ export class GstStreamer implements Streamer {
         members: job.members.map((m) => m.bus_info),
         log: log.child({ part: 'hub' }),
         relay: true,
+        preRecordSeconds: this.options.preRecordSeconds,
       })
       try {
         await hub.listen()
@@ -138,7 +142,7 @@ export class GstStreamer implements Streamer {
       const recorder = await Recorder.start(
         {
           hub,
-          path,
+          base: path,
           telemetry: this.options.telemetry ? { source: this.options.telemetry, streamState: () => this.status(key).state } : undefined,
           onProgress: announce,
           onEnd: (ended) => {
@@ -147,7 +151,7 @@ export class GstStreamer implements Streamer {
             announce(ended)
           },
         },
-        { gstLaunch: this.runnerOptions.gstLaunch, prefix: this.runnerOptions.prefix, stopTimeoutMs: this.runnerOptions.stopTimeoutMs, log: this.options.log.child({ bus_info: key }) },
+        { gstLaunch: this.runnerOptions.gstLaunch, prefix: this.runnerOptions.prefix, stopTimeoutMs: this.runnerOptions.stopTimeoutMs, segments: this.runnerOptions.segments, log: this.options.log.child({ bus_info: key }) },
       )
       this.recorders.set(key, recorder)
       announce(recorder)

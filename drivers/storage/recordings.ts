@@ -11,7 +11,7 @@ import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
 import { hasTelemetryTrack } from './telemetry'
-import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, unsafeNameReason } from '../../core/naming'
+import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, segmentFileName, segmentOf, unsafeNameReason } from '../../core/naming'
 
 export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
 
@@ -47,7 +47,23 @@ export interface ListedRecording extends Recording {
   in_progress?: true
   /** Present (true) only when the pilot marked the file kept: the retention policy never deletes it. */
   kept?: true
-  /** Present (true) only when the file carries the vehicle's telemetry as a text track (its sidecars exist). */
+  /** Present (true) only when the file carries the vehicle's telemetry as a text track (its sidecars exist; in segments: the first does). */
+  telemetry?: true
+  /**
+   * A recording written in segments (`<name>_seg001.mkv` …): its files in order. The recording's own
+   * `path` is then `<dir>/<name>.<format>`, which names them all (no file has that name); duration and size are the sums.
+   */
+  segments?: ListedSegment[]
+}
+
+export interface ListedSegment {
+  /** The file's name: download it alone with GET /api/recordings/{file}. */
+  file: string
+  duration: string
+  size: string
+  in_progress?: true
+  kept?: true
+  /** The file carries the vehicle's telemetry track: its own sidecars are at /api/recordings/{file}/telemetry.ass and .csv. */
   telemetry?: true
 }
 
@@ -188,7 +204,7 @@ export class RecordingStore {
     }
   }
 
-  /** The listing, newest first. Durations come from the container header, cached by size and mtime. */
+  /** The listing, newest first: one entry per recording, a segmented one with its files in `segments`. */
   async list(): Promise<ListedRecording[]> {
     const files = await this.files()
     const active = this.inProgress()
@@ -196,8 +212,19 @@ export class RecordingStore {
     const seconds = await mapLimit(files, PARALLEL, (f) => (active.has(f.fileName) ? (f.mtimeMs - f.createdMs) / 1000 : this.duration(f)))
     const telemetry = await mapLimit(files, PARALLEL, (f) => this.telemetry(f))
     const out: (ListedRecording & { createdMs: number })[] = []
+    const groups = new Map<string, { files: RecordingFile[]; seconds: (number | null)[]; telemetry: boolean[] }>()
     for (const [i, f] of files.entries()) {
       seen.add(f.path)
+      const segment = segmentOf(f.fileName)
+      if (segment) {
+        const key = `${segment.stem}.${segment.ext}`
+        const group = groups.get(key) ?? { files: [], seconds: [], telemetry: [] }
+        group.files.push(f)
+        group.seconds.push(seconds[i]!)
+        group.telemetry.push(telemetry[i]!)
+        groups.set(key, group)
+        continue
+      }
       const writing = active.has(f.fileName)
       const dot = f.fileName.lastIndexOf('.')
       const rec: ListedRecording & { createdMs: number } = {
@@ -211,6 +238,24 @@ export class RecordingStore {
       }
       if (writing) rec.in_progress = true
       if (telemetry[i]) rec.telemetry = true
+      out.push(rec)
+    }
+    for (const [key, group] of groups) {
+      const order = group.files.map((f, i) => ({ f, s: group.seconds[i]!, t: group.telemetry[i]!, n: segmentOf(f.fileName)!.index })).sort((a, b) => a.n - b.n)
+      const first = order[0]!.f
+      const known = order.filter((o) => o.s !== null)
+      const rec: ListedRecording & { createdMs: number } = {
+        path: join(this.dir, key),
+        name: key.slice(0, key.lastIndexOf('.')),
+        format: first.format,
+        duration: formatDuration(known.length ? known.reduce((sum, o) => sum + o.s!, 0) : null),
+        size: formatSize(order.reduce((sum, o) => sum + o.f.size, 0)),
+        created: localTime(first.createdMs),
+        createdMs: first.createdMs,
+        segments: order.map(({ f, s: secs, t }) => ({ file: f.fileName, duration: formatDuration(secs), size: formatSize(f.size), ...(active.has(f.fileName) && { in_progress: true as const }), ...(t && { telemetry: true as const }) })),
+      }
+      if (order.some((o) => active.has(o.f.fileName))) rec.in_progress = true
+      if (order[0]!.t) rec.telemetry = true
       out.push(rec)
     }
     for (const path of this.durations.keys()) if (!seen.has(path)) this.durations.delete(path)
@@ -239,21 +284,43 @@ export class RecordingStore {
   }
 
   /**
-   * The recording a client means by `name`: its exact file name, or its name without the extension
-   * when exactly one recording has it. `field` names the input in errors.
+   * The file a client means by `name`: its exact file name, or its name without the extension when exactly
+   * one recording has it. A recording of several segments is no one file: 409, naming them. `field` names the input in errors.
    */
   async find(name: string, field = 'name'): Promise<RecordingFile> {
+    const found = await this.findAll(name, field)
+    if (found.length === 1) return found[0]!
+    throw new RecordingError(
+      'conflict',
+      `'${name}' is a recording in ${found.length} segments (${found.map((f) => f.fileName).join(', ')}): get each by its file name, or zip them (POST /api/recordings/zip/prepare)`,
+    )
+  }
+
+  /**
+   * Every file of the recording a client means by `name`: a file's exact name (that file alone), or a
+   * recording's name with or without its extension (a segmented recording: all its segments, in order).
+   */
+  async findAll(name: string, field = 'name'): Promise<RecordingFile[]> {
     const why = unsafeNameReason(name)
     if (why) throw new RecordingError('invalid', why, field, name)
-    const exact = RECORDING_EXTENSIONS.includes(extensionOf(name)) ? await this.stat(name) : null
-    if (exact) return exact
-    const byStem = (await this.files()).filter((f) => f.fileName.slice(0, f.fileName.lastIndexOf('.')) === name)
-    if (byStem.length === 1) return byStem[0]!
-    if (byStem.length > 1)
-      throw new RecordingError(
-        'conflict',
-        `'${name}' matches ${byStem.length} recordings (${byStem.map((f) => f.fileName).join(', ')}); give the file name with its extension`,
-      )
+    const ext = extensionOf(name)
+    const exact = RECORDING_EXTENSIONS.includes(ext) ? await this.stat(name) : null
+    if (exact) return [exact]
+    const files = await this.files()
+    const stemOf = (f: RecordingFile) => f.fileName.slice(0, f.fileName.lastIndexOf('.'))
+    const wanted = RECORDING_EXTENSIONS.includes(ext) ? { stem: name.slice(0, -ext.length - 1), ext } : { stem: name, ext: null }
+    const segments = files
+      .map((f) => ({ f, seg: segmentOf(f.fileName) }))
+      .filter(({ seg }) => seg && seg.stem === wanted.stem && (wanted.ext === null || seg.ext === wanted.ext))
+      .sort((a, b) => a.seg!.index - b.seg!.index)
+      .map(({ f }) => f)
+    const byStem = wanted.ext === null ? files.filter((f) => stemOf(f) === name) : []
+    const formats = new Set(segments.map((f) => f.format))
+    if (segments.length && !byStem.length && formats.size === 1) return segments
+    const matches = [...byStem.map((f) => f.fileName), ...[...formats].map((e) => `${wanted.stem}.${e} (segments)`)]
+    if (matches.length > 1)
+      throw new RecordingError('conflict', `'${name}' matches ${matches.length} recordings (${matches.join(', ')}); give the file name with its extension`)
+    if (byStem.length === 1) return byStem
     throw new RecordingError('not_found', `No recording named '${name}' in the recordings directory`)
   }
 
@@ -298,7 +365,11 @@ export class RecordingStore {
     return run
   }
 
-  async rename(oldName: string, newName: string): Promise<void> {
+  /**
+   * Renames a recording: one file, or every segment of a segmented one (`<new stem>_seg001.mkv` …, so
+   * they stay one recording). Answers the file names renamed, old to new.
+   */
+  async rename(oldName: string, newName: string): Promise<[string, string][]> {
     return this.exclusive(async () => {
       // Both names' syntax before either is looked up: a bad new name is a 422 even when the old one is missing.
       const oldWhy = unsafeNameReason(oldName)
@@ -308,29 +379,47 @@ export class RecordingStore {
       const newExt = extensionOf(newName)
       const oldExt = extensionOf(oldName)
       if (!newExt) throw new RecordingError('invalid', `the new name has no extension; keep the recording's (${oldExt ? `'.${oldExt}'` : RECORDING_EXTENSIONS.map((e) => `.${e}`).join(', ')})`, 'new_name', newName)
-      const source = await this.find(oldName, 'old_name')
-      if (newExt !== source.format)
-        throw new RecordingError('invalid', `the extension cannot change ('.${source.format}' to '.${newExt}')`, 'new_name', newName)
-      if (this.inProgress().has(source.fileName)) throw new RecordingError('conflict', `'${source.fileName}' is still being recorded; stop the recording first`)
-      if (newName === source.fileName) return
-      const target = join(this.dir, newName)
-      const existing = await lstat(target).catch(() => null)
-      // On a case-insensitive card (exFAT) the "existing" target may be the source itself: a case change.
-      const sameFile = existing && (await lstat(source.path)).ino === existing.ino
-      if (existing && !sameFile) throw new RecordingError('conflict', `A file named '${newName}' already exists in the recordings directory`)
-      await rename(source.path, target)
-      this.durations.delete(source.path)
+      const sources = await this.findAll(oldName, 'old_name')
+      const format = sources[0]!.format
+      if (newExt !== format)
+        throw new RecordingError('invalid', `the extension cannot change ('.${format}' to '.${newExt}')`, 'new_name', newName)
+      const writing = sources.find((f) => this.inProgress().has(f.fileName))
+      if (writing) throw new RecordingError('conflict', `'${writing.fileName}' is still being recorded; stop the recording first`)
+      // A segmented recording named by its recording name moves as a whole; a file named exactly moves alone.
+      const whole = sources.length > 1 || sources[0]!.fileName !== oldName
+      const newStem = newName.slice(0, -newExt.length - 1)
+      const moves: [RecordingFile, string][] = sources.map((f) => {
+        const seg = whole ? segmentOf(f.fileName) : null
+        return [f, seg ? segmentFileName(newStem, seg.index, seg.ext) : newName]
+      })
+      if (moves.every(([f, to]) => f.fileName === to)) return []
+      for (const [f, to] of moves) {
+        const existing = await lstat(join(this.dir, to)).catch(() => null)
+        // On a case-insensitive card (exFAT) the "existing" target may be the source itself: a case change.
+        const sameFile = existing && (await lstat(f.path)).ino === existing.ino
+        if (existing && !sameFile) throw new RecordingError('conflict', `A file named '${to}' already exists in the recordings directory`)
+      }
+      const done: [string, string][] = []
+      for (const [f, to] of moves) {
+        await rename(f.path, join(this.dir, to))
+        this.durations.delete(f.path)
+        done.push([f.fileName, to])
+      }
+      return done
     })
   }
 
-  /** Answers the file deleted. */
-  async remove(name: string): Promise<RecordingFile> {
+  /** Deletes a recording (every segment of a segmented one); answers the files deleted. */
+  async remove(name: string): Promise<RecordingFile[]> {
     return this.exclusive(async () => {
-      const file = await this.find(name, 'recording_path')
-      if (this.inProgress().has(file.fileName)) throw new RecordingError('conflict', `'${file.fileName}' is still being recorded; stop the recording first`)
-      await unlink(file.path) // unlink never follows a symlink, and find() only answers regular files
-      this.durations.delete(file.path)
-      return file
+      const files = await this.findAll(name, 'recording_path')
+      const writing = files.find((f) => this.inProgress().has(f.fileName))
+      if (writing) throw new RecordingError('conflict', `'${writing.fileName}' is still being recorded; stop the recording first`)
+      for (const file of files) {
+        await unlink(file.path) // unlink never follows a symlink, and findAll() only answers regular files
+        this.durations.delete(file.path)
+      }
+      return files
     })
   }
 

@@ -11,12 +11,37 @@ import { readPreferences, type Preferences } from '../../core/preferences'
 import { sdp } from '../../drivers/gstreamer/sdp'
 import { FrameSync } from '../../drivers/gstreamer/framesync'
 import { GstStreamer } from '../../drivers/gstreamer/streamer'
+import { FAT_SEGMENT_BYTES } from '../../drivers/gstreamer/pipeline'
+import { PRE_RECORD_MAX_BYTES } from '../../media/hub'
 
 const INSTALL = 'gst-launch-1.0 not found: install gstreamer1.0-tools and gstreamer1.0-plugins-{base,good,bad,ugly} (scripts/setup/gstreamer.sh)'
 
+const wholeNumber = (min: number, max: number) => (raw: string) => {
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`expected a whole number from ${min} to ${max}`)
+  return n
+}
+
 export default definePlugin({
   name: 'gstreamer',
-  setup({ registry, events, store, log, lifecycle }) {
+  flags: {
+    'record-segment-seconds': {
+      help: 'cut every recording into files (segments) of this many seconds, each starting on a key frame (0 = one file, cut only before 4 GiB); e.g. 600 for 10 minutes',
+      default: 0,
+      parse: wholeNumber(0, 86400),
+    },
+    'pre-record-seconds': {
+      help: `a recording started while streaming begins this many seconds before the press (H.264; whole groups of pictures, at most ${PRE_RECORD_MAX_BYTES / 1048576} MiB per camera; 0 = off)`,
+      default: 0,
+      parse: wholeNumber(0, 30),
+    },
+    'record-segment-bytes': {
+      help: `cut a recording before its file reaches this many bytes (default and most ${FAT_SEGMENT_BYTES}: below FAT's 4 GiB, with a margin); smaller values are for tests`,
+      default: FAT_SEGMENT_BYTES,
+      parse: wholeNumber(64 * 1024, FAT_SEGMENT_BYTES),
+    },
+  },
+  setup({ registry, events, store, log, lifecycle, flags }) {
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       log.warn(INSTALL)
@@ -33,7 +58,9 @@ export default definePlugin({
       frequencyOffset: offset(),
       findPort: fixedPort ? () => (existsSync(fixedPort) ? fixedPort : null) : undefined,
     })
-    const streamer = new GstStreamer({ log, gstLaunch, frameSync, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
+    const segments = { seconds: Number(flags['record-segment-seconds'] ?? 0), bytes: Number(flags['record-segment-bytes'] ?? FAT_SEGMENT_BYTES) }
+    const preRecordSeconds = Number(flags['pre-record-seconds'] ?? 0)
+    const streamer = new GstStreamer({ log, gstLaunch, frameSync, segments, preRecordSeconds, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
       const next = (event.data as Partial<Preferences> | null)?.frequency_offset

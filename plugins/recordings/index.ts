@@ -205,7 +205,12 @@ export default definePlugin({
     const retention = new Retention({ settings, events, log, store: dir, intervalSeconds: Number(flags['retention-interval'] ?? 60) })
     const list = async () => {
       const kept = retention.kept()
-      return (await (await dir()).list()).map((r) => (kept.has(r.path.slice(r.path.lastIndexOf('/') + 1)) ? { ...r, kept: true as const } : r))
+      return (await (await dir()).list()).map((r) => {
+        if (!r.segments) return kept.has(r.path.slice(r.path.lastIndexOf('/') + 1)) ? { ...r, kept: true as const } : r
+        // A segmented recording is kept when each of its files is (keep marks them all).
+        const segments = r.segments.map((seg) => (kept.has(seg.file) ? { ...seg, kept: true as const } : seg))
+        return { ...r, segments, ...(segments.every((seg) => seg.kept) && { kept: true as const }) }
+      })
     }
     const retentionState = async () => {
       const free = await dir().then((s) => s.disk().free, () => null)
@@ -213,9 +218,9 @@ export default definePlugin({
     }
     const keep = (name: string, kept: boolean) =>
       mapped(async () => {
-        const file = await (await dir()).find(name, 'recording_path')
-        retention.setKept(file.fileName, kept)
-        return { name: file.fileName, kept }
+        const files = await (await dir()).findAll(name, 'recording_path')
+        for (const file of files) retention.setKept(file.fileName, kept)
+        return { name: files.length === 1 ? files[0]!.fileName : name, kept }
       })
     const links = (token: string) => ({ status_url: `/api/recordings/zip/${token}`, download_url: `/api/recordings/zip/download?token=${token}` })
     const zipStatus = (token: string) => ({ ...jobs.status(token), ...links(token) })
@@ -281,8 +286,7 @@ export default definePlugin({
             const invalid: RequestValidationError['errors'] = []
             for (const [i, name] of body.entries()) {
               try {
-                const f = await s.find(name)
-                chosen.set(f.fileName, f)
+                for (const f of await s.findAll(name)) chosen.set(f.fileName, f)
               } catch (e) {
                 if (e instanceof RecordingError && e.kind === 'not_found') missing.push(name)
                 else if (e instanceof RecordingError && e.kind === 'invalid')
@@ -437,10 +441,8 @@ export default definePlugin({
         ({ params }) =>
           mapped(async () => {
             const s = await dir()
-            // rename() says what is wrong with either name, in its order; this only carries the kept mark.
-            const from = await s.find(params.old_name, 'old_name').then((f) => f.fileName, () => null)
-            await s.rename(params.old_name, params.new_name)
-            if (from) retention.renamed(from, params.new_name)
+            // rename() says what is wrong with either name, in its order; the kept marks follow the files.
+            for (const [from, to] of await s.rename(params.old_name, params.new_name)) retention.renamed(from, to)
             return list()
           }),
         {
@@ -459,8 +461,7 @@ export default definePlugin({
         '/api/recordings/:recording_path',
         ({ params }) =>
           mapped(async () => {
-            const gone = await (await dir()).remove(params.recording_path)
-            retention.deleted(gone.fileName, gone.size, 'manual', 'deleted by request (DELETE /api/recordings)')
+            for (const gone of await (await dir()).remove(params.recording_path)) retention.deleted(gone.fileName, gone.size, 'manual', 'deleted by request (DELETE /api/recordings)')
             return list()
           }),
         {

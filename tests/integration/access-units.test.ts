@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { StreamJob } from '../../core/types'
 import { startTestServer, until, type TestServer } from '../helpers'
-import { freePort, freeTcpPort, Receiver, requireRtspClients, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { freePort, freeTcpPort, Receiver, requireRtspClients, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { accessUnitProblems, decodeProblems, ffprobeDecode, lostPackets, NAL, RtpH264Reader, type AccessUnit, type Decoded } from './h264-au.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // the simulated exploreHD: an H.264 node and MJPG
@@ -176,7 +176,7 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
     try {
       await running(job)
       const started = await streamer.startRecording(job.bus_info)
-      const path = join(job.recordings_dir, started!.file!)
+      const path = segmentFile(job.recordings_dir, started!.file!)
       const { hub } = streamer.live(job.bus_info)!
       const from = hub.sent(0).frames
       await waitFor('four seconds of frames through the hub', () => hub.sent(0).frames - from >= 120, 30_000)

@@ -4,7 +4,7 @@
 // reload. A refused request must never show as success. Each test makes the recordings it changes.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { tempDir, until } from '../helpers'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { answerTokenPrompt, keptToken, press, textOf, typeInto, waitForTokenRefused, watchNotices } from './console-page.helpers'
@@ -40,7 +40,10 @@ const listed = async (): Promise<any[]> => {
   expect(r.status).toBe(200)
   return r.body
 }
-const fileNames = (): string[] => (existsSync(recordingsDir) ? readdirSync(recordingsDir).filter((f) => f.endsWith('.mkv')) : [])
+/** The recordings on disk by the name the API and the page give them: a segmented one's `<stem>_seg001.mkv` … is `<stem>.mkv`. */
+const fileNames = (): string[] => (existsSync(recordingsDir) ? [...new Set(readdirSync(recordingsDir).filter((f) => f.endsWith('.mkv')).map((f) => f.replace(/_seg\d{3,}\.mkv$/, '.mkv')))] : [])
+/** The file on disk of a recording named `name`: itself, or its first segment. */
+const onDisk = (name: string) => (existsSync(join(recordingsDir, name)) ? join(recordingsDir, name) : join(recordingsDir, name.replace(/\.mkv$/, '_seg001.mkv')))
 
 /** The camera's stream as a RECORDING (H.264), enabled or not. */
 async function recordingStream(enabled: boolean): Promise<void> {
@@ -61,7 +64,7 @@ async function startRecording(): Promise<string> {
   await recordingStream(true)
   return until(
     'a new recording with video in it',
-    async () => fileNames().find((f) => !before.has(f) && statSync(join(recordingsDir, f)).size > 40_000),
+    async () => fileNames().find((f) => !before.has(f) && statSync(onDisk(f)).size > 40_000),
     (f) => f !== undefined,
     30_000,
   ) as Promise<string>
@@ -145,8 +148,8 @@ test('rename in the page: the service has the new name, the old is gone, and a r
   const api = await listed()
   expect(api.some((r) => r.path.endsWith(`/${next}`))).toBe(true)
   expect(api.some((r) => r.path.endsWith(`/${name}`))).toBe(false)
-  expect(existsSync(join(recordingsDir, next))).toBe(true)
-  expect(existsSync(join(recordingsDir, name))).toBe(false)
+  expect(existsSync(onDisk(next))).toBe(true)
+  expect(existsSync(onDisk(name))).toBe(false)
   expect(await notices()).toContainEqual({ kind: 'ok', text: expect.stringContaining(`Renamed ${name} to ${next}`) })
 
   await openRecordings()
@@ -222,7 +225,7 @@ test('a refused delete (the file gone behind the page) shows the service detail,
   await press(c.page, `${row(name)} [data-action="delete"]`)
   await c.page.waitForSelector(`dialog[open] [data-confirm-delete="${name}"]`)
   // Removed from the card by someone else while the pilot confirms: the service no longer has it.
-  unlinkSync(join(recordingsDir, name))
+  unlinkSync(onDisk(name))
   await press(c.page, 'dialog[open] button.danger')
   const refusal = await c.service.call('DELETE', `/api/recordings/${encodeURIComponent(name)}`)
   expect(refusal.status).toBe(404)
@@ -270,10 +273,10 @@ test('select two recordings and download them as one zip: progress from the job 
   expect(tested.out).toContain('No errors detected')
   const py = await pythonZip(archive)
   expect(py.bad).toBeNull()
-  expect(py.entries.map((e) => [e.name, e.size]).sort()).toEqual(names.map((n) => [n, statSync(join(recordingsDir, n)).size]).sort())
+  expect(py.entries.map((e) => [e.name, e.size]).sort()).toEqual(names.map((n) => [basename(onDisk(n)), statSync(onDisk(n)).size]).sort())
 
   // A recording of it renamed behind the page: the service refuses that archive now, and so does the page.
-  renameSync(join(recordingsDir, names[0]!), join(recordingsDir, `moved-${names[0]}`))
+  renameSync(onDisk(names[0]!), join(recordingsDir, `moved-${names[0]}`))
   const token = await c.page.$eval('[data-zip-state]', (e: any) => e.getAttribute('data-zip-token'))
   const head = await fetch(`${c.service.url}/api/recordings/zip/download?token=${token}`, { method: 'HEAD' })
   expect(head.status).toBe(409)
@@ -337,4 +340,29 @@ test('with --token: a rename asks for the token once; a wrong one is never a suc
   } finally {
     await t.close()
   }
+}, 90_000)
+
+test('a recording in segments is one row with a row per segment (each plays and downloads alone); deleting the row deletes every file', async () => {
+  const source = onDisk(await record())
+  const stem = `survey-${Date.now()}`
+  for (const n of [1, 2, 3]) Bun.spawnSync(['cp', source, join(recordingsDir, `${stem}_seg00${n}.mkv`)])
+  const name = `${stem}.mkv`
+  await openRecordings()
+  await c.page.waitForSelector(row(name))
+  expect(await textOf(c.page, `${row(name)} [data-segment-count]`)).toBe('3 segments')
+  const segments = await c.page.$$eval('tr[data-segment]', (rows: any[]) => rows.map((r) => r.getAttribute('data-segment')))
+  expect(segments.filter((s: string) => s.startsWith(stem))).toEqual([1, 2, 3].map((n) => `${stem}_seg00${n}.mkv`))
+  const href = await c.page.$eval(`tr[data-segment="${stem}_seg002.mkv"] [data-action="download"]`, (a: any) => a.href)
+  const got = await fetch(href)
+  expect(got.status).toBe(200)
+  expect((await got.arrayBuffer()).byteLength).toBe(statSync(source).size)
+  await press(c.page, `tr[data-segment="${stem}_seg002.mkv"] [data-action="play"]`)
+  await c.page.waitForSelector(`tr[data-segment="${stem}_seg002.mkv"].playing`)
+
+  await press(c.page, `${row(name)} [data-action="delete"]`)
+  await c.page.waitForSelector(`dialog[open] [data-confirm-delete="${name}"]`)
+  await press(c.page, 'dialog[open] button.danger')
+  await c.page.waitForFunction((s: string) => !(globalThis as any).document.querySelector(s), {}, row(name))
+  expect(readdirSync(recordingsDir).filter((f) => f.startsWith(stem))).toEqual([])
+  expect(c.errors()).toEqual([])
 }, 90_000)

@@ -15,7 +15,7 @@ afterAll(async () => {
   for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
 })
 
-const NAME = /^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?\.mkv$/
+const NAME = /^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?_seg001\.mkv$/
 
 const cases: { encode: EncodeType; codec: RegExp; width: number; height: number }[] = [
   { encode: 'H264', codec: /H\.264/, width: 640, height: 480 },

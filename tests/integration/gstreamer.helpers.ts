@@ -7,6 +7,7 @@ import type { Subprocess } from 'bun'
 import { createLogger } from '../../core/log'
 import { freeUdpPortPair } from '../helpers'
 import type { EncodeType, StreamJob, StreamType } from '../../core/types'
+import { segmentFileName } from '../../core/naming'
 import { simulatedSource } from '../../drivers/gstreamer/simulated'
 import { GstStreamer, type GstStreamerOptions } from '../../drivers/gstreamer/streamer'
 
@@ -353,3 +354,9 @@ export async function playableSecondsNow(path: string, timeoutMs = 5_000): Promi
   clearTimeout(timer)
   return code === 0 ? lastDecodedSeconds(output) : 0
 }
+
+/**
+ * The path of segment `n` of the recording the API names `file` (`<stem>.mkv`: the device's recording.file,
+ * GET /api/recordings' name.format), written as `<stem>_seg001.mkv`, `_seg002` … (core/naming.ts).
+ */
+export const segmentFile = (dir: string, file: string, n = 1) => join(dir, segmentFileName(file.replace(/\.mkv$/, ''), n, 'mkv'))

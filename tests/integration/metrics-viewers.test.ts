@@ -12,7 +12,7 @@ import type { Subprocess } from 'bun'
 import type { Browser } from 'puppeteer-core'
 import { freeTcpPort, until } from '../helpers'
 import { launchBrowser, openPage, openSession, videoStats, watch } from './browser'
-import { freePort, Receiver, requireRtspClients, RtpCounter } from './gstreamer.helpers'
+import { freePort, Receiver, requireRtspClients, RtpCounter, segmentFile } from './gstreamer.helpers'
 import { promtoolCheck, requirePromtool, scrape } from './metrics.helpers'
 import { startService, type Service } from './service.helpers'
 
@@ -235,7 +235,7 @@ test('recording while streaming: periscope_recording_bytes grows with the file (
   expect(await recordingOf()).toMatchObject({ active: 0, bytes: 0 })
   const started = await service.call('POST', '/api/devices/start_recording', { bus_info: CAMERA })
   expect(started.status).toBe(200)
-  const file = join(service.dataDir, 'recordings', started.body.file)
+  const file = segmentFile(join(service.dataDir, 'recordings'), started.body.file)
   try {
     const first = await until('the recording bytes gauge above 0', recordingOf, (r) => r.active === 1 && r.bytes! > 0, 20_000)
     expect(first.bytes!).toBeLessThanOrEqual(statSync(file).size)

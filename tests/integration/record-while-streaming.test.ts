@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
@@ -40,7 +40,7 @@ test('an H.264 UDP stream records its own frames for the time it recorded, and t
     expect(before).toMatchObject({ active: true, error: null })
     expect(before!.file).toMatch(/^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?\.mkv$/)
     expect(Date.parse(before!.started!)).toBeGreaterThan(startedAt - 10_000)
-    const path = join(job.recordings_dir, before!.file!)
+    const path = segmentFile(job.recordings_dir, before!.file!)
     expect(streamer.activeRecordings()).toContain(path)
     const pid = streamer.recorderPid(job.bus_info)!
     expect(alive(pid)).toBe(true)
@@ -89,7 +89,7 @@ test('a group of two MJPG cameras records one file with two video tracks', async
     const started = await streamer.startRecording(job.members[1]!.bus_info)
     expect(started?.active).toBe(true)
     expect(streamer.recording(job.bus_info)).toEqual(streamer.recording(job.members[1]!.bus_info))
-    const path = join(job.recordings_dir, started!.file!)
+    const path = segmentFile(job.recordings_dir, started!.file!)
     // Frames (RTP marker bits) of each camera at the hub since the start: a second and a half of both.
     const { hub } = streamer.live(job.bus_info)!
     const frames = [0, 0]
@@ -113,7 +113,7 @@ test('a RECORDING stream can be recorded while it records: a second file of its 
     await running(job)
     const own = streamer.activeRecordings()[0]!
     const started = await streamer.startRecording(job.bus_info)
-    const path = join(job.recordings_dir, started!.file!)
+    const path = segmentFile(job.recordings_dir, started!.file!)
     expect(path).not.toBe(own)
     expect(streamer.activeRecordings().sort()).toEqual([own, path].sort())
     await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
@@ -132,7 +132,7 @@ test('kill -9 of the recorder leaves a playable file; the recording says it ende
   try {
     await running(job)
     const started = await streamer.startRecording(job.bus_info)
-    const path = join(job.recordings_dir, started!.file!)
+    const path = segmentFile(job.recordings_dir, started!.file!)
     // More than a second in: the file has been flushed past its first clusters.
     await until('two seconds recorded', () => playableSecondsNow(path), (s) => s > 2, 30_000)
     const pid = streamer.recorderPid(job.bus_info)!
@@ -159,7 +159,7 @@ test("the camera's child restarting (a new RTP timeline) does not break the file
   try {
     await running(job)
     const started = await streamer.startRecording(job.bus_info)
-    const path = join(job.recordings_dir, started!.file!)
+    const path = segmentFile(job.recordings_dir, started!.file!)
     await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
     const cameraPid = streamer.pid(job.bus_info)!
     process.kill(cameraPid, 'SIGKILL')
@@ -197,9 +197,9 @@ test('a full disk ends the recording (error says so, file kept); the stream runs
     }, 30_000)
     expect(ended.error).toMatch(/^disk full: recording stopped, .*\.mkv kept$/)
     expect(ended.file).toBe(started!.file)
-    expect(readdirSync(dir)).toEqual([started!.file!])
+    expect(readdirSync(dir)).toEqual([started!.file!.replace(/\.mkv$/, '_seg001.mkv')])
     expect(ended.bytes).toBeGreaterThan(100_000)
-    expect(discover(join(dir, started!.file!)).codec).toMatch(/JPEG/)
+    expect(discover(segmentFile(dir, started!.file!)).codec).toMatch(/JPEG/)
     expect(streamer.activeRecordings()).toEqual([])
     expect(streamer.status(job.bus_info).state).toBe('running')
   } finally {
@@ -255,8 +255,9 @@ test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progre
     expect(again.body.detail).toContain(`already recording to ${file}`)
 
     expect((await device()).recording).toMatchObject({ active: true, file, started: started.body.started })
-    const listed = (await recordings()).find((r) => `${r.name}.${r.format}` === file)
-    expect(listed?.in_progress).toBe(true)
+    // The first segment's file appears with the first whole GOP (splitmuxsink): listed in progress from then on.
+    const listed = await until('the recording listed', recordings, (list) => list.some((r) => `${r.name}.${r.format}` === file), 15_000)
+    expect(listed.find((r) => `${r.name}.${r.format}` === file)?.in_progress).toBe(true)
     expect((await call('DELETE', `/api/recordings/${file}`)).status).toBe(409)
     // GET /api/devices is cached; the 'recording' event each second keeps `bytes` current.
     const early = await until('bytes on disk', device, (d) => d.recording.bytes > 0, 15_000)
@@ -266,10 +267,10 @@ test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progre
     const stopped = await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })
     expect(stopped.status).toBe(200)
     expect(stopped.body).toMatchObject({ active: false, file, error: null })
-    expect(stopped.body.bytes).toBe(statSync(join(dir, file)).size)
+    expect(stopped.body.bytes).toBe(statSync(segmentFile(dir, file)).size)
     expect((await device()).recording).toEqual(stopped.body)
     expect((await recordings()).find((r) => `${r.name}.${r.format}` === file)?.in_progress).toBeUndefined()
-    const d = discover(join(dir, file))
+    const d = discover(segmentFile(dir, file))
     expect(d.codec).toMatch(/H\.264/)
     expect([d.width, d.height]).toEqual([dev.width, dev.height])
     expect(d.durationS).toBeGreaterThan(1)
@@ -292,7 +293,7 @@ test('an unplugged camera ends its recording cleanly (file kept, playable, no lo
     await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
     const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
     expect(started.status).toBe(200)
-    const path = join(dir, started.body.file)
+    const path = segmentFile(dir, started.body.file)
     await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
     expect((await call('POST', '/api/mock/unplug', { bus_info: dev.bus_info })).status).toBe(200)
     await until('the device gone', device, (d) => d === undefined, 15_000)
@@ -320,7 +321,7 @@ test('kill -9 of the service takes the recorder child along and leaves a playabl
     await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
     const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
     expect(started.status).toBe(200)
-    const path = join(dir, started.body.file)
+    const path = segmentFile(dir, started.body.file)
     await until('two seconds recorded', () => playableSecondsNow(path), (s) => s > 2, 30_000)
     const children = gstChildrenOf(service.proc.pid)
     expect(children.length).toBe(2) // the stream's and the recorder's
@@ -361,7 +362,7 @@ test('over HTTP, a group: start_recording with the follower records one file wit
     const [l, f] = both(await devices())
     expect(l).toEqual(f)
     expect(l).toMatchObject({ active: true, file: started.body.file })
-    const path = join(service.dataDir, 'recordings', started.body.file)
+    const path = segmentFile(join(service.dataDir, 'recordings'), started.body.file)
     await waitFor('a second and a half of both cameras', () => discover(path).durationS > 1.5, 30_000, 500)
     const stopped = await call('POST', '/api/devices/stop_recording', { bus_info: LEADER })
     expect(stopped.status).toBe(200)

@@ -5,13 +5,16 @@
 // never deletes it) and set that policy (./recordings/retention.tsx). Kept current by events: a
 // recording starting, growing or ending (`recording`, and a RECORDING stream's `stream_error` state
 // changes), deleted (`recording_deleted`) or marked (`recording_kept`) reloads the list; nothing polls.
+// A recording written in segments is one row (rename, delete, keep and zip act on all its files) with a
+// row per segment under it, each played or downloaded alone.
+import { Fragment } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '../api'
 import { useResource } from '../resource'
 import type { Recording } from '../types'
 import { diskUsage, type Disk } from '../format'
 import { ConfirmDialog, ErrorLine, useAction } from '../widgets'
-import { Player } from './recordings/player'
+import { Player, recordingUrl } from './recordings/player'
 import './recordings/recordings.css'
 import { RenameDialog } from './recordings/rename'
 import { RetentionPanel } from './recordings/retention'
@@ -50,8 +53,9 @@ export function RecordingsPage() {
   useEffect(() => {
     if (!list.data) return
     const names = new Set(list.data.map(fileNameOf))
+    const playable = new Set([...names, ...list.data.flatMap((r) => r.segments?.map((seg) => seg.file) ?? [])])
     setSelected((s) => (([...s].every((n) => names.has(n)) ? s : new Set([...s].filter((n) => names.has(n))))))
-    setPlaying((p) => (p && names.has(p) ? p : null))
+    setPlaying((p) => (p && playable.has(p) ? p : null))
   }, [list.data])
 
   const selectable = rows.filter((r) => !r.in_progress).map(fileNameOf)
@@ -141,16 +145,20 @@ export function RecordingsPage() {
               {rows.map((r) => {
                 const name = fileNameOf(r)
                 const busy = r.in_progress ? 'It is still being recorded' : undefined
+                // Several segments are no one file: Play opens the first, each segment's row plays its own.
+                const segments = r.segments && r.segments.length > 1 ? r.segments : null
+                const playName = segments ? segments[0]!.file : name
                 return (
-                  <tr key={r.path} data-recording={name} data-in-progress={r.in_progress ? 'true' : undefined} class={playing === name ? 'playing' : undefined}>
+                  <Fragment key={r.path}>
+                  <tr data-recording={name} data-in-progress={r.in_progress ? 'true' : undefined} class={playing === name ? 'playing' : undefined}>
                     <td class="check">
                       <input type="checkbox" data-select aria-label={`Select ${name}`} title={busy} disabled={!!busy} checked={selected.has(name)} onChange={(e) => toggle(name, e.currentTarget.checked)} />
                     </td>
                     <td class="name">
-                      {name} {r.in_progress && <span class="tag live">recording</span>}
+                      {name} {r.in_progress && <span class="tag live">recording</span>} {segments && <span class="tag" data-segment-count>{segments.length} segments</span>}
                       {r.telemetry && (
                         <div>
-                          <TelemetryLinks fileName={name} />
+                          <TelemetryLinks fileName={playName} />
                         </div>
                       )}
                     </td>
@@ -161,7 +169,7 @@ export function RecordingsPage() {
                       <input type="checkbox" data-keep aria-label={`Keep ${name}`} title="Never deleted by the retention policy" checked={!!r.kept} onChange={(e) => setKept(name, e.currentTarget.checked)} />
                     </td>
                     <td class="row-actions">
-                      <button type="button" class="small" data-action="play" aria-label={`Play ${name}`} onClick={() => setPlaying(name)}>
+                      <button type="button" class="small" data-action="play" aria-label={`Play ${name}`} onClick={() => setPlaying(playName)}>
                         Play
                       </button>
                       <button type="button" class="small" data-action="rename" aria-label={`Rename ${name}`} title={busy} disabled={!!busy} onClick={() => setRenaming(name)}>
@@ -172,6 +180,32 @@ export function RecordingsPage() {
                       </button>
                     </td>
                   </tr>
+                  {segments?.map((seg, i) => (
+                    <tr key={seg.file} class={`segment${playing === seg.file ? ' playing' : ''}`} data-segment={seg.file} data-in-progress={seg.in_progress ? 'true' : undefined}>
+                      <td />
+                      <td class="name">
+                        <span class="muted">segment {i + 1}:</span> {seg.file} {seg.in_progress && <span class="tag live">recording</span>}
+                        {seg.telemetry && i > 0 && (
+                          <div>
+                            <TelemetryLinks fileName={seg.file} />
+                          </div>
+                        )}
+                      </td>
+                      <td data-size>{seg.size}</td>
+                      <td data-duration>{seg.duration}</td>
+                      <td />
+                      <td />
+                      <td class="row-actions">
+                        <button type="button" class="small" data-action="play" aria-label={`Play ${seg.file}`} onClick={() => setPlaying(seg.file)}>
+                          Play
+                        </button>
+                        <a class="small" data-action="download" href={recordingUrl(seg.file, 'download')} download={seg.file} aria-label={`Download ${seg.file}`}>
+                          Download
+                        </a>
+                      </td>
+                    </tr>
+                  ))}
+                  </Fragment>
                 )
               })}
             </tbody>

@@ -1,0 +1,88 @@
+// Pure parts of segmented recordings and the pre-record buffer: segment names (core/naming.ts), the
+// splitmuxsink file end (pipeline.ts), the child's bus line for a new segment (monitor.ts), and the
+// pre-record ring's bounds (media/hub.ts): whole groups of pictures, at most N seconds and 3 MiB.
+import { expect, test } from 'bun:test'
+import { segmentedRecordingStem, segmentFileName, segmentOf } from '../../core/naming'
+import { parseChildLine } from '../../drivers/gstreamer/monitor'
+import { FAT_SEGMENT_BYTES, matroskaFileTokens } from '../../drivers/gstreamer/pipeline'
+import { PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
+import { RtpContinuity } from '../../media/rtp'
+
+test('segment names: <stem>_seg001.mkv …, read back to their recording; a stem is free only when neither file nor segments exist', () => {
+  expect(segmentFileName('cam_2026-11-25_18-30-00', 1, 'mkv')).toBe('cam_2026-11-25_18-30-00_seg001.mkv')
+  expect(segmentFileName('cam', 1234, 'mkv')).toBe('cam_seg1234.mkv')
+  expect(segmentOf('cam_2026-11-25_18-30-00_seg002.mkv')).toEqual({ stem: 'cam_2026-11-25_18-30-00', index: 2, ext: 'mkv' })
+  expect(segmentOf('cam_2026-11-25_18-30-00.mkv')).toBeNull()
+  expect(segmentOf('cam_seg2.mkv')).toBeNull()
+  const when = new Date(2026, 10, 25, 18, 30, 0)
+  const taken = new Set(['/r/cam_2026-11-25_18-30-00_seg001.mkv', '/r/cam_2026-11-25_18-30-00_2.mkv'])
+  expect(segmentedRecordingStem('/r', 'cam', 'mkv', when, (p) => taken.has(p))).toBe('cam_2026-11-25_18-30-00_3')
+})
+
+test("the file end: splitmuxsink with crash-safe Matroska in each file, cut by time and always below FAT's 4 GiB; a '%' of the directory stays a '%'", () => {
+  expect(FAT_SEGMENT_BYTES).toBeLessThan(4 * 1024 ** 3)
+  const tokens = matroskaFileTokens('/media/100%/cam', { seconds: 600, bytes: FAT_SEGMENT_BYTES })
+  expect(tokens).toContain('location=/media/100%%/cam_seg%03d.mkv')
+  expect(tokens).toContain('max-size-time=600000000000')
+  expect(tokens).toContain(`max-size-bytes=${FAT_SEGMENT_BYTES}`)
+  expect(tokens.find((t) => t.startsWith('muxer-properties='))).toContain('max-cluster-duration=(guint64)250000000')
+  expect(tokens.find((t) => t.startsWith('sink-properties='))).toContain('buffer-mode=(int)2')
+  // gst-launch -m prints the segment each time one opens; quoted when the path needs it.
+  expect(parseChildLine('Got message #89 from element "mux" (element): splitmuxsink-fragment-opened, location=(string)/r/cam_seg002.mkv, running-time=(guint64)15475679;')).toEqual({ kind: 'segment', path: '/r/cam_seg002.mkv' })
+  expect(parseChildLine('Got message #9 from element "mux" (element): splitmuxsink-fragment-opened, location=(string)"/r/my\\ cam_seg001.mkv", running-time=(guint64)0;')).toEqual({ kind: 'segment', path: '/r/my cam_seg001.mkv' })
+})
+
+/** An H.264 RTP packet of frame `frame` at 30 fps: sequence number, RTP timestamp, a key frame's SPS or a P slice. */
+function h264(seq: number, frame: number, options: { key?: boolean; ssrc?: number; size?: number } = {}): Uint8Array {
+  const packet = new Uint8Array(Math.max(14, options.size ?? 14))
+  const view = new DataView(packet.buffer)
+  packet.set([0x80, 0xe0, 0, 0])
+  view.setUint16(2, seq & 0xffff)
+  view.setUint32(4, (frame * 3000) >>> 0)
+  view.setUint32(8, options.ssrc ?? 7)
+  packet.set(options.key ? [0x67, 0x42] : [0x41, 0x9a], 12)
+  return packet
+}
+
+test('the pre-record ring: whole groups of pictures from a key frame, spanning at most N seconds, at most 3 MiB; a gap or a new SSRC empties it', () => {
+  const ring = new PreRecordRing(3)
+  ring.push(h264(1, 0)) // before any key frame: nothing to start from
+  expect(ring.packets).toEqual([])
+  // 10 s of 30 fps, a key frame each second, one packet per frame.
+  for (let f = 1; f <= 300; f++) ring.push(h264(f + 1, f, { key: f % 30 === 0 }))
+  const kept = ring.packets
+  expect(kept[0]![12]).toBe(0x67) // starts on a key frame
+  const span = (new DataView(kept.at(-1)!.buffer).getUint32(4) - new DataView(kept[0]!.buffer).getUint32(4)) / 90_000
+  expect(span).toBeLessThanOrEqual(3)
+  expect(span).toBeGreaterThan(2)
+  expect(kept.length).toBe(91) // frames 210..300
+  // A lost packet: nothing can be decoded across it.
+  ring.push(h264(303, 302))
+  expect(ring.packets).toEqual([])
+  ring.push(h264(304, 303, { key: true }))
+  expect(ring.packets).toHaveLength(1)
+  ring.push(h264(305, 304, { ssrc: 8 })) // the camera's child restarted
+  expect(ring.packets).toEqual([])
+  // Bounded in bytes: big groups push the oldest out, whatever the seconds allow.
+  const big = new PreRecordRing(30)
+  for (let f = 0; f < 300; f++) big.push(h264(1000 + f, f, { key: f % 30 === 0, size: 1400 * 20 }))
+  const bytes = big.packets.reduce((n, p) => n + p.length, 0)
+  expect(bytes).toBeLessThanOrEqual(PRE_RECORD_MAX_BYTES)
+  expect(big.packets[0]![12]).toBe(0x67)
+})
+
+test('RTP continuity: a new timeline (a restarted camera child) is rewritten to follow the old one a frame later; the first passes untouched', () => {
+  const c = new RtpContinuity(3000)
+  const seqOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint16(2)
+  const tsOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint32(4)
+  const first = h264(65534, 10)
+  expect(c.next(first)).toBe(first) // unchanged, the same object
+  c.next(h264(65535, 11))
+  // The child restarted: another SSRC, sequence number and timestamp.
+  const restarted = h264(500, 7777, { ssrc: 99 })
+  const out = c.next(restarted)
+  expect([seqOf(out), tsOf(out)]).toEqual([0, 12 * 3000])
+  expect([seqOf(restarted), tsOf(restarted)]).toEqual([500, 7777 * 3000]) // the hub's copy is not touched
+  const after = c.next(h264(501, 7778, { ssrc: 99 }))
+  expect([seqOf(after), tsOf(after)]).toEqual([1, 13 * 3000])
+})
