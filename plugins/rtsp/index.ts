@@ -108,7 +108,9 @@ export default definePlugin({
       scheduled = false
       if (!helper) return
       const streamer = registry.get('streamer')
-      const wanted = streamer ? wantedMounts(devices(), (bus_info) => streamer.live(bus_info)) : new Map<string, WantedMount>()
+      const audio = registry.get('audio')
+      const soundExpected = (bus_info: string) => audio?.status(bus_info)?.source != null
+      const wanted = streamer ? wantedMounts(devices(), (bus_info) => streamer.live(bus_info), soundExpected) : new Map<string, WantedMount>()
       for (const [path, mount] of mounts) {
         const next = wanted.get(path)
         const same = next && next.hub === mount.wanted.hub && next.members.join() === mount.wanted.members.join() && next.sound === mount.wanted.sound

@@ -23,14 +23,23 @@ export function pathSegment(name: string): string {
   return encodeURIComponent(name).replace(/%(3A|40|24|26|2B|2C|3B|3D)/gi, (code) => decodeURIComponent(code))
 }
 
-export function wantedMounts(devices: Device[], live: (bus_info: string) => { hub: StreamHub; member: number } | null): Map<string, WantedMount> {
+/**
+ * `soundExpected`: the stream has a sound source (plugins/audio), so its mount gets the sound's track from
+ * the start, before the first packet of sound reaches the hub: a mount re-added when the sound comes would
+ * drop every client once.
+ */
+export function wantedMounts(
+  devices: Device[],
+  live: (bus_info: string) => { hub: StreamHub; member: number } | null,
+  soundExpected: (bus_info: string) => boolean = () => false,
+): Map<string, WantedMount> {
   const wanted = new Map<string, WantedMount>()
   const running: { device: Device; mount: WantedMount }[] = []
   for (const device of devices) {
     const found = live(device.bus_info)
     if (!found) continue
     const members = found.member === 0 ? Array.from({ length: found.hub.members }, (_, i) => i) : [found.member]
-    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, hub: found.hub, members, sound: found.member === 0 && found.hub.hasSound }
+    const mount = { path: '/' + pathSegment(device.bus_info), bus_info: device.bus_info, hub: found.hub, members, sound: found.member === 0 && (found.hub.hasSound || soundExpected(device.bus_info)) }
     wanted.set(mount.path, mount)
     running.push({ device, mount })
   }

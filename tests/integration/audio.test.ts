@@ -8,7 +8,7 @@ import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
 import { launchBrowser, openOffer, watch, withPage } from './browser'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
-import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
+import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, segmentFile, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1'
 let s: TestServer
@@ -124,7 +124,7 @@ test('a recording made while streaming has the sound as an Opus track, starting 
     expect(streamer().live(EHD)?.hub.hasSound).toBe(true)
     const started = await s.call('POST', '/api/devices/start_recording', { bus_info: EHD })
     expect(started.status).toBe(200)
-    const file = join(s.dataDir, 'recordings', (started.body as any).file)
+    const file = segmentFile(join(s.dataDir, 'recordings'), (started.body as any).file)
     const bytes = () => streamer().recording(EHD).bytes ?? 0
     await waitFor('a few seconds of recording', () => bytes() > 150_000, 30_000)
     // The sound card goes out and comes back mid-recording: silence fills in, the file never stops growing.
