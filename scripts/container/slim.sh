@@ -10,11 +10,13 @@
 # a key frame is encoded, payloaded and decoded. Prints what it saved and the largest packages left.
 set -euo pipefail
 
-# The elements the service starts (drivers/gstreamer/pipeline.ts and simulated.ts, plugins/jpeg/gst.ts,
-# plugins/rtsp/server.py).
+# The elements the service starts (drivers/gstreamer/pipeline.ts, simulated.ts and audio.ts, plugins/jpeg/gst.ts,
+# plugins/rtsp/server.py), the sound's among them (alsasrc's alsa-lib and opusenc's libopus are loaded
+# by no video element).
 ELEMENTS=(v4l2src videotestsrc videoconvert videoscale videorate jpegenc jpegdec jpegparse x264enc h264parse
   openh264dec rtph264pay rtph264depay rtpjpegpay rtpjpegdepay rtpstreampay rtpstreamdepay multiudpsink udpsrc udpsink
-  matroskamux identity progressreport queue tee fdsrc fdsink filesink capsfilter rtpbin rtpjitterbuffer appsrc appsink funnel)
+  matroskamux splitmuxsink identity progressreport queue tee fdsrc fdsink filesink capsfilter rtpbin rtpjitterbuffer appsrc appsink funnel
+  alsasrc audiotestsrc audioconvert audioresample volume level opusenc opusparse rtpopuspay rtpopusdepay)
 # Kept whatever ldd says, with what they depend on: loaded by name or read as data (Python, certificates,
 # time zones).
 KEEP_PATTERN='^(python3.*|libpython3.*|ca-certificates|tzdata|libsqlite3-0|libssl3|media-types|netbase)$'
@@ -86,6 +88,9 @@ done
 gst-launch-1.0 -q videotestsrc num-buffers=10 ! video/x-raw,width=320,height=240 ! x264enc tune=zerolatency sliced-threads=false \
   ! h264parse ! rtph264pay ! rtph264depay ! h264parse ! openh264dec ! videoconvert ! jpegenc ! fakesink \
   || { echo "slim: H.264 encode and decode fail after the trim" >&2; exit 1; }
+# The sound: a tone encoded as Opus, payloaded and back, as plugins/audio and the recorder do.
+gst-launch-1.0 -q audiotestsrc num-buffers=20 ! audioconvert ! audioresample ! volume ! level ! opusenc ! rtpopuspay ! rtpopusdepay ! opusparse ! fakesink \
+  || { echo "slim: Opus encode and payload fail after the trim" >&2; exit 1; }
 after=$(size_kb)
 echo "slim: removed ${#drop[@]} packages and $removed plugins that needed them: $(((before - after) / 1024)) MB; kept: $(tr '\n' ' ' <<<"$needed")"
 echo "slim: largest packages left (MB):"
