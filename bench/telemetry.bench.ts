@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
+import { segmentFileName } from '../core/naming'
 import { TestAutopilot } from '../tests/mavlink-autopilot'
 import { GroundStation } from '../tests/mavlink-gcs'
 import { startService } from '../tests/integration/service.helpers'
@@ -22,7 +23,7 @@ if (!Bun.which('gst-launch-1.0')) {
   process.exit(1)
 }
 
-/** The service's child whose command line names `file` (the recorder of that recording). */
+/** The service's child whose command line names `file` (the recorder of that recording: its files' stem). */
 function childWriting(parent: number, file: string): number {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
@@ -42,12 +43,14 @@ async function recordOnce(label: string) {
   const started = await call('POST', '/api/devices/start_recording', { bus_info: BUS })
   if (started.status !== 200) throw new Error(`start_recording: ${started.status} ${JSON.stringify(started.body)}`)
   const file = (await call('GET', '/api/devices')).body.find((d: any) => d.bus_info === BUS).recording.file as string
-  const path = join(service.dataDir, 'recordings', file)
+  const stem = file.replace(/\.mkv$/, '')
+  // Its first segment (docs/recordings.md), there once the first whole group of pictures is.
+  const path = join(service.dataDir, 'recordings', segmentFileName(stem, 1, 'mkv'))
   for (let i = 0; !statSync(path, { throwIfNoEntry: false })?.size; i++) {
     if (i > 200) throw new Error('the recording wrote nothing')
     await Bun.sleep(50)
   }
-  const recorder = childWriting(service.proc.pid, file)
+  const recorder = childWriting(service.proc.pid, stem)
   const t0 = [recorder, service.proc.pid].map(cpuTicks)
   const bytes0 = statSync(path).size
   const start = performance.now()
