@@ -78,7 +78,7 @@ test('a RECORDING stream writes a Matroska file named after the device into the 
   expect((await configure(false)).status).toBe(200)
   const files = recordings()
   expect(files.length).toBe(1)
-  expect(files[0]).toMatch(/_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.mkv$/)
+  expect(files[0]).toMatch(/_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_seg001\.mkv$/) // its first segment (docs/recordings.md)
   const d = discover(join(dir, files[0]!))
   expect(d.codec).toMatch(/H\.264/)
   expect([d.width, d.height]).toEqual([dev.width, dev.height])
