@@ -78,12 +78,15 @@ describe('buildPipeline', () => {
     expect(() => buildPipeline(job)).toThrow('cannot read pixel format Y10B')
   })
 
-  test('RECORDING goes into Matroska with short clusters and unbuffered writes', () => {
+  test('RECORDING goes into Matroska segments with short clusters and unbuffered writes', () => {
     for (const enc of ['H264', 'MJPG', 'SOFTWARE_H264'] as const) {
-      const p = line(buildPipeline(v4l2Job(enc, 'RECORDING'), { recordingPath: '/rec/cam0_2024-01-01_00-00-00.mkv' }))
-      expect(p).toStartWith('matroskamux name=mux')
-      expect(p).toContain('filesink location=/rec/cam0_2024-01-01_00-00-00.mkv buffer-mode=unbuffered')
-      expect(p).toEndWith('! queue ! mux.')
+      // The recording's base (no extension): its files are <base>_seg001.mkv, … (docs/recordings.md).
+      const p = line(buildPipeline(v4l2Job(enc, 'RECORDING'), { recordingPath: '/rec/cam0_2024-01-01_00-00-00' }))
+      expect(p).toStartWith('splitmuxsink name=mux')
+      expect(p).toContain('location=/rec/cam0_2024-01-01_00-00-00_seg%03d.mkv')
+      expect(p).toContain('muxer-factory=matroskamux muxer-properties=properties,min-cluster-duration=(guint64)250000000,max-cluster-duration=(guint64)250000000')
+      expect(p).toContain('sink-factory=filesink sink-properties=properties,buffer-mode=(int)2')
+      expect(p).toEndWith('! queue ! mux.video')
       expect(p).not.toContain('multiudpsink')
     }
     expect(() => buildPipeline(v4l2Job('H264', 'RECORDING'))).toThrow(/file path/)
