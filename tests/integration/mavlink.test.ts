@@ -151,8 +151,8 @@ test('udpout: heartbeats per camera, information, the RTSP URI, storage, a captu
   expect(start.ack.fields.result).toBe(MAV.RESULT_ACCEPTED)
   const recording = (await device(s, EHD)).recording
   expect(recording).toMatchObject({ active: true, error: null })
-  const listed = (await s.call('GET', '/api/recordings')).body.find((r: any) => `${r.name}.${r.format}` === recording.file)
-  expect(listed?.in_progress).toBe(true)
+  // Its first segment's file is there once the first whole group of pictures is (docs/recordings.md).
+  await until('the recording in progress in the list', () => s.call('GET', '/api/recordings'), (r) => r.body.find((x: any) => `${x.name}.${x.format}` === recording.file)?.in_progress === true, 10_000)
   await gcs.next('capture status showing 1.5 s of recording', (m) => m.name === 'CAMERA_CAPTURE_STATUS' && m.compid === ehd && m.fields.video_status === 1 && (m.fields.recording_time_ms as number) >= 1500, 15_000, start.sentAt)
   expect((await gcs.command(ehd, MAV.CMD_VIDEO_START_CAPTURE, [0, 0, 0])).ack.fields.result).toBe(MAV.RESULT_DENIED) // already recording
   const stop = await gcs.command(ehd, MAV.CMD_VIDEO_STOP_CAPTURE, [0, 0])
