@@ -203,8 +203,9 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   const lag = (probedAt - (tickWall + (onDisk - Number(tick.time_s)) * 1000)) / 1000
   console.log(`telemetry recording: ${onDisk.toFixed(2)} s on disk, ${lag.toFixed(2)} s behind the live edge (at most 0.25 s overstated)`)
   // The segmenter holds the group of pictures it collects (a key frame every second here): up to 1 s,
-  // plus the 0.25 s clusters and the 0.25 s this measure may overstate.
-  expect(lag).toBeLessThan(1.6)
+  // plus the 0.25 s clusters, the 0.25 s this measure may overstate and a loaded machine's delay (1.73 s
+  // seen in CI). A text pad that held video back would leave it further behind with every second.
+  expect(lag).toBeLessThan(2.5)
   const stopped = await s.call('POST', '/api/devices/stop_recording', { bus_info })
   expect(stopped.status).toBe(200)
 
