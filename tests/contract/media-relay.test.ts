@@ -85,6 +85,8 @@ test(`a loopback feeder of a relayed hub keeps forwarding while the main event l
   const inline = await longestGapWhileBlocked(false)
   console.log(`longest gap at the fed child while the main loop was blocked ${BLOCK_MS} ms: relay ${relayed.gap.toFixed(1)} ms (${relayed.n} packets), main loop ${inline.gap.toFixed(1)} ms (${inline.n} packets)`)
   expect(inline.gap).toBeGreaterThan(BLOCK_MS * 0.8) // the control: the block is real
-  expect(relayed.gap).toBeLessThan(BLOCK_MS / 3)
+  // Under emulation (the arm64 tier's qemu) the relay's own thread is slowed too: 244 ms seen on a loaded machine.
+  const emulated = !!process.env.PERISCOPE_TEST_BUN
+  expect(relayed.gap).toBeLessThan(emulated ? BLOCK_MS / 2 : BLOCK_MS / 3)
   expect(relayed.n).toBeGreaterThan(100)
 }, 30_000)
