@@ -81,8 +81,10 @@ while True:
   expect(counts.other).toBe(0)
   // The race was run, not refused throughout: both outcomes of the swap were met many times (how many
   // of each depends on the machine's load).
-  expect(counts.inside).toBeGreaterThan(20)
-  expect(counts.refused).toBeGreaterThan(20)
+  // Under emulation (the arm64 tier) the swapper outruns the service: 13 inside of 3,000 seen there.
+  const emulated = !!process.env.PERISCOPE_TEST_BUN
+  expect(counts.inside).toBeGreaterThan(emulated ? 5 : 20)
+  expect(counts.refused).toBeGreaterThan(emulated ? 5 : 20)
   // Every descriptor opened for a download was closed (8 keep-alive connections may stay).
   await until('the descriptors closed', async () => openFds(), (n) => n <= fdsBefore + 24)
   swapper.kill('SIGKILL')
