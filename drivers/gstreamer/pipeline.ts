@@ -133,12 +133,12 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
     tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', videoPad(i))
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
-  // The sound (the hub's Opus track, one timeline with silence while its card is out: a muxer waits for
-  // every track) as it is, after the video tracks, stamped as the video is: from its first packet's
-  // arrival on, by its RTP timestamps. It starts with the video's first key frame (recorder.ts).
+  // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
+  // is, after the video tracks, stamped on arrival (a sound child restarted in a slow VM came out silent
+  // when stamped from RTP timestamps alone). It starts with the video's first key frame (recorder.ts).
   if (soundPort) {
     tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
   }
   return tokens
 }

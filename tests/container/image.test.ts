@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { segmentFileName } from '../../core/naming'
 import { VERSION } from '../../core/version'
 import { jpegSize } from '../../plugins/jpeg/jpeg'
 import { readDockerfile } from '../../scripts/container/dockerfile'
@@ -150,10 +151,12 @@ describe('run as BlueOS creates it', () => {
 
     const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
     expect(started.status).toBe(200)
-    const onHost = join(dataDir, 'recordings', started.body.file)
+    // The recording's first segment (docs/recordings.md): <stem>_seg001.mkv.
+    const segment = segmentFileName(started.body.file.replace(/\.mkv$/, ''), 1, 'mkv')
+    const onHost = join(dataDir, 'recordings', segment)
     await waitFor('the recording growing on the host side of the volume', () => existsSync(onHost) && statSync(onHost).size > 50_000, 20_000)
     expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(200)
-    expect(readdirSync(join(dataDir, 'recordings'))).toContain(started.body.file)
+    expect(readdirSync(join(dataDir, 'recordings'))).toContain(segment)
     expect(existsSync(join(dataDir, 'periscope.sqlite'))).toBe(true)
 
     // The image carries OpenH264's decoder, not FFmpeg's (slim.sh): a snapshot of the H.264 stream is
