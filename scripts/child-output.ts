@@ -22,3 +22,13 @@ export function testCounts(output: string): { passed: number; failed: number } |
   const fail = [...output.matchAll(/^\s*(\d+) fail(?:ed)?\s*$/gm)].at(-1)
   return pass ? { passed: Number(pass[1]), failed: Number(fail?.[1] ?? 0) } : null
 }
+
+/**
+ * The names of the tests bun test reported failed (its "(fail) name [12.3ms]" lines, also behind the
+ * kernel VM's "[vm]" prefix), each once, in order: the run's summary repeats them, so the end of a long
+ * CI log says which tests failed.
+ */
+export function failedTests(output: string): string[] {
+  const names = [...output.matchAll(/^\s*(?:\[\w+\]\s*)?\(fail\)\s+(.*?)(?:\s+\[[\d.]+m?s\])?\s*$/gm)].map((m) => m[1]!)
+  return [...new Set(names)]
+}

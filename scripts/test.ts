@@ -5,7 +5,7 @@
 // "N passed, N failed". The rules are pure functions, tested in tests/contract/runner.test.ts.
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { echoAndCollect, testCounts } from './child-output'
+import { echoAndCollect, failedTests, testCounts } from './child-output'
 
 const ROOT = join(import.meta.dir, '..')
 const SETUP = join(ROOT, 'scripts', 'setup')
@@ -100,6 +100,9 @@ if (import.meta.main) {
   let passed = 0
   let failed = 0
   const summary: string[] = []
+  const failures: string[] = []
+  /** At most this many failed tests are named per tier in the summary. */
+  const NAMED_FAILURES = 25
   for (const tier of tiers) {
     console.log(`\n=== ${tier.name} tier ===`)
     const started = Date.now()
@@ -129,12 +132,16 @@ if (import.meta.main) {
       }
       verdict = tierVerdict(r, c, { ...limit, own: tier.minutes, budget })
       if (verdict.startsWith('FAILED') && (!c || c.failed === 0)) failed += 1 // count the tier itself
+      const names = failedTests(r.output)
+      for (const name of names.slice(0, NAMED_FAILURES)) failures.push(`${tier.name}: ${name}`)
+      if (names.length > NAMED_FAILURES) failures.push(`${tier.name}: … and ${names.length - NAMED_FAILURES} more`)
     } else failed += 1
     summary.push(`${tier.name.padEnd(12)} ${verdict} (${Math.round((Date.now() - started) / 1000)} s)`)
   }
 
   console.log('\n=== summary ===')
   for (const line of summary) console.log(line)
+  if (failures.length) console.log(`failed tests:\n${failures.map((f) => `  ${f}`).join('\n')}`)
   console.log(`took ${fmt(elapsedMinutes())} of the ${budget}-minute budget`)
   console.log(`${passed} passed, ${failed} failed`)
   process.exit(failed ? 1 : 0)

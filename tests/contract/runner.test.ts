@@ -4,7 +4,7 @@
 import { describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { testCounts } from '../../scripts/child-output'
+import { failedTests, testCounts } from '../../scripts/child-output'
 import { BUDGET_MINUTES, SETUP_MINUTES, stepLimit, tierVerdict, TIERS } from '../../scripts/test'
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
 import { BUN, tempDir } from '../helpers'
@@ -31,6 +31,13 @@ describe('a tier that ran no test fails', () => {
     const r = runFakeTier("test('one', () => {})")
     expect(r.code).toBe(0)
     expect(tierVerdict({ code: r.code, timedOut: false }, testCounts(r.output), uncut)).toBe('ok: 1 passed')
+  }, 60_000)
+
+  test("the failed tests are named, each once, from bun test's own output and from the VM's", () => {
+    const r = runFakeTier("import { expect } from 'bun:test'\ntest('fails, the answer is not 41', () => expect(1 + 41).toBe(41))\ntest('passes', () => {})")
+    expect(r.code).toBe(1)
+    expect(failedTests(r.output)).toEqual(['fails, the answer is not 41'])
+    expect(failedTests('  [vm] (fail) sound > the tone [12.50ms]\n(pass) fine [1ms]\n  [vm] (fail) sound > the tone [12.50ms]\n')).toEqual(['sound > the tone'])
   }, 60_000)
 
   test('no counts at all (a runner that printed nothing) with exit 0 is a failure', () => {
