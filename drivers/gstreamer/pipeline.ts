@@ -134,11 +134,13 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
   // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
-  // is, after the video tracks, stamped on arrival (a sound child restarted in a slow VM came out silent
-  // when stamped from RTP timestamps alone). It starts with the video's first key frame (recorder.ts).
+  // is, after the video tracks, stamped as the video is: from its first packet's arrival on, by its RTP
+  // timestamps (media/sound.ts keeps them one timeline). It starts with the video's first key frame
+  // (recorder.ts), so both first packets arrive together. Stamped on arrival instead (the jitter buffer's
+  // default mode), its start came 0.15–0.43 s after the video's in the file.
   if (soundPort) {
     tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
   }
   return tokens
 }
