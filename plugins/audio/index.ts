@@ -5,7 +5,7 @@
 // `audio_level` events and read by /metrics.
 import { Elysia, t } from 'elysia'
 import { createSocket, type Socket } from 'node:dgram'
-import { conflict, notFound } from '../../core/errors'
+import { conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { typed } from '../../core/validation'
@@ -14,6 +14,11 @@ import { AlsaBackend } from '../../drivers/alsa/backend'
 import { AudioRunner, audioPortOffset, type AudioPipeline } from '../../drivers/gstreamer/audio'
 import { parentDeathPrefix } from '../../media/children'
 import { SoundTimeline } from '../../media/sound'
+import { soundOnlyRtspPath } from '../rtsp/mounts'
+import { sdpSoundOnly } from '../../drivers/gstreamer/sdp'
+import { safeLabel } from '../../core/naming'
+import { StreamEndpointModel } from '../../core/schemas'
+import { MAX_SOUND_ONLY, SOUND_ONLY_NS, SoundOnlyStreams, type SoundOnlySettings } from './sound-only'
 
 const NS = 'audio'
 
@@ -70,6 +75,41 @@ const AudioStreamModel = t.Object({
   not_sent_to: t.Array(t.String(), { description: "Endpoints (host:port) the sound is not sent to: another stream's video goes there" }),
 })
 
+const SoundOnlyRequest = t.Object({
+  source: t.String({ description: 'The source (GET /api/audio/sources): one that no camera\'s stream carries' }),
+  endpoints: t.Array(StreamEndpointModel, { maxItems: 16, description: 'Where the Opus RTP goes: each endpoint\'s own port (payload type 111)' }),
+  enabled: t.Optional(t.Boolean({ description: 'Runs while true (default true)' })),
+  rate: t.Optional(t.Union([t.Integer({ minimum: 8000, maximum: 192000 }), t.Null()], { description: 'Capture rate in Hz; absent or null: 48000 when the source offers it, else its highest' })),
+  gain_db: t.Optional(t.Number({ minimum: GAIN_MIN_DB, maximum: GAIN_MAX_DB, description: 'Gain in dB (software, in the encoder)' })),
+  muted: t.Optional(t.Boolean()),
+})
+const SoundOnlySourceRequest = t.Object({ source: t.String({ description: 'The sound-only stream\'s source id' }) })
+const SoundOnlyRecordingModel = t.Union([
+  t.Object({
+    active: t.Boolean(),
+    file: t.Union([t.String(), t.Null()], { description: 'The recording as GET /api/recordings lists it' }),
+    started: t.Union([t.String(), t.Null()]),
+    bytes: t.Integer(),
+    error: t.Union([t.String(), t.Null()]),
+  }),
+  t.Null(),
+])
+const SoundOnlyModel = t.Object({
+  source: t.String(),
+  name: t.Union([t.String(), t.Null()], { description: "The source's name; null while it is unplugged" }),
+  enabled: t.Boolean(),
+  endpoints: t.Array(StreamEndpointModel),
+  state: t.Union(['off', 'starting', 'running', 'gone', 'backoff', 'error'].map((s) => t.Literal(s))),
+  error: t.Union([t.String(), t.Null()]),
+  rate: t.Integer(),
+  channels: t.Integer(),
+  gain_db: t.Number(),
+  muted: t.Boolean(),
+  level: Level,
+  rtsp_path: t.Union([t.String(), t.Null()], { description: 'The RTSP path while it runs (rtsp://<host>:<rtsp port><rtsp_path>)' }),
+  recording: SoundOnlyRecordingModel,
+})
+
 /** A running sound child with its loopback tap (the service's own copy of the RTP). */
 interface Running {
   runner: AudioRunner
@@ -87,7 +127,7 @@ interface Running {
 
 export default definePlugin({
   name: 'audio',
-  setup({ registry, events, store, log, lifecycle }) {
+  setup({ registry, events, store, log, lifecycle, config }) {
     const alsa = new AlsaBackend()
     registry.addAudioBackend(alsa, 'audio')
     const running = new Map<string, Running>()
@@ -96,17 +136,18 @@ export default definePlugin({
 
     const sources = (): AudioSource[] => registry.audioBackends().flatMap((b) => b.list())
     const backendOf = (id: string) => registry.audioBackends().find((b) => b.list().some((s) => s.id === id))
+    const soundOnlySettingsOf = (source: string) => store.get<SoundOnlySettings>(SOUND_ONLY_NS, source)
     const settingsOf = (bus_info: string): AudioSettings => ({ ...DEFAULTS, ...(store.get<Partial<AudioSettings>>(NS, bus_info) ?? {}) })
     /** The source a camera's stream carries: its choice, or its own microphone. */
     // The camera's own microphone, once seen: while it is unplugged the stream's sound waits for it ('gone').
     const ownMicrophone = new Map<string, string>()
     const sourceIdOf = (bus_info: string, settings = settingsOf(bus_info)): string | null => {
       if (settings.source !== 'auto') return settings.source
-      const own = sources().find((s) => s.usb_port === bus_info)?.id
+      const own = sources().find((s) => s.usb_port === bus_info && !soundOnlySettingsOf(s.id)?.enabled)?.id
       if (own) ownMicrophone.set(bus_info, own)
       return own ?? ownMicrophone.get(bus_info) ?? null
     }
-    const rateOf = (source: AudioSource | undefined, settings: AudioSettings): number => {
+    const rateOf = (source: AudioSource | undefined, settings: Pick<AudioSettings, 'rate'>): number => {
       if (settings.rate) return settings.rate
       if (!source?.rates || source.rates.includes(PREFERRED_RATE)) return PREFERRED_RATE
       return source.rates.at(-1)!
@@ -180,14 +221,42 @@ export default definePlugin({
       if (run?.key === key) return
       if (run) await stopRun(bus_info, run)
       if (running.has(bus_info)) return // another reconcile won meanwhile
-      const tap = createSocket('udp4')
-      tap.on('error', (err) => log.warn('audio tap socket failed', { bus_info, err }))
-      const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
-      // The hub of the job now (a restarted job has a new one; the sound follows it).
-      const timeline = new SoundTimeline((packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet))
       const skipped = soundEndpoints(job)?.skipped ?? []
       if (skipped.length) log.warn("a stream's sound is not sent where another stream's video goes", { bus_info, skipped })
-      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key, level: null, packets: 0, skipped }
+      // The hub of the job now (a restarted job has a new one; the sound follows it).
+      const entry = await startSound({
+        id,
+        settings,
+        key,
+        skipped,
+        about: { bus_info },
+        endpoints: () => soundEndpoints(job)?.endpoints ?? [],
+        send: (packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet),
+      })
+      running.set(bus_info, entry)
+      entry.runner.start()
+      entry.timeline.start()
+    }
+
+    /**
+     * A sound child (not started yet) with its loopback tap and its timeline: the sound of a camera's stream
+     * or of a sound-only one (sound-only.ts). `about` names it in events: {bus_info} or {source}.
+     */
+    async function startSound(spec: {
+      id: string
+      settings: Pick<AudioSettings, 'rate' | 'gain_db' | 'muted'>
+      key: string
+      skipped: string[]
+      about: Record<string, string | boolean>
+      endpoints: () => Endpoint[]
+      send: (packet: Uint8Array) => void
+    }): Promise<Running> {
+      const { id, settings, about } = spec
+      const tap = createSocket('udp4')
+      tap.on('error', (err) => log.warn('audio tap socket failed', { ...about, err }))
+      const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
+      const timeline = new SoundTimeline(spec.send)
+      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key: spec.key, level: null, packets: 0, skipped: spec.skipped }
       tap.on('message', (packet) => {
         entry.packets++
         timeline.packet(packet)
@@ -196,35 +265,78 @@ export default definePlugin({
         const source = sources().find((s) => s.id === id)
         const tokens = source && backendOf(id)?.sourceTokens(id, rateOf(source, settings), channelsOf(source))
         if (!tokens) return null
-        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...(soundEndpoints(job)?.endpoints ?? []), { host: '127.0.0.1', port: tapPort }] }
+        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...spec.endpoints(), { host: '127.0.0.1', port: tapPort }] }
       }
       const alsaSource = alsa.list().find((s) => s.id === id)
       entry.runner = new AudioRunner(
-        { gstLaunch, prefix, pipeline, node: alsaSource ? `/dev/snd/pcmC${alsaSource.card}D${alsaSource.device}c` : null },
+        { gstLaunch: gstLaunch!, prefix, pipeline, node: alsaSource ? `/dev/snd/pcmC${alsaSource.card}D${alsaSource.device}c` : null },
         {
           onState: (state, error) => {
             if (state !== 'running') entry.level = null
-            events.emit('audio_state', { bus_info, source: id, state, error })
+            events.emit('audio_state', { ...about, source: id, state, error })
           },
           onLevel: (level) => {
             entry.level = level
-            events.emit('audio_level', { bus_info, ...level })
+            events.emit('audio_level', { ...about, ...level })
           },
         },
       )
-      running.set(bus_info, entry)
-      entry.runner.start()
-      timeline.start()
+      return entry
     }
 
     async function stopRun(bus_info: string, run: Running): Promise<void> {
       if (running.get(bus_info) === run) running.delete(bus_info)
-      run.timeline.stop()
       // The hub hears first, so readers that follow 'audio_state' (RTSP's mounts) see the sound gone.
-      registry.get('streamer')?.live(bus_info)?.hub.sendSound(null)
+      await stopSound(run, () => registry.get('streamer')?.live(bus_info)?.hub.sendSound(null))
+    }
+
+    async function stopSound(run: Running, beforeStop: () => void = () => {}): Promise<void> {
+      run.timeline.stop()
+      beforeStop()
       await run.runner.stop()
       run.tap.close()
     }
+
+    const soundOnly = new SoundOnlyStreams<Running>({
+      log,
+      recordingsDir: () => config.recordingsDir,
+      gstLaunch,
+      prefix,
+      startSound,
+      stopSound: (run) => stopSound(run),
+      emit: (type, data) => events.emit(type, data),
+    })
+    const soundOnlyAll = () => store.list<SoundOnlySettings>(SOUND_ONLY_NS)
+    // One reconcile at a time per sound-only stream, as for the cameras'.
+    const soundOnlyQueue = new Map<string, Promise<void>>()
+    const scheduleSoundOnly = (source: string) => {
+      const next = (soundOnlyQueue.get(source) ?? Promise.resolve()).then(() => soundOnly.reconcile(source, soundOnlySettingsOf(source) ?? null)).catch((err) => log.warn('sound-only reconcile failed', { source, err }))
+      soundOnlyQueue.set(source, next)
+      void next.then(() => soundOnlyQueue.get(source) === next && soundOnlyQueue.delete(source))
+      return next
+    }
+    function soundOnlyStatus(source: string, settings: SoundOnlySettings) {
+      const found = sources().find((s) => s.id === source)
+      const run = soundOnly.run(source)
+      return {
+        source,
+        name: found?.name ?? null,
+        enabled: settings.enabled,
+        endpoints: settings.endpoints,
+        state: run?.runner.state ?? 'off',
+        error: run?.runner.error ?? (settings.enabled && !gstLaunch ? 'GStreamer (gst-launch-1.0) is not installed' : null),
+        rate: rateOf(found, settings),
+        channels: channelsOf(found),
+        gain_db: settings.gain_db,
+        muted: settings.muted,
+        level: run?.runner.state === 'running' ? run.level : null,
+        rtsp_path: soundOnly.hub(source) ? soundOnlyRtspPath(source) : null,
+        recording: soundOnly.recording(source),
+      }
+    }
+    /** The camera whose stream carries (or is set to carry) this source, or undefined. */
+    const cameraCarrying = (source: string, except?: string) =>
+      [...keys()].find((b) => b !== except && sourceIdOf(b) === source && (running.has(b) || settingsOf(b).source === source))
 
     /** Every job that runs or ran: the devices' and the sound children's. */
     const keys = () => {
@@ -249,13 +361,18 @@ export default definePlugin({
 
     const onSources = () => {
       events.emit('audio_sources', { sources: sources().map((s) => s.id) })
-      for (const run of running.values()) run.runner.sourcesChanged()
+      for (const run of [...running.values(), ...soundOnly.runsNow()]) run.runner.sourcesChanged()
       void reconcileAll()
     }
     let unsubscribers: (() => void)[] = []
     let sweeper: Timer | null = null
 
-    const service: AudioService = { streams: () => [...keys()].map(status), status: (bus_info) => status(bus_info) }
+    const service: AudioService = {
+      streams: () => [...keys()].map(status),
+      status: (bus_info) => status(bus_info),
+      soundOnly: () => soundOnly.live(),
+      activeRecordings: () => soundOnly.activeRecordings(),
+    }
     registry.provide('audio', service, 'audio')
 
     lifecycle({
@@ -271,12 +388,14 @@ export default definePlugin({
         sweeper = setInterval(() => void reconcileAll(), 2000)
         sweeper.unref?.()
         void reconcileAll()
+        for (const { key } of soundOnlyAll()) void scheduleSoundOnly(key)
       },
       async stop() {
         if (sweeper) clearInterval(sweeper)
         for (const off of unsubscribers) off()
         alsa.stop()
         await Promise.all([...running].map(([bus_info, run]) => stopRun(bus_info, run)))
+        await soundOnly.stopAll()
       },
       health() {
         const failing = [...running].filter(([, r]) => r.runner.state === 'backoff' || r.runner.state === 'gone')
@@ -324,6 +443,7 @@ export default definePlugin({
             if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
             const other = [...keys()].find((b) => b !== body.bus_info && sourceIdOf(b) === source.id && (running.has(b) || settingsOf(b).source === source.id))
             if (other) throw conflict(`The sound source '${source.id}' is in use by the stream of ${other}; attach another source there first (or null)`)
+            if (soundOnlySettingsOf(source.id)?.enabled) throw conflict(`The sound source '${source.id}' is streamed on its own (GET /api/audio/sound_only); disable that first`)
           }
           const source = id ? sources().find((s) => s.id === id) : undefined
           if (body.rate && source?.rates && !source.rates.includes(body.rate))
@@ -340,6 +460,104 @@ export default definePlugin({
             body: AttachRequest,
             ok: AudioStreamModel,
             errors: [404, 409, 507],
+          }),
+        },
+      )
+      .get('/api/audio/sound_only', () => soundOnlyAll().map(({ key, value }) => soundOnlyStatus(key, value)), {
+        ...docs({ tag, summary: 'Sound-only streams (a hydrophone with no camera): each one\'s endpoints, state, level, RTSP path and recording', ok: t.Array(SoundOnlyModel) }),
+      })
+      .post(
+        '/api/audio/sound_only/configure',
+        typed({ body: SoundOnlyRequest }, async ({ body }) => {
+          const source = sources().find((s) => s.id === body.source)
+          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const camera = cameraCarrying(source.id)
+          if (camera) throw conflict(`The sound source '${source.id}' is in use by the stream of ${camera}; attach another source there first (POST /api/audio/attach with null)`)
+          const before = soundOnlySettingsOf(source.id)
+          if (!before && soundOnlyAll().length >= MAX_SOUND_ONLY) {
+            registry.limitHit('sound_only_streams')
+            throw unavailable(`There are ${MAX_SOUND_ONLY} sound-only streams already, the most there may be; remove one first (POST /api/audio/sound_only/remove)`)
+          }
+          if (body.rate && source.rates && !source.rates.includes(body.rate))
+            throw conflict(`The sound source '${source.id}' (${source.name}) captures at ${source.rates.join(', ')} Hz, not ${body.rate} Hz`)
+          const taken = otherVideoPorts('')
+          const clash = body.endpoints.find((e) => taken.has(`${e.host}:${e.port}`))
+          if (clash) throw conflict(`A camera's video goes to ${clash.host}:${clash.port}; give the sound-only stream another port`)
+          const next: SoundOnlySettings = {
+            endpoints: body.endpoints.map((e) => ({ host: e.host, port: e.port })),
+            enabled: body.enabled ?? true,
+            rate: body.rate ?? null,
+            gain_db: body.gain_db ?? before?.gain_db ?? 0,
+            muted: body.muted ?? before?.muted ?? false,
+          }
+          store.set(SOUND_ONLY_NS, source.id, next)
+          await scheduleSoundOnly(source.id)
+          return soundOnlyStatus(source.id, next)
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'Stream a sound source on its own (saved): Opus RTP to each endpoint, an RTSP mount, recordable, heard in the console',
+            description: "One per source. A source a camera's stream carries is refused (409), as is a port where a camera's video goes. docs/sound.md.",
+            body: SoundOnlyRequest,
+            ok: SoundOnlyModel,
+            errors: [404, 409, 503, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/sound_only/remove',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          store.delete(SOUND_ONLY_NS, body.source)
+          await scheduleSoundOnly(body.source)
+          return { success: true }
+        }),
+        { ...docs({ tag, summary: 'Stop and forget a sound-only stream (its recording, if any, is closed and kept)', body: SoundOnlySourceRequest, ok: t.Object({ success: t.Boolean() }), errors: [404, 507] }) },
+      )
+      .post(
+        '/api/audio/sound_only/start_recording',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          const state = await soundOnly.startRecording(body.source, safeLabel(body.source))
+          if (!state) throw conflict(`The sound-only stream of '${body.source}' is not running: enable it first (POST /api/audio/sound_only/configure)`)
+          return state
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'Record a sound-only stream: a Matroska file with its Opus track, listed by GET /api/recordings',
+            body: SoundOnlySourceRequest,
+            ok: SoundOnlyRecordingModel,
+            errors: [404, 409, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/sound_only/stop_recording',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          return (await soundOnly.stopRecording(body.source)) ?? soundOnly.recording(body.source)
+        }),
+        { ...docs({ tag, summary: "Stop a sound-only stream's recording (the file is closed and kept)", body: SoundOnlySourceRequest, ok: SoundOnlyRecordingModel, errors: [404] }) },
+      )
+      .get(
+        '/api/audio/sound_only/sdp',
+        typed({ query: SoundOnlySourceRequest }, ({ query }) => {
+          const settings = soundOnlySettingsOf(query.source)
+          if (!settings) throw notFound(`No sound-only stream of '${query.source}' (GET /api/audio/sound_only lists them)`)
+          const endpoint = settings.endpoints[0]
+          if (!endpoint) throw conflict(`The sound-only stream of '${query.source}' has no endpoint`)
+          const found = sources().find((s) => s.id === query.source)
+          return new Response(sdpSoundOnly(endpoint, channelsOf(found), query.source), { headers: { 'content-type': 'application/sdp' } })
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'SDP description of a sound-only stream (its first endpoint), for VLC or GStreamer',
+            query: SoundOnlySourceRequest,
+            ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
+            errors: [404, 409],
           }),
         },
       )
