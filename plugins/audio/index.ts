@@ -107,6 +107,7 @@ const SoundOnlyModel = t.Object({
   muted: t.Boolean(),
   level: Level,
   rtsp_path: t.Union([t.String(), t.Null()], { description: 'The RTSP path while it runs (rtsp://<host>:<rtsp port><rtsp_path>)' }),
+  whep_path: t.Union([t.String(), t.Null()], { description: 'Where a browser hears it over WebRTC while it runs (WHEP; an offer with an audio section)' }),
   recording: SoundOnlyRecordingModel,
 })
 
@@ -331,6 +332,7 @@ export default definePlugin({
         muted: settings.muted,
         level: run?.runner.state === 'running' ? run.level : null,
         rtsp_path: soundOnly.hub(source) ? soundOnlyRtspPath(source) : null,
+        whep_path: soundOnly.hub(source) ? `/api/streams/${encodeURIComponent(`sound:${source}`)}/whep` : null,
         recording: soundOnly.recording(source),
       }
     }

@@ -7,6 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { PeriscopePlugin } from '../../core/plugin'
+import { launchBrowser, openOffer, withPage } from './browser'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
 import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, segmentFile, waitFor } from './gstreamer.helpers'
 
@@ -18,7 +19,7 @@ const rtspPort = freeTcpPort()
 beforeAll(async () => {
   requireGStreamer()
   requireRtspClients()
-  plugins = await Promise.all(['mock', 'cameras', 'preferences', 'gstreamer', 'audio', 'metrics', 'rtsp', 'recordings'].map(loadPlugin))
+  plugins = await Promise.all(['mock', 'cameras', 'preferences', 'gstreamer', 'audio', 'metrics', 'rtsp', 'recordings', 'whep', 'console'].map(loadPlugin))
   s = await startTestServer({ plugins, dataDir, config: { simulate: 'single', rtspPort } })
 })
 afterAll(async () => {
@@ -139,6 +140,68 @@ test('a sound-only recording is a Matroska file with the Opus track, listed by /
     expect(Number(probed.format.duration)).toBeGreaterThan(2)
   } finally {
     rtp.close()
+    await configure(port, false)
+  }
+}, 150_000)
+
+test("Chromium hears a sound-only stream over WHEP (an audio-only offer), and the console's card plays it on Listen", async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    await waitRunning()
+    const path = (await status()).whep_path
+    expect(path).toBe(`/api/streams/${encodeURIComponent('sound:sim:hydrophone')}/whep`)
+    await withPage(s.url, async (page) => {
+      // An offer with video only is refused with a sentence: there is no video.
+      const videoOnly = await openOffer(page, path, 'v', ['video'], 'max-bundle')
+      expect(videoOnly.status).toBe(400)
+      expect(videoOnly.detail).toContain('audio')
+      const opened = await openOffer(page, path, 'a', ['audio'], 'max-bundle')
+      expect(opened.status).toBe(201)
+      expect(opened.error).toBeUndefined()
+      await page.evaluate(() => {
+        const w = globalThis as any
+        const receiver = w.pcs.a.getReceivers().find((r: any) => r.track.kind === 'audio')
+        const audio = w.document.createElement('audio')
+        audio.autoplay = true
+        audio.srcObject = new w.MediaStream([receiver.track])
+        w.document.body.appendChild(audio)
+      })
+      const energy = () =>
+        page.evaluate(async () => {
+          let found = 0
+          ;(await (globalThis as any).pcs.a.getStats()).forEach((r: any) => {
+            if (r.type === 'inbound-rtp' && r.kind === 'audio') found = r.totalAudioEnergy ?? 0
+          })
+          return found
+        })
+      await until('the browser hearing the hydrophone (totalAudioEnergy > 0)', async () => (await energy()) > 0, 30_000)
+    })
+
+    const browser = await launchBrowser()
+    try {
+      const page = await browser.newPage()
+      await page.goto(`${s.url}/`, { waitUntil: 'domcontentloaded' })
+      const card = `article[data-sound-only="${SOURCE}"]`
+      await page.waitForFunction((sel: string) => {
+        const meter = (globalThis as any).document.querySelector(`${sel} .sound[data-sound="running"] [role="meter"]`)
+        return meter && Number(meter.getAttribute('aria-valuenow')) > -40
+      }, { timeout: 30_000 }, card)
+      const viewers = () => s.ctx.registry.webrtcViewers(`sound:${SOURCE}`)
+      // The session above may linger until its idle timeout (its page closed without a DELETE).
+      const before = viewers()
+      await page.click(`${card} [data-action="listen"]`)
+      await page.waitForFunction((sel: string) => {
+        const audio = (globalThis as any).document.querySelector(`${sel} audio`)
+        return audio?.srcObject?.getAudioTracks().length === 1
+      }, { timeout: 30_000 }, card)
+      await waitFor('a WHEP session of the console', () => viewers() === before + 1, 30_000)
+      await page.click(`${card} [data-action="listen"]`)
+      await waitFor('the session ended when Listen is released', () => viewers() <= before, 30_000)
+    } finally {
+      await browser.close()
+    }
+  } finally {
     await configure(port, false)
   }
 }, 150_000)
