@@ -5,12 +5,13 @@
 // `audio_level` events and read by /metrics.
 import { Elysia, t } from 'elysia'
 import { createSocket, type Socket } from 'node:dgram'
-import { conflict, notFound, unavailable } from '../../core/errors'
+import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { typed } from '../../core/validation'
 import type { AudioService, AudioSource, AudioStreamStatus, Endpoint, StreamJob } from '../../core/types'
 import { AlsaBackend } from '../../drivers/alsa/backend'
+import { MixerError, readCaptureMixer, setCaptureMixer, type CaptureMixer } from '../../drivers/alsa/mixer'
 import { AudioRunner, audioPortOffset, type AudioPipeline } from '../../drivers/gstreamer/audio'
 import { parentDeathPrefix } from '../../media/children'
 import { SoundTimeline } from '../../media/sound'
@@ -49,6 +50,31 @@ const SetAudioRequest = t.Object({
   muted: t.Optional(t.Boolean({ description: 'Muted: silence is sent, the meter still shows what the source hears' })),
 })
 
+const MIXER_NS = 'audio.mixer'
+/** What is saved per ALSA source: its card's capture volume (the card's steps) and switch, set again when it is plugged in. */
+interface MixerSettings {
+  volume?: number
+  capture?: boolean
+}
+const MixerModel = t.Union(
+  [
+    t.Object({
+      control: t.Union([t.String(), t.Null()], { description: "The card's simple control used for the capture volume ('Mic',0), or null: none" }),
+      volume: t.Union([t.Object({ value: t.Integer(), min: t.Integer(), max: t.Integer(), db: t.Union([t.Number(), t.Null()]) }), t.Null()], {
+        description: "The capture volume in the card's own steps, its range, and its dB when the driver says; null: the card has none (use gain_db)",
+      }),
+      capture: t.Union([t.Boolean(), t.Null()], { description: "The card's capture switch (false: the card captures silence); null: it has none (use muted)" }),
+    }),
+    t.Null(),
+  ],
+  { description: "The sound card's own capture mixer (ALSA, read with amixer); null for a simulated source or when it cannot be read" },
+)
+const MixerRequest = t.Object({
+  source: t.String({ description: 'An ALSA source (GET /api/audio/sources)' }),
+  volume: t.Optional(t.Integer({ description: "The card's capture volume, in its own steps (mixer.volume.min … max)" })),
+  capture: t.Optional(t.Boolean({ description: "The card's capture switch" })),
+})
+
 const Level = t.Union([t.Object({ peak_db: t.Number(), rms_db: t.Number() }), t.Null()])
 const AudioSourceModel = t.Object({
   id: t.String(),
@@ -59,6 +85,7 @@ const AudioSourceModel = t.Object({
   rates: t.Union([t.Array(t.Integer()), t.Null()]),
   camera: t.Union([t.String(), t.Null()], { description: 'The camera on the same USB port (its own microphone), or null' }),
   used_by: t.Array(t.String(), { description: 'Streams (bus_info) that carry this source' }),
+  mixer: MixerModel,
 })
 const AudioStreamModel = t.Object({
   bus_info: t.String(),
@@ -298,6 +325,31 @@ export default definePlugin({
       run.tap.close()
     }
 
+    /** The card's capture mixer of an ALSA source; null for a simulated one. Throws MixerError. */
+    const mixerOf = async (source: string): Promise<CaptureMixer | null> => {
+      const card = alsa.list().find((s) => s.id === source)?.card
+      return card === undefined ? null : readCaptureMixer(card)
+    }
+    const publicMixer = (m: CaptureMixer | null) => (m ? { control: m.control, volume: m.volume, capture: m.capture } : null)
+    /** Sets the saved mixer of the ALSA sources just plugged in (a card forgets its mixer when unplugged). */
+    const mixerApplied = new Set<string>()
+    const applySavedMixers = async () => {
+      const present = new Set(alsa.list().map((s) => s.id))
+      for (const id of [...mixerApplied]) if (!present.has(id)) mixerApplied.delete(id)
+      for (const id of present) {
+        if (mixerApplied.has(id)) continue
+        mixerApplied.add(id)
+        const saved = store.get<MixerSettings>(MIXER_NS, id)
+        if (!saved) continue
+        try {
+          const mixer = await mixerOf(id)
+          if (mixer) await setCaptureMixer(alsa.list().find((s) => s.id === id)!.card, mixer, saved)
+        } catch (err) {
+          log.warn("a sound card's saved capture mixer could not be set again", { source: id, error: (err as Error).message })
+        }
+      }
+    }
+
     const soundOnly = new SoundOnlyStreams<Running>({
       log,
       recordingsDir: () => config.recordingsDir,
@@ -364,6 +416,7 @@ export default definePlugin({
     const onSources = () => {
       events.emit('audio_sources', { sources: sources().map((s) => s.id) })
       for (const run of [...running.values(), ...soundOnly.runsNow()]) run.runner.sourcesChanged()
+      void applySavedMixers()
       void reconcileAll()
     }
     let unsubscribers: (() => void)[] = []
@@ -391,6 +444,7 @@ export default definePlugin({
         sweeper.unref?.()
         void reconcileAll()
         for (const { key } of soundOnlyAll()) void scheduleSoundOnly(key)
+        void applySavedMixers()
       },
       async stop() {
         if (sweeper) clearInterval(sweeper)
@@ -415,7 +469,7 @@ export default definePlugin({
     return new Elysia({ name: 'periscope:audio' })
       .get(
         '/api/audio/sources',
-        () => {
+        async () => {
           const all = sources()
           const users = new Map<string, string[]>()
           for (const bus_info of keys()) {
@@ -426,7 +480,8 @@ export default definePlugin({
           try {
             cameras = registry.deviceDirectory().devices().map((d) => d.bus_info)
           } catch {}
-          return all.map((s) => ({ id: s.id, name: s.name, kind: s.kind, usb_port: s.usb_port, channels: s.channels, rates: s.rates, camera: s.usb_port && cameras.includes(s.usb_port) ? s.usb_port : null, used_by: users.get(s.id) ?? [] }))
+          const mixers = await Promise.all(all.map((s) => mixerOf(s.id).catch(() => null)))
+          return all.map((s, i) => ({ id: s.id, name: s.name, kind: s.kind, usb_port: s.usb_port, channels: s.channels, rates: s.rates, camera: s.usb_port && cameras.includes(s.usb_port) ? s.usb_port : null, used_by: users.get(s.id) ?? [], mixer: publicMixer(mixers[i] ?? null) }))
         },
         { ...docs({ tag, summary: 'Sound sources: ALSA capture devices and simulated ones, with the camera each belongs to', ok: t.Array(AudioSourceModel) }) },
       )
@@ -462,6 +517,42 @@ export default definePlugin({
             body: AttachRequest,
             ok: AudioStreamModel,
             errors: [404, 409, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/mixer',
+        typed({ body: MixerRequest }, async ({ body }) => {
+          const source = sources().find((s) => s.id === body.source)
+          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const card = alsa.list().find((s) => s.id === source.id)?.card
+          if (card === undefined) throw conflict(`The sound source '${source.id}' is not an ALSA sound card and has no mixer: use gain_db and muted (POST /api/audio/set), applied in the encoder`)
+          try {
+            const mixer = await readCaptureMixer(card)
+            if (body.volume !== undefined) {
+              if (!mixer.volume) throw conflict(`The sound card of '${source.id}' (${source.name}) has no capture volume in its mixer: use gain_db (POST /api/audio/set), applied in the encoder`)
+              if (body.volume < mixer.volume.min || body.volume > mixer.volume.max)
+                throw conflict(`The capture volume of '${source.id}' (${mixer.control}) goes from ${mixer.volume.min} to ${mixer.volume.max}, not ${body.volume}`)
+            }
+            if (body.capture !== undefined && mixer.capture === null)
+              throw conflict(`The sound card of '${source.id}' (${source.name}) has no capture switch in its mixer: use muted (POST /api/audio/set), applied in the encoder`)
+            const after = await setCaptureMixer(card, mixer, body)
+            const saved = store.get<MixerSettings>(MIXER_NS, source.id) ?? {}
+            store.set(MIXER_NS, source.id, { ...saved, ...(body.volume !== undefined && { volume: body.volume }), ...(body.capture !== undefined && { capture: body.capture }) })
+            return publicMixer(after)!
+          } catch (err) {
+            if (!(err instanceof MixerError)) throw err
+            throw err.kind === 'missing' ? unavailable(err.message) : new HttpError(502, err.message)
+          }
+        }),
+        {
+          ...docs({
+            tag,
+            summary: "Set a sound card's own capture volume and switch (its ALSA mixer; saved, set again when the card is plugged in)",
+            description: "Where the card has them (GET /api/audio/sources: mixer). A simulated source or a card without the control: 409, with what to use instead (gain_db, muted: the encoder's).",
+            body: MixerRequest,
+            ok: MixerModel,
+            errors: [404, 409, 502, 503, 507],
           }),
         },
       )

@@ -1,4 +1,4 @@
-// A stream's sound on its camera card: the level the vehicle measures (audio_level events, twice a
+// A stream's sound on its camera card: the sound card's own capture gain and switch where its ALSA mixer has them, the level the vehicle measures (audio_level events, twice a
 // second) as a meter, and the stream's mute switch (POST /api/audio/set: saved on the vehicle; a muted
 // stream sends silence to every receiver, the meter still shows what the microphone hears). Hearing it
 // here is the preview's own "Listen" button (preview.tsx): browsers start media muted.
@@ -31,6 +31,57 @@ async function load(): Promise<void> {
   }
 }
 
+/** A sound card's own capture mixer (GET /api/audio/sources: mixer; null for a simulated source). */
+interface Mixer {
+  control: string | null
+  volume: { value: number; min: number; max: number; db: number | null } | null
+  capture: boolean | null
+}
+/** Each source's card mixer, by source id. */
+const mixers = new Value<ReadonlyMap<string, Mixer | null>>(new Map())
+
+async function loadMixers(): Promise<void> {
+  try {
+    const list = await get<{ id: string; mixer: Mixer | null }[]>('/api/audio/sources')
+    mixers.set(new Map(list.map((s) => [s.id, s.mixer])))
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e
+    mixers.set(new Map())
+  }
+}
+
+/** The card's capture volume (a slider in its own steps) and switch, where the card has them (POST /api/audio/mixer, saved). */
+function CardMixer({ source }: { source: string }) {
+  const mixer = useValue(mixers).get(source)
+  const [problem, setProblem] = useState<string | null>(null)
+  if (!mixer || (mixer.volume === null && mixer.capture === null)) return null
+  const set = async (change: { volume?: number; capture?: boolean }) => {
+    setProblem(null)
+    try {
+      const next = await post<Mixer>('/api/audio/mixer', { source, ...change })
+      mixers.set(new Map(mixers.get()).set(source, next))
+    } catch (e) {
+      setProblem(e instanceof ApiError ? e.detail : String(e))
+    }
+  }
+  return (
+    <span class="card-mixer" data-mixer={source}>
+      {mixer.volume && (
+        <label title={`The sound card's own capture volume (${mixer.control}), ${mixer.volume.min} … ${mixer.volume.max}${mixer.volume.db === null ? '' : `, now ${mixer.volume.db} dB`}`}>
+          <span class="muted">Card gain</span>{' '}
+          <input type="range" data-action="card-gain" min={mixer.volume.min} max={mixer.volume.max} value={mixer.volume.value} onChange={(e) => void set({ volume: Number((e.target as HTMLInputElement).value) })} />
+        </label>
+      )}
+      {mixer.capture !== null && (
+        <button type="button" class="small" role="switch" aria-checked={mixer.capture} data-action="card-capture" onClick={() => void set({ capture: !mixer.capture })} title="The sound card's own capture switch (its ALSA mixer; saved)">
+          {mixer.capture ? 'Card on' : 'Card off'}
+        </button>
+      )}
+      {problem && <span class="error-text">{problem}</span>}
+    </span>
+  )
+}
+
 function patch(bus_info: string, change: Partial<Sound>): void {
   const current = sounds.get().get(bus_info)
   if (!current) return
@@ -42,8 +93,10 @@ function follow(): void {
   if (started) return
   started = true
   void load()
-  on('connected', () => void load())
+  void loadMixers()
+  on('connected', () => (void load(), void loadMixers()))
   on('audio_state', () => void load())
+  on('audio_sources', () => void loadMixers())
   on('audio_level', (data) => {
     if (data?.sound_only) patchSoundOnly(String(data.source), { level: { peak_db: data.peak_db, rms_db: data.rms_db } })
     else patch(String(data?.bus_info), { level: { peak_db: data.peak_db, rms_db: data.rms_db } })
@@ -82,6 +135,7 @@ export function SoundBar({ d }: { d: Device }) {
       <button type="button" class="small" role="switch" aria-checked={sound.muted} data-action="mute" disabled={busy} onClick={toggle} title="Mute the stream's sound for every receiver (saved on the vehicle)">
         {sound.muted ? 'Muted' : 'Mute'}
       </button>
+      <CardMixer source={sound.source} />
       {sound.state !== 'running' && sound.state !== 'off' && <span class="error-text">{sound.error ?? sound.state}</span>}
       {problem && <span class="error-text">{problem}</span>}
     </div>
@@ -185,6 +239,7 @@ function SoundOnlyCard({ s }: { s: SoundOnly }) {
             {listening ? 'Sound on' : 'Listen'}
           </button>
         )}
+        <CardMixer source={s.source} />
         {s.state !== 'running' && s.state !== 'off' && <span class="error-text">{s.error ?? s.state}</span>}
         {problem && <span class="error-text">{problem}</span>}
       </div>
