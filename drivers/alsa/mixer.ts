@@ -102,14 +102,27 @@ async function amixer(args: string[]): Promise<string> {
   return out
 }
 
-/** The card's capture mixer now. */
-export async function readCaptureMixer(card: number): Promise<CaptureMixer> {
-  return captureMixerOf(parseScontents(await amixer(['-c', String(card), 'scontents'])))
+/**
+ * How long a card's mixer, once read, answers again without a new amixer (GET /api/audio/sources reads every
+ * card's: many requests at once share one child per card instead of spawning one each).
+ */
+export const MIXER_READ_CACHE_MS = 1000
+const reads = new Map<number, { at: number; mixer: Promise<CaptureMixer> }>()
+
+/** The card's capture mixer (read at most once per MIXER_READ_CACHE_MS; a set reads it afresh). */
+export function readCaptureMixer(card: number): Promise<CaptureMixer> {
+  const cached = reads.get(card)
+  if (cached && performance.now() - cached.at < MIXER_READ_CACHE_MS) return cached.mixer
+  const mixer = amixer(['-c', String(card), 'scontents']).then((out) => captureMixerOf(parseScontents(out)))
+  reads.set(card, { at: performance.now(), mixer })
+  mixer.catch(() => reads.get(card)?.mixer === mixer && reads.delete(card))
+  return mixer
 }
 
 /** Sets the capture volume (the card's steps) and/or the capture switch; resolves with the mixer after. */
 export async function setCaptureMixer(card: number, mixer: CaptureMixer, change: { volume?: number; capture?: boolean }): Promise<CaptureMixer> {
   if (change.volume !== undefined && mixer.control) await amixer(['-c', String(card), '--', 'sset', mixer.control, String(change.volume)])
   if (change.capture !== undefined && mixer.switchControl) await amixer(['-c', String(card), '--', 'sset', mixer.switchControl, change.capture ? 'cap' : 'nocap'])
+  reads.delete(card)
   return readCaptureMixer(card)
 }
