@@ -4,10 +4,14 @@
 //     and the sound child's own share.
 //  2. Audio-to-video skew at an RTSP receiver (ffprobe over TCP, the server's order): for each video frame,
 //     its time minus the time of the sound packet that arrived just before it; p50 and p99 over SKEW_SECONDS.
+//  3. Audio-to-video skew at a WHEP receiver (Chromium, one session with both tracks in one media stream, as
+//     the console plays them): every 100 ms, the video's estimatedPlayoutTimestamp minus the audio's (the
+//     sender's time of what each plays out now, from werift's RTCP sender reports); p50 and p99 over SKEW_SECONDS.
 // `bun run bench/sound.bench.ts [--seconds 20] [--skew-seconds 10]`
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { openOffer, withPage } from '../tests/integration/browser'
 import { TICK, cpuTicks, freePort, numberArg, waitHttp } from './lib'
 
 const SECONDS = numberArg('seconds', 20)
@@ -104,6 +108,46 @@ try {
   skews.sort((a, b) => a - b)
   const q = (f: number) => skews[Math.min(skews.length - 1, Math.floor(skews.length * f))]!
   console.log(`   ${skews.length} video frames; video time − sound time: p50 ${q(0.5).toFixed(1)} ms, p99 ${q(0.99).toFixed(1)} ms, min ${skews[0]!.toFixed(1)} ms, max ${skews.at(-1)!.toFixed(1)} ms`)
+
+  console.log(`3. audio-to-video skew at a WHEP receiver (Chromium, estimatedPlayoutTimestamp), ${SKEW_SECONDS} s`)
+  {
+    await withPage(url, async (page) => {
+      const opened = await openOffer(page, `/api/streams/${encodeURIComponent(EHD)}/whep`, 'av', ['audio', 'video'], 'max-bundle')
+      if (opened.status !== 201) throw new Error(`WHEP: ${opened.status} ${opened.detail}`)
+      // Played as the console plays it: both tracks of one media stream in one element.
+      await page.evaluate(() => {
+        const w = globalThis as any
+        const media = new w.MediaStream(w.pcs.av.getReceivers().map((r: any) => r.track))
+        const video = w.document.createElement('video')
+        video.muted = true
+        video.autoplay = true
+        video.srcObject = media
+        w.document.body.appendChild(video)
+      })
+      const sample = () =>
+        page.evaluate(async () => {
+          const at: Record<string, number> = {}
+          ;(await (globalThis as any).pcs.av.getStats()).forEach((r: any) => {
+            if (r.type === 'inbound-rtp' && r.estimatedPlayoutTimestamp) at[r.kind] = r.estimatedPlayoutTimestamp
+          })
+          return at
+        })
+      // Until both tracks play out (and the browser has the sender reports that map them to one clock).
+      for (const deadline = Date.now() + 30_000; ; await Bun.sleep(200)) {
+        const at = await sample()
+        if (at.audio && at.video) break
+        if (Date.now() > deadline) throw new Error(`Chromium reports no estimatedPlayoutTimestamp for ${at.audio ? 'video' : 'audio'}`)
+      }
+      const skews: number[] = []
+      for (const end = Date.now() + SKEW_SECONDS * 1000; Date.now() < end; await Bun.sleep(100)) {
+        const at = await sample()
+        if (at.audio && at.video) skews.push(at.video - at.audio)
+      }
+      skews.sort((a, b) => a - b)
+      const q = (f: number) => skews[Math.min(skews.length - 1, Math.floor(skews.length * f))]!
+      console.log(`   ${skews.length} samples; video − audio: p50 ${q(0.5).toFixed(1)} ms, p99 ${q(0.99).toFixed(1)} ms, min ${skews[0]!.toFixed(1)} ms, max ${skews.at(-1)!.toFixed(1)} ms`)
+    })
+  }
   console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
 } finally {
   service.kill('SIGTERM')

@@ -19,9 +19,9 @@ export type EventType =
   | 'record_while_armed'
   /** A log entry at warn or above (core/log.ts): why a stream failed, a device refused, … */
   | 'log'
-  /** A stream's sound level, every half second while it runs: {bus_info, peak_db, rms_db} (dBFS). */
+  /** A stream's sound level, every half second while it runs: {bus_info, peak_db, rms_db} (dBFS); a sound-only stream's: {source, sound_only: true, …}. */
   | 'audio_level'
-  /** A stream's sound started, stopped or failed: {bus_info, source, state, error}. */
+  /** A stream's sound started, stopped or failed: {bus_info, source, state, error}; a sound-only stream's has sound_only: true and no bus_info. */
   | 'audio_state'
   /** Sound sources were plugged or unplugged: {sources: ids}. */
   | 'audio_sources'

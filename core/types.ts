@@ -229,6 +229,10 @@ export interface AudioStreamStatus {
 export interface AudioService {
   streams(): AudioStreamStatus[]
   status(bus_info: string): AudioStreamStatus | undefined
+  /** Sound-only streams (a hydrophone with no camera) that run now, with their hubs: RTSP mounts them at `/sound/<source>`. */
+  soundOnly(): { source: string; hub: StreamHub }[]
+  /** The recording files sound-only streams write now. */
+  activeRecordings(): string[]
 }
 
 // ---- streaming (drivers/gstreamer) ----

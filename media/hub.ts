@@ -137,6 +137,11 @@ export interface HubOptions {
   relay?: boolean
   /** Seconds of each member's last groups of pictures kept for a recording's start (H.264; 0 = none): PreRecordRing. */
   preRecordSeconds?: number
+  /**
+   * The stream will carry sound (plugins/audio has a source for it): hasSound is true from the start,
+   * before the sound's first packet, so a recording started in the stream's first instants has the track.
+   */
+  sound?: boolean
 }
 
 /** A loopback feeder served by the relay's thread: no queue here, the thread sends as packets come. */
@@ -282,7 +287,7 @@ export class MediaHub implements StreamHub {
   private relayIds: number[] = []
   closed = false
   private readonly soundSlots = new Set<Slot>()
-  private soundOn = false
+  private soundOn: boolean
   private soundSent = { bytes: 0, packets: 0 }
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
@@ -302,6 +307,7 @@ export class MediaHub implements StreamHub {
     this.rings = this.encoding === 'H264' && pre > 0 ? this.cameras.map(() => new PreRecordRing(pre)) : []
     this.relayed = this.cameras.map(() => new Set())
     this.useRelay = options.relay ?? false
+    this.soundOn = options.sound ?? false
   }
 
   get members(): number {

@@ -151,7 +151,10 @@ export class Recorder {
       // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
       this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
     }
-    if (soundPort) {
+    if (soundPort && hub.members === 0) {
+      // A sound-only stream (plugins/audio/sound-only.ts): no video to wait for.
+      this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder' }))
+    } else if (soundPort) {
       // The sound starts with the video's first key frame, so both tracks start together in the file.
       const watch = hub.read(0, {
         name: 'recorder-start',

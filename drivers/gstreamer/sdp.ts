@@ -27,3 +27,10 @@ export function sdp(stream: Stream, endpoint: Endpoint, members = 1, name = 'Per
   }
   return lines.join('\r\n') + '\r\n'
 }
+
+/** A sound-only stream's description (plugins/audio/sound-only.ts): its one Opus section, at the endpoint's own port. */
+export function sdpSoundOnly(endpoint: Endpoint, channels: number, name: string): string {
+  const lines = ['v=0', `o=- 0 0 IN IP4 ${endpoint.host}`, `s=${name}`, `c=IN IP4 ${endpoint.host}`, 't=0 0']
+  lines.push(`m=audio ${endpoint.port} RTP/AVP ${AUDIO_PT}`, `a=rtpmap:${AUDIO_PT} opus/48000/2`, `a=fmtp:${AUDIO_PT} sprop-stereo=${channels > 1 ? 1 : 0}`, 'a=recvonly')
+  return lines.join('\r\n') + '\r\n'
+}

@@ -23,6 +23,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
   telemetry?: TelemetrySource
   /** Seconds of each stream kept for the start of a recording made while streaming (0 = none; media/hub.ts PreRecordRing). */
   preRecordSeconds?: number
+  /** Whether a job's stream will carry sound (plugins/audio has a source for it): its hub knows from its creation on. */
+  soundExpected?: (bus_info: string) => boolean
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -72,6 +74,7 @@ export class GstStreamer implements Streamer {
         log: log.child({ part: 'hub' }),
         relay: true,
         preRecordSeconds: this.options.preRecordSeconds,
+        sound: job.stream.stream_type === 'UDP' && (this.options.soundExpected?.(job.bus_info) ?? false),
       })
       try {
         await hub.listen()

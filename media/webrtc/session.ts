@@ -165,27 +165,32 @@ export class WebRtcViewer {
       throw new OfferError(`The SDP offer could not be read: ${(err as Error).message}`)
     }
     const transceivers = this.pc.getTransceivers()
+    // A sound-only stream (a hub with no video member: plugins/audio/sound-only.ts) is heard, not watched.
+    const soundOnly = this.hub.members === 0
     const videos = transceivers.filter((t) => t.kind === 'video')
-    if (!videos.length) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
+    if (!soundOnly && !videos.length) throw new OfferError('The SDP offer has no video media section: add a recvonly video transceiver')
     // The first video section that takes H.264 is watched, the first audio section that takes Opus hears
     // the stream's sound (when it has one); every other section is answered inactive.
-    const transceiver = videos.find((t) => t.codecs.length)
-    if (!transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
+    const transceiver = soundOnly ? undefined : videos.find((t) => t.codecs.length)
+    if (!soundOnly && !transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
     const sound = this.hub.hasSound && this.member === 0 ? transceivers.find((t) => t.kind === 'audio' && t.codecs.length) : undefined
+    if (soundOnly && !sound) throw new OfferError('The SDP offer has no audio section that takes Opus: this stream is sound only (add a recvonly audio transceiver)')
     for (const other of transceivers) if (other !== transceiver && other !== sound) other.setDirection('inactive')
-    transceiver.setDirection('sendonly')
-    this.sender = transceiver.sender
-    await this.sender.replaceTrack(this.track)
+    if (transceiver) {
+      transceiver.setDirection('sendonly')
+      this.sender = transceiver.sender
+      await this.sender.replaceTrack(this.track)
+    }
     if (sound) {
       sound.setDirection('sendonly')
       this.soundSender = sound.sender
       // One media stream for both tracks: the browser plays them in step (lip sync by RTCP sender reports).
       const stream = new MediaStream({ id: `periscope-${this.label}` })
-      this.sender.setStreams([stream])
+      this.sender?.setStreams([stream])
       this.soundSender.setStreams([stream])
       await this.soundSender.replaceTrack(new MediaStreamTrack({ kind: 'audio' }))
     }
-    this.sender.onRtcp.subscribe(() => {
+    ;(this.sender ?? this.soundSender)!.onRtcp.subscribe(() => {
       this.lastHeardAt = Date.now()
     })
     await this.pc.setLocalDescription(await this.pc.createAnswer())
@@ -253,14 +258,16 @@ export class WebRtcViewer {
    * packet falls between them or comes twice.
    */
   private subscribe(): void {
-    if (this.ended || this.reading || this.connectedAt === null) return
-    const gop = this.hub.lastGop(this.member)
-    this.reading = this.hub.read(this.member, {
-      name: this.reader,
-      packet: (packet) => this.forward(packet),
-      ended: (end) => this.streamEnded(end),
-    })
-    this.replay(gop)
+    if (this.ended || this.reading || this.soundReading || this.connectedAt === null) return
+    if (this.sender) {
+      const gop = this.hub.lastGop(this.member)
+      this.reading = this.hub.read(this.member, {
+        name: this.reader,
+        packet: (packet) => this.forward(packet),
+        ended: (end) => this.streamEnded(end),
+      })
+      this.replay(gop)
+    }
     if (this.soundSender && !this.soundReading) {
       const sender = this.soundSender
       this.soundReading = this.hub.readSound({

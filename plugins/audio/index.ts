@@ -5,15 +5,21 @@
 // `audio_level` events and read by /metrics.
 import { Elysia, t } from 'elysia'
 import { createSocket, type Socket } from 'node:dgram'
-import { conflict, notFound } from '../../core/errors'
+import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { typed } from '../../core/validation'
 import type { AudioService, AudioSource, AudioStreamStatus, Endpoint, StreamJob } from '../../core/types'
 import { AlsaBackend } from '../../drivers/alsa/backend'
+import { MixerError, readCaptureMixer, setCaptureMixer, type CaptureMixer } from '../../drivers/alsa/mixer'
 import { AudioRunner, audioPortOffset, type AudioPipeline } from '../../drivers/gstreamer/audio'
 import { parentDeathPrefix } from '../../media/children'
 import { SoundTimeline } from '../../media/sound'
+import { soundOnlyRtspPath } from '../rtsp/mounts'
+import { sdpSoundOnly } from '../../drivers/gstreamer/sdp'
+import { safeLabel } from '../../core/naming'
+import { StreamEndpointModel } from '../../core/schemas'
+import { MAX_SOUND_ONLY, SOUND_ONLY_NS, SoundOnlyStreams, type SoundOnlySettings } from './sound-only'
 
 const NS = 'audio'
 
@@ -44,6 +50,31 @@ const SetAudioRequest = t.Object({
   muted: t.Optional(t.Boolean({ description: 'Muted: silence is sent, the meter still shows what the source hears' })),
 })
 
+const MIXER_NS = 'audio.mixer'
+/** What is saved per ALSA source: its card's capture volume (the card's steps) and switch, set again when it is plugged in. */
+interface MixerSettings {
+  volume?: number
+  capture?: boolean
+}
+const MixerModel = t.Union(
+  [
+    t.Object({
+      control: t.Union([t.String(), t.Null()], { description: "The card's simple control used for the capture volume ('Mic',0), or null: none" }),
+      volume: t.Union([t.Object({ value: t.Integer(), min: t.Integer(), max: t.Integer(), db: t.Union([t.Number(), t.Null()]) }), t.Null()], {
+        description: "The capture volume in the card's own steps, its range, and its dB when the driver says; null: the card has none (use gain_db)",
+      }),
+      capture: t.Union([t.Boolean(), t.Null()], { description: "The card's capture switch (false: the card captures silence); null: it has none (use muted)" }),
+    }),
+    t.Null(),
+  ],
+  { description: "The sound card's own capture mixer (ALSA, read with amixer); null for a simulated source or when it cannot be read" },
+)
+const MixerRequest = t.Object({
+  source: t.String({ description: 'An ALSA source (GET /api/audio/sources)' }),
+  volume: t.Optional(t.Integer({ description: "The card's capture volume, in its own steps (mixer.volume.min … max)" })),
+  capture: t.Optional(t.Boolean({ description: "The card's capture switch" })),
+})
+
 const Level = t.Union([t.Object({ peak_db: t.Number(), rms_db: t.Number() }), t.Null()])
 const AudioSourceModel = t.Object({
   id: t.String(),
@@ -54,6 +85,7 @@ const AudioSourceModel = t.Object({
   rates: t.Union([t.Array(t.Integer()), t.Null()]),
   camera: t.Union([t.String(), t.Null()], { description: 'The camera on the same USB port (its own microphone), or null' }),
   used_by: t.Array(t.String(), { description: 'Streams (bus_info) that carry this source' }),
+  mixer: MixerModel,
 })
 const AudioStreamModel = t.Object({
   bus_info: t.String(),
@@ -68,6 +100,42 @@ const AudioStreamModel = t.Object({
   port_offset: t.Union([t.Integer(), t.Null()]),
   tap_port: t.Union([t.Integer(), t.Null()]),
   not_sent_to: t.Array(t.String(), { description: "Endpoints (host:port) the sound is not sent to: another stream's video goes there" }),
+})
+
+const SoundOnlyRequest = t.Object({
+  source: t.String({ description: 'The source (GET /api/audio/sources): one that no camera\'s stream carries' }),
+  endpoints: t.Array(StreamEndpointModel, { maxItems: 16, description: 'Where the Opus RTP goes: each endpoint\'s own port (payload type 111)' }),
+  enabled: t.Optional(t.Boolean({ description: 'Runs while true (default true)' })),
+  rate: t.Optional(t.Union([t.Integer({ minimum: 8000, maximum: 192000 }), t.Null()], { description: 'Capture rate in Hz; absent or null: 48000 when the source offers it, else its highest' })),
+  gain_db: t.Optional(t.Number({ minimum: GAIN_MIN_DB, maximum: GAIN_MAX_DB, description: 'Gain in dB (software, in the encoder)' })),
+  muted: t.Optional(t.Boolean()),
+})
+const SoundOnlySourceRequest = t.Object({ source: t.String({ description: 'The sound-only stream\'s source id' }) })
+const SoundOnlyRecordingModel = t.Union([
+  t.Object({
+    active: t.Boolean(),
+    file: t.Union([t.String(), t.Null()], { description: 'The recording as GET /api/recordings lists it' }),
+    started: t.Union([t.String(), t.Null()]),
+    bytes: t.Integer(),
+    error: t.Union([t.String(), t.Null()]),
+  }),
+  t.Null(),
+])
+const SoundOnlyModel = t.Object({
+  source: t.String(),
+  name: t.Union([t.String(), t.Null()], { description: "The source's name; null while it is unplugged" }),
+  enabled: t.Boolean(),
+  endpoints: t.Array(StreamEndpointModel),
+  state: t.Union(['off', 'starting', 'running', 'gone', 'backoff', 'error'].map((s) => t.Literal(s))),
+  error: t.Union([t.String(), t.Null()]),
+  rate: t.Integer(),
+  channels: t.Integer(),
+  gain_db: t.Number(),
+  muted: t.Boolean(),
+  level: Level,
+  rtsp_path: t.Union([t.String(), t.Null()], { description: 'The RTSP path while it runs (rtsp://<host>:<rtsp port><rtsp_path>)' }),
+  whep_path: t.Union([t.String(), t.Null()], { description: 'Where a browser hears it over WebRTC while it runs (WHEP; an offer with an audio section)' }),
+  recording: SoundOnlyRecordingModel,
 })
 
 /** A running sound child with its loopback tap (the service's own copy of the RTP). */
@@ -87,7 +155,7 @@ interface Running {
 
 export default definePlugin({
   name: 'audio',
-  setup({ registry, events, store, log, lifecycle }) {
+  setup({ registry, events, store, log, lifecycle, config }) {
     const alsa = new AlsaBackend()
     registry.addAudioBackend(alsa, 'audio')
     const running = new Map<string, Running>()
@@ -96,17 +164,18 @@ export default definePlugin({
 
     const sources = (): AudioSource[] => registry.audioBackends().flatMap((b) => b.list())
     const backendOf = (id: string) => registry.audioBackends().find((b) => b.list().some((s) => s.id === id))
+    const soundOnlySettingsOf = (source: string) => store.get<SoundOnlySettings>(SOUND_ONLY_NS, source)
     const settingsOf = (bus_info: string): AudioSettings => ({ ...DEFAULTS, ...(store.get<Partial<AudioSettings>>(NS, bus_info) ?? {}) })
     /** The source a camera's stream carries: its choice, or its own microphone. */
     // The camera's own microphone, once seen: while it is unplugged the stream's sound waits for it ('gone').
     const ownMicrophone = new Map<string, string>()
     const sourceIdOf = (bus_info: string, settings = settingsOf(bus_info)): string | null => {
       if (settings.source !== 'auto') return settings.source
-      const own = sources().find((s) => s.usb_port === bus_info)?.id
+      const own = sources().find((s) => s.usb_port === bus_info && !soundOnlySettingsOf(s.id)?.enabled)?.id
       if (own) ownMicrophone.set(bus_info, own)
       return own ?? ownMicrophone.get(bus_info) ?? null
     }
-    const rateOf = (source: AudioSource | undefined, settings: AudioSettings): number => {
+    const rateOf = (source: AudioSource | undefined, settings: Pick<AudioSettings, 'rate'>): number => {
       if (settings.rate) return settings.rate
       if (!source?.rates || source.rates.includes(PREFERRED_RATE)) return PREFERRED_RATE
       return source.rates.at(-1)!
@@ -180,14 +249,42 @@ export default definePlugin({
       if (run?.key === key) return
       if (run) await stopRun(bus_info, run)
       if (running.has(bus_info)) return // another reconcile won meanwhile
-      const tap = createSocket('udp4')
-      tap.on('error', (err) => log.warn('audio tap socket failed', { bus_info, err }))
-      const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
-      // The hub of the job now (a restarted job has a new one; the sound follows it).
-      const timeline = new SoundTimeline((packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet))
       const skipped = soundEndpoints(job)?.skipped ?? []
       if (skipped.length) log.warn("a stream's sound is not sent where another stream's video goes", { bus_info, skipped })
-      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key, level: null, packets: 0, skipped }
+      // The hub of the job now (a restarted job has a new one; the sound follows it).
+      const entry = await startSound({
+        id,
+        settings,
+        key,
+        skipped,
+        about: { bus_info },
+        endpoints: () => soundEndpoints(job)?.endpoints ?? [],
+        send: (packet) => registry.get('streamer')?.live(bus_info)?.hub.sendSound(packet),
+      })
+      running.set(bus_info, entry)
+      entry.runner.start()
+      entry.timeline.start()
+    }
+
+    /**
+     * A sound child (not started yet) with its loopback tap and its timeline: the sound of a camera's stream
+     * or of a sound-only one (sound-only.ts). `about` names it in events: {bus_info} or {source}.
+     */
+    async function startSound(spec: {
+      id: string
+      settings: Pick<AudioSettings, 'rate' | 'gain_db' | 'muted'>
+      key: string
+      skipped: string[]
+      about: Record<string, string | boolean>
+      endpoints: () => Endpoint[]
+      send: (packet: Uint8Array) => void
+    }): Promise<Running> {
+      const { id, settings, about } = spec
+      const tap = createSocket('udp4')
+      tap.on('error', (err) => log.warn('audio tap socket failed', { ...about, err }))
+      const tapPort = await new Promise<number>((resolve) => tap.bind(0, '127.0.0.1', () => resolve(tap.address().port)))
+      const timeline = new SoundTimeline(spec.send)
+      const entry: Running = { runner: null as unknown as AudioRunner, timeline, tap, tapPort, key: spec.key, level: null, packets: 0, skipped: spec.skipped }
       tap.on('message', (packet) => {
         entry.packets++
         timeline.packet(packet)
@@ -196,35 +293,104 @@ export default definePlugin({
         const source = sources().find((s) => s.id === id)
         const tokens = source && backendOf(id)?.sourceTokens(id, rateOf(source, settings), channelsOf(source))
         if (!tokens) return null
-        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...(soundEndpoints(job)?.endpoints ?? []), { host: '127.0.0.1', port: tapPort }] }
+        return { source: tokens, gainDb: settings.gain_db, muted: settings.muted, clients: [...spec.endpoints(), { host: '127.0.0.1', port: tapPort }] }
       }
       const alsaSource = alsa.list().find((s) => s.id === id)
       entry.runner = new AudioRunner(
-        { gstLaunch, prefix, pipeline, node: alsaSource ? `/dev/snd/pcmC${alsaSource.card}D${alsaSource.device}c` : null },
+        { gstLaunch: gstLaunch!, prefix, pipeline, node: alsaSource ? `/dev/snd/pcmC${alsaSource.card}D${alsaSource.device}c` : null },
         {
           onState: (state, error) => {
             if (state !== 'running') entry.level = null
-            events.emit('audio_state', { bus_info, source: id, state, error })
+            events.emit('audio_state', { ...about, source: id, state, error })
           },
           onLevel: (level) => {
             entry.level = level
-            events.emit('audio_level', { bus_info, ...level })
+            events.emit('audio_level', { ...about, ...level })
           },
         },
       )
-      running.set(bus_info, entry)
-      entry.runner.start()
-      timeline.start()
+      return entry
     }
 
     async function stopRun(bus_info: string, run: Running): Promise<void> {
       if (running.get(bus_info) === run) running.delete(bus_info)
-      run.timeline.stop()
       // The hub hears first, so readers that follow 'audio_state' (RTSP's mounts) see the sound gone.
-      registry.get('streamer')?.live(bus_info)?.hub.sendSound(null)
+      await stopSound(run, () => registry.get('streamer')?.live(bus_info)?.hub.sendSound(null))
+    }
+
+    async function stopSound(run: Running, beforeStop: () => void = () => {}): Promise<void> {
+      run.timeline.stop()
+      beforeStop()
       await run.runner.stop()
       run.tap.close()
     }
+
+    /** The card's capture mixer of an ALSA source; null for a simulated one. Throws MixerError. */
+    const mixerOf = async (source: string): Promise<CaptureMixer | null> => {
+      const card = alsa.list().find((s) => s.id === source)?.card
+      return card === undefined ? null : readCaptureMixer(card)
+    }
+    const publicMixer = (m: CaptureMixer | null) => (m ? { control: m.control, volume: m.volume, capture: m.capture } : null)
+    /** Sets the saved mixer of the ALSA sources just plugged in (a card forgets its mixer when unplugged). */
+    const mixerApplied = new Set<string>()
+    const applySavedMixers = async () => {
+      const present = new Set(alsa.list().map((s) => s.id))
+      for (const id of [...mixerApplied]) if (!present.has(id)) mixerApplied.delete(id)
+      for (const id of present) {
+        if (mixerApplied.has(id)) continue
+        mixerApplied.add(id)
+        const saved = store.get<MixerSettings>(MIXER_NS, id)
+        if (!saved) continue
+        try {
+          const mixer = await mixerOf(id)
+          if (mixer) await setCaptureMixer(alsa.list().find((s) => s.id === id)!.card, mixer, saved)
+        } catch (err) {
+          log.warn("a sound card's saved capture mixer could not be set again", { source: id, error: (err as Error).message })
+        }
+      }
+    }
+
+    const soundOnly = new SoundOnlyStreams<Running>({
+      log,
+      recordingsDir: () => config.recordingsDir,
+      gstLaunch,
+      prefix,
+      startSound,
+      stopSound: (run) => stopSound(run),
+      emit: (type, data) => events.emit(type, data),
+    })
+    const soundOnlyAll = () => store.list<SoundOnlySettings>(SOUND_ONLY_NS)
+    // One reconcile at a time per sound-only stream, as for the cameras'.
+    const soundOnlyQueue = new Map<string, Promise<void>>()
+    const scheduleSoundOnly = (source: string) => {
+      const next = (soundOnlyQueue.get(source) ?? Promise.resolve()).then(() => soundOnly.reconcile(source, soundOnlySettingsOf(source) ?? null)).catch((err) => log.warn('sound-only reconcile failed', { source, err }))
+      soundOnlyQueue.set(source, next)
+      void next.then(() => soundOnlyQueue.get(source) === next && soundOnlyQueue.delete(source))
+      return next
+    }
+    function soundOnlyStatus(source: string, settings: SoundOnlySettings) {
+      const found = sources().find((s) => s.id === source)
+      const run = soundOnly.run(source)
+      return {
+        source,
+        name: found?.name ?? null,
+        enabled: settings.enabled,
+        endpoints: settings.endpoints,
+        state: run?.runner.state ?? 'off',
+        error: run?.runner.error ?? (settings.enabled && !gstLaunch ? 'GStreamer (gst-launch-1.0) is not installed' : null),
+        rate: rateOf(found, settings),
+        channels: channelsOf(found),
+        gain_db: settings.gain_db,
+        muted: settings.muted,
+        level: run?.runner.state === 'running' ? run.level : null,
+        rtsp_path: soundOnly.hub(source) ? soundOnlyRtspPath(source) : null,
+        whep_path: soundOnly.hub(source) ? `/api/streams/${encodeURIComponent(`sound:${source}`)}/whep` : null,
+        recording: soundOnly.recording(source),
+      }
+    }
+    /** The camera whose stream carries (or is set to carry) this source, or undefined. */
+    const cameraCarrying = (source: string, except?: string) =>
+      [...keys()].find((b) => b !== except && sourceIdOf(b) === source && (running.has(b) || settingsOf(b).source === source))
 
     /** Every job that runs or ran: the devices' and the sound children's. */
     const keys = () => {
@@ -249,13 +415,19 @@ export default definePlugin({
 
     const onSources = () => {
       events.emit('audio_sources', { sources: sources().map((s) => s.id) })
-      for (const run of running.values()) run.runner.sourcesChanged()
+      for (const run of [...running.values(), ...soundOnly.runsNow()]) run.runner.sourcesChanged()
+      void applySavedMixers()
       void reconcileAll()
     }
     let unsubscribers: (() => void)[] = []
     let sweeper: Timer | null = null
 
-    const service: AudioService = { streams: () => [...keys()].map(status), status: (bus_info) => status(bus_info) }
+    const service: AudioService = {
+      streams: () => [...keys()].map(status),
+      status: (bus_info) => status(bus_info),
+      soundOnly: () => soundOnly.live(),
+      activeRecordings: () => soundOnly.activeRecordings(),
+    }
     registry.provide('audio', service, 'audio')
 
     lifecycle({
@@ -271,12 +443,15 @@ export default definePlugin({
         sweeper = setInterval(() => void reconcileAll(), 2000)
         sweeper.unref?.()
         void reconcileAll()
+        for (const { key } of soundOnlyAll()) void scheduleSoundOnly(key)
+        void applySavedMixers()
       },
       async stop() {
         if (sweeper) clearInterval(sweeper)
         for (const off of unsubscribers) off()
         alsa.stop()
         await Promise.all([...running].map(([bus_info, run]) => stopRun(bus_info, run)))
+        await soundOnly.stopAll()
       },
       health() {
         const failing = [...running].filter(([, r]) => r.runner.state === 'backoff' || r.runner.state === 'gone')
@@ -294,7 +469,7 @@ export default definePlugin({
     return new Elysia({ name: 'periscope:audio' })
       .get(
         '/api/audio/sources',
-        () => {
+        async () => {
           const all = sources()
           const users = new Map<string, string[]>()
           for (const bus_info of keys()) {
@@ -305,7 +480,8 @@ export default definePlugin({
           try {
             cameras = registry.deviceDirectory().devices().map((d) => d.bus_info)
           } catch {}
-          return all.map((s) => ({ id: s.id, name: s.name, kind: s.kind, usb_port: s.usb_port, channels: s.channels, rates: s.rates, camera: s.usb_port && cameras.includes(s.usb_port) ? s.usb_port : null, used_by: users.get(s.id) ?? [] }))
+          const mixers = await Promise.all(all.map((s) => mixerOf(s.id).catch(() => null)))
+          return all.map((s, i) => ({ id: s.id, name: s.name, kind: s.kind, usb_port: s.usb_port, channels: s.channels, rates: s.rates, camera: s.usb_port && cameras.includes(s.usb_port) ? s.usb_port : null, used_by: users.get(s.id) ?? [], mixer: publicMixer(mixers[i] ?? null) }))
         },
         { ...docs({ tag, summary: 'Sound sources: ALSA capture devices and simulated ones, with the camera each belongs to', ok: t.Array(AudioSourceModel) }) },
       )
@@ -324,6 +500,7 @@ export default definePlugin({
             if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
             const other = [...keys()].find((b) => b !== body.bus_info && sourceIdOf(b) === source.id && (running.has(b) || settingsOf(b).source === source.id))
             if (other) throw conflict(`The sound source '${source.id}' is in use by the stream of ${other}; attach another source there first (or null)`)
+            if (soundOnlySettingsOf(source.id)?.enabled) throw conflict(`The sound source '${source.id}' is streamed on its own (GET /api/audio/sound_only); disable that first`)
           }
           const source = id ? sources().find((s) => s.id === id) : undefined
           if (body.rate && source?.rates && !source.rates.includes(body.rate))
@@ -340,6 +517,140 @@ export default definePlugin({
             body: AttachRequest,
             ok: AudioStreamModel,
             errors: [404, 409, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/mixer',
+        typed({ body: MixerRequest }, async ({ body }) => {
+          const source = sources().find((s) => s.id === body.source)
+          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const card = alsa.list().find((s) => s.id === source.id)?.card
+          if (card === undefined) throw conflict(`The sound source '${source.id}' is not an ALSA sound card and has no mixer: use gain_db and muted (POST /api/audio/set), applied in the encoder`)
+          try {
+            const mixer = await readCaptureMixer(card)
+            if (body.volume !== undefined) {
+              if (!mixer.volume) throw conflict(`The sound card of '${source.id}' (${source.name}) has no capture volume in its mixer: use gain_db (POST /api/audio/set), applied in the encoder`)
+              if (body.volume < mixer.volume.min || body.volume > mixer.volume.max)
+                throw conflict(`The capture volume of '${source.id}' (${mixer.control}) goes from ${mixer.volume.min} to ${mixer.volume.max}, not ${body.volume}`)
+            }
+            if (body.capture !== undefined && mixer.capture === null)
+              throw conflict(`The sound card of '${source.id}' (${source.name}) has no capture switch in its mixer: use muted (POST /api/audio/set), applied in the encoder`)
+            const after = await setCaptureMixer(card, mixer, body)
+            const saved = store.get<MixerSettings>(MIXER_NS, source.id) ?? {}
+            store.set(MIXER_NS, source.id, { ...saved, ...(body.volume !== undefined && { volume: body.volume }), ...(body.capture !== undefined && { capture: body.capture }) })
+            return publicMixer(after)!
+          } catch (err) {
+            if (!(err instanceof MixerError)) throw err
+            throw err.kind === 'missing' ? unavailable(err.message) : new HttpError(502, err.message)
+          }
+        }),
+        {
+          ...docs({
+            tag,
+            summary: "Set a sound card's own capture volume and switch (its ALSA mixer; saved, set again when the card is plugged in)",
+            description: "Where the card has them (GET /api/audio/sources: mixer). A simulated source or a card without the control: 409, with what to use instead (gain_db, muted: the encoder's).",
+            body: MixerRequest,
+            ok: MixerModel,
+            errors: [404, 409, 502, 503, 507],
+          }),
+        },
+      )
+      .get('/api/audio/sound_only', () => soundOnlyAll().map(({ key, value }) => soundOnlyStatus(key, value)), {
+        ...docs({ tag, summary: 'Sound-only streams (a hydrophone with no camera): each one\'s endpoints, state, level, RTSP path and recording', ok: t.Array(SoundOnlyModel) }),
+      })
+      .post(
+        '/api/audio/sound_only/configure',
+        typed({ body: SoundOnlyRequest }, async ({ body }) => {
+          const source = sources().find((s) => s.id === body.source)
+          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const camera = cameraCarrying(source.id)
+          if (camera) throw conflict(`The sound source '${source.id}' is in use by the stream of ${camera}; attach another source there first (POST /api/audio/attach with null)`)
+          const before = soundOnlySettingsOf(source.id)
+          if (!before && soundOnlyAll().length >= MAX_SOUND_ONLY) {
+            registry.limitHit('sound_only_streams')
+            throw unavailable(`There are ${MAX_SOUND_ONLY} sound-only streams already, the most there may be; remove one first (POST /api/audio/sound_only/remove)`)
+          }
+          if (body.rate && source.rates && !source.rates.includes(body.rate))
+            throw conflict(`The sound source '${source.id}' (${source.name}) captures at ${source.rates.join(', ')} Hz, not ${body.rate} Hz`)
+          const taken = otherVideoPorts('')
+          const clash = body.endpoints.find((e) => taken.has(`${e.host}:${e.port}`))
+          if (clash) throw conflict(`A camera's video goes to ${clash.host}:${clash.port}; give the sound-only stream another port`)
+          const next: SoundOnlySettings = {
+            endpoints: body.endpoints.map((e) => ({ host: e.host, port: e.port })),
+            enabled: body.enabled ?? true,
+            rate: body.rate ?? null,
+            gain_db: body.gain_db ?? before?.gain_db ?? 0,
+            muted: body.muted ?? before?.muted ?? false,
+          }
+          store.set(SOUND_ONLY_NS, source.id, next)
+          await scheduleSoundOnly(source.id)
+          return soundOnlyStatus(source.id, next)
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'Stream a sound source on its own (saved): Opus RTP to each endpoint, an RTSP mount, recordable, heard in the console',
+            description: "One per source. A source a camera's stream carries is refused (409), as is a port where a camera's video goes. docs/sound.md.",
+            body: SoundOnlyRequest,
+            ok: SoundOnlyModel,
+            errors: [404, 409, 503, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/sound_only/remove',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          store.delete(SOUND_ONLY_NS, body.source)
+          await scheduleSoundOnly(body.source)
+          return { success: true }
+        }),
+        { ...docs({ tag, summary: 'Stop and forget a sound-only stream (its recording, if any, is closed and kept)', body: SoundOnlySourceRequest, ok: t.Object({ success: t.Boolean() }), errors: [404, 507] }) },
+      )
+      .post(
+        '/api/audio/sound_only/start_recording',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          const state = await soundOnly.startRecording(body.source, safeLabel(body.source))
+          if (!state) throw conflict(`The sound-only stream of '${body.source}' is not running: enable it first (POST /api/audio/sound_only/configure)`)
+          return state
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'Record a sound-only stream: a Matroska file with its Opus track, listed by GET /api/recordings',
+            body: SoundOnlySourceRequest,
+            ok: SoundOnlyRecordingModel,
+            errors: [404, 409, 507],
+          }),
+        },
+      )
+      .post(
+        '/api/audio/sound_only/stop_recording',
+        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
+          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          return (await soundOnly.stopRecording(body.source)) ?? soundOnly.recording(body.source)
+        }),
+        { ...docs({ tag, summary: "Stop a sound-only stream's recording (the file is closed and kept)", body: SoundOnlySourceRequest, ok: SoundOnlyRecordingModel, errors: [404] }) },
+      )
+      .get(
+        '/api/audio/sound_only/sdp',
+        typed({ query: SoundOnlySourceRequest }, ({ query }) => {
+          const settings = soundOnlySettingsOf(query.source)
+          if (!settings) throw notFound(`No sound-only stream of '${query.source}' (GET /api/audio/sound_only lists them)`)
+          const endpoint = settings.endpoints[0]
+          if (!endpoint) throw conflict(`The sound-only stream of '${query.source}' has no endpoint`)
+          const found = sources().find((s) => s.id === query.source)
+          return new Response(sdpSoundOnly(endpoint, channelsOf(found), query.source), { headers: { 'content-type': 'application/sdp' } })
+        }),
+        {
+          ...docs({
+            tag,
+            summary: 'SDP description of a sound-only stream (its first endpoint), for VLC or GStreamer',
+            query: SoundOnlySourceRequest,
+            ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
+            errors: [404, 409],
           }),
         },
       )

@@ -60,7 +60,9 @@ export default definePlugin({
     })
     const segments = { seconds: Number(flags['record-segment-seconds'] ?? 0), bytes: Number(flags['record-segment-bytes'] ?? FAT_SEGMENT_BYTES) }
     const preRecordSeconds = Number(flags['pre-record-seconds'] ?? 0)
-    const streamer = new GstStreamer({ log, gstLaunch, frameSync, segments, preRecordSeconds, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
+    // A stream whose sound is attached says so from its hub's creation (a recording started at once gets the track).
+    const soundExpected = (bus_info: string) => registry.get('audio')?.status(bus_info)?.source != null
+    const streamer = new GstStreamer({ log, gstLaunch, frameSync, segments, preRecordSeconds, soundExpected, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
       const next = (event.data as Partial<Preferences> | null)?.frequency_offset

@@ -144,7 +144,7 @@ export default definePlugin({
     },
   },
   setup({ config, registry, events, store: settings, log, lifecycle, refusals, flags }) {
-    const store = new RecordingStore(config.recordingsDir, () => registry.get('streamer')?.activeRecordings() ?? [])
+    const store = new RecordingStore(config.recordingsDir, () => [...(registry.get('streamer')?.activeRecordings() ?? []), ...(registry.get('audio')?.activeRecordings() ?? [])])
     // CRCs survive a restart, so zipping recordings already zipped once needs no first pass.
     const crcs = { get: (id: string) => settings.get<number>(CRC_NAMESPACE, id), set: (id: string, crc: number) => settings.set(CRC_NAMESPACE, id, crc) }
     const jobs = new ZipJobs({

@@ -11,7 +11,7 @@ import { definePlugin } from '../../core/plugin'
 import type { Device, Reading, ReaderEnd } from '../../core/types'
 import { LoopbackFeeder } from '../../media/feeder'
 import { RtspHelper, type HelperEvent } from './helper'
-import { pathSegment, wantedMounts, type WantedMount } from './mounts'
+import { pathSegment, soundOnlyRtspPath, wantedMounts, type WantedMount } from './mounts'
 
 interface Mount {
   wanted: WantedMount
@@ -111,6 +111,11 @@ export default definePlugin({
       const audio = registry.get('audio')
       const soundExpected = (bus_info: string) => audio?.status(bus_info)?.source != null
       const wanted = streamer ? wantedMounts(devices(), (bus_info) => streamer.live(bus_info), soundExpected) : new Map<string, WantedMount>()
+      // Sound-only streams (a hydrophone with no camera): /sound/<source>, the sound as the one track.
+      for (const { source, hub } of audio?.soundOnly() ?? []) {
+        const path = soundOnlyRtspPath(source)
+        wanted.set(path, { path, bus_info: `sound:${source}`, hub, members: [], sound: true })
+      }
       for (const [path, mount] of mounts) {
         const next = wanted.get(path)
         const same = next && next.hub === mount.wanted.hub && next.members.join() === mount.wanted.members.join() && next.sound === mount.wanted.sound

@@ -23,6 +23,9 @@ export function pathSegment(name: string): string {
   return encodeURIComponent(name).replace(/%(3A|40|24|26|2B|2C|3B|3D)/gi, (code) => decodeURIComponent(code))
 }
 
+/** A sound-only stream's path (plugins/audio/sound-only.ts): /sound/<source id>, its sound the one track. */
+export const soundOnlyRtspPath = (source: string) => `/sound/${pathSegment(source)}`
+
 /**
  * `soundExpected`: the stream has a sound source (plugins/audio), so its mount gets the sound's track from
  * the start, before the first packet of sound reaches the hub: a mount re-added when the sound comes would

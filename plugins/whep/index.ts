@@ -26,6 +26,10 @@ const REAP_INTERVAL_MS = 1_000
  */
 const newSessionSecret = () => randomBytes(24).toString('base64url')
 
+/** A sound-only stream (plugins/audio/sound-only.ts) is addressed as `sound:<source id>` where a camera's bus_info goes. */
+const SOUND_ONLY_PREFIX = 'sound:'
+const soundOnlySource = (bus_info: string) => (bus_info.startsWith(SOUND_ONLY_PREFIX) ? bus_info.slice(SOUND_ONLY_PREFIX.length) : null)
+
 const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
 
 export default definePlugin({
@@ -85,6 +89,25 @@ export default definePlugin({
       'whep',
     )
 
+    /** A camera's running H.264 stream, or the answer why not. */
+    const cameraLive = (bus_info: string) => {
+      const device = registry.deviceDirectory().device(bus_info)
+      if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+      const streamer = registry.require('streamer')
+      const live = streamer.live(bus_info)
+      if (!live) throw conflict(`The stream of '${bus_info}' is not running: start it with POST /api/devices/restart_stream {"bus_info": "${bus_info}"}`)
+      if (live.hub.encoding !== 'H264') {
+        throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
+      }
+      return live
+    }
+    /** A running sound-only stream (plugins/audio), heard at /api/streams/sound:<source>/whep. */
+    const soundOnlyLive = (source: string) => {
+      const found = registry.get('audio')?.soundOnly().find((x) => x.source === source)
+      if (!found) throw notFound(`No sound-only stream of '${source}' is running (GET /api/audio/sound_only lists them)`)
+      return { hub: found.hub, member: 0 }
+    }
+
     const watching = (bus_info: string) => [...sessions.values()].filter((s) => s.bus_info === bus_info).length
     registry.addViewerCount('whep', watching, 'whep')
 
@@ -92,7 +115,9 @@ export default definePlugin({
       .options(
         '/api/streams/:bus_info/whep',
         ({ params: { bus_info } }) => {
-          if (!registry.deviceDirectory().device(bus_info)) throw notFound(`No device with bus_info '${bus_info}' is connected`)
+          const soundSource = soundOnlySource(bus_info)
+          if (soundSource !== null) soundOnlyLive(soundSource)
+          else if (!registry.deviceDirectory().device(bus_info)) throw notFound(`No device with bus_info '${bus_info}' is connected`)
           return new Response(null, { status: 204, headers: { 'accept-post': 'application/sdp', allow: 'POST, OPTIONS' } })
         },
         {
@@ -127,20 +152,14 @@ export default definePlugin({
             if (err instanceof HttpError && err.status === 413) throw refuse('too_large', 413, `The SDP offer is larger than ${MAX_OFFER_BYTES} bytes, the most a WHEP offer may be here (a browser's offer is a few kB)`)
             throw err
           }
+          const soundSource = soundOnlySource(bus_info)
           try {
-            checkOffer(offer)
+            checkOffer(offer, soundSource !== null)
           } catch (err) {
             if (err instanceof OfferRefused) throw refuse(err.reason, err.status, err.message)
             throw err
           }
-          const device = registry.deviceDirectory().device(bus_info)
-          if (!device) throw notFound(`No device with bus_info '${bus_info}' is connected`)
-          const streamer = registry.require('streamer')
-          const live = streamer.live(bus_info)
-          if (!live) throw conflict(`The stream of '${bus_info}' is not running: start it with POST /api/devices/restart_stream {"bus_info": "${bus_info}"}`)
-          if (live.hub.encoding !== 'H264') {
-            throw conflict(`The stream of '${bus_info}' is MJPG, which WebRTC does not carry: watch it at /api/streams/${encodeURIComponent(bus_info)}/mjpeg, or configure the stream as SOFTWARE_H264 (or H264) to watch it here`)
-          }
+          const live = soundSource !== null ? soundOnlyLive(soundSource) : cameraLive(bus_info)
           // WHEP's and Cockpit's sessions together (both are media/webrtc viewers).
           const viewers = registry.webrtcViewers(bus_info)
           if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers (WHEP and Cockpit), the most allowed (--max-viewers); close one (DELETE its session) or try later`)
@@ -176,6 +195,7 @@ export default definePlugin({
             summary: 'Watch a camera in a browser over WebRTC (WHEP): an SDP offer in, 201 with the SDP answer and the session Location out',
             description:
               "H.264 passes through as the camera's stream makes it (MJPG streams: 409, see /mjpeg). All host candidates are in the answer (no trickle: PATCH is 405). " +
+              "A sound-only stream (GET /api/audio/sound_only) is heard at bus_info 'sound:<source id>': its offer needs an audio section (Opus), no video. " +
               `An offer is at most ${MAX_OFFER_BYTES} bytes (413) and ${MAX_MEDIA_SECTIONS} media sections in at most one BUNDLE group, with a DTLS fingerprint and ICE credentials (400); the first H.264 video section is watched, the others are answered inactive. ` +
               'The Location ends in a secret that ends the session: keep it. A session unheard for --whep-idle-timeout seconds is closed; at most --max-viewers per camera (503).',
             requestContent: SDP_CONTENT,

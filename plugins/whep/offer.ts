@@ -26,11 +26,15 @@ export class OfferRefused extends Error {
 }
 
 /**
- * Checks an offer's shape, cheaply, before werift reads it: throws OfferRefused with a sentence. An
+ * Checks an offer's shape, cheaply, before werift reads it: throws OfferRefused with a sentence. A
+ * sound-only stream's offer needs an audio section instead of a video one. An
  * attribute may sit at session level or in every media section (RFC 8866 §5), as browsers write them.
  */
-export function checkOffer(offer: string): void {
-  if (!/^v=0\r?\n/.test(offer) || !/\r?\nm=video /.test(offer)) {
+export function checkOffer(offer: string, soundOnly = false): void {
+  if (soundOnly && (!/^v=0\r?\n/.test(offer) || !/\r?\nm=audio /.test(offer))) {
+    throw new OfferRefused('not_sdp', 400, 'The body is not an SDP offer with an audio section: it must start with "v=0" and contain an "m=audio" line (this stream is sound only: addTransceiver("audio", {direction: "recvonly"}))')
+  }
+  if (!soundOnly && (!/^v=0\r?\n/.test(offer) || !/\r?\nm=video /.test(offer))) {
     throw new OfferRefused('not_sdp', 400, 'The body is not an SDP offer with a video section: it must start with "v=0" and contain an "m=video" line (create it with RTCPeerConnection.createOffer() after addTransceiver("video", {direction: "recvonly"}))')
   }
   const lines = offer.split(/\r?\n/)

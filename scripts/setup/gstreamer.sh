@@ -7,6 +7,7 @@ PACKAGES=(
   gstreamer1.0-tools          # gst-launch-1.0, gst-inspect-1.0
   gstreamer1.0-plugins-base   # videotestsrc, videoconvert, videorate; audiotestsrc, opusenc/opusdec, audioconvert
   gstreamer1.0-alsa           # alsasrc: sound cards (plugins/audio)
+  alsa-utils                  # amixer: a sound card's own capture volume and switch (drivers/alsa/mixer.ts)
   gstreamer1.0-plugins-base-apps # gst-discoverer-1.0 (the tests read recordings with it)
   gstreamer1.0-plugins-good   # v4l2src, jpegenc/jpegdec, rtp(h264|jpeg)(pay|depay), udp, matroskamux, mp4mux, splitmuxsink
   gstreamer1.0-plugins-bad    # h264parse, fakevideosink

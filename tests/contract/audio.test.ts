@@ -108,15 +108,15 @@ describe('the audio API', () => {
       expect(status).toBe(200)
       const sim = (body as any[]).filter((x) => x.kind === 'simulated')
       expect(sim).toEqual([
-        { id: 'sim:mic1', name: expect.any(String), kind: 'simulated', usb_port: EHD, channels: 1, rates: [16000, 48000], camera: EHD, used_by: [] },
-        { id: 'sim:hydrophone', name: expect.any(String), kind: 'simulated', usb_port: 'usb-0000:00:14.0-9', channels: 2, rates: [44100, 48000], camera: null, used_by: [] },
+        { id: 'sim:mic1', name: expect.any(String), kind: 'simulated', usb_port: EHD, channels: 1, rates: [16000, 48000], camera: EHD, used_by: [], mixer: null },
+        { id: 'sim:hydrophone', name: expect.any(String), kind: 'simulated', usb_port: 'usb-0000:00:14.0-9', channels: 2, rates: [44100, 48000], camera: null, used_by: [], mixer: null },
       ])
       const streams = (await s.call('GET', '/api/audio/streams')).body as any[]
       // The camera's own microphone by default; the others have none.
       expect(streams.find((a) => a.bus_info === EHD)).toMatchObject({ source: 'sim:mic1', state: 'off', rate: 48000, channels: 1, gain_db: 0, muted: false, level: null })
       expect(streams.find((a) => a.bus_info === LEADER)).toMatchObject({ source: null, state: 'off' })
       const paths = ((await s.call('GET', '/openapi.json')).body as any).paths
-      for (const path of ['/api/audio/sources', '/api/audio/streams', '/api/audio/attach', '/api/audio/set']) expect(paths[path]).toBeDefined()
+      for (const path of ['/api/audio/sources', '/api/audio/streams', '/api/audio/attach', '/api/audio/set', '/api/audio/mixer', '/api/audio/sound_only', '/api/audio/sound_only/configure']) expect(paths[path]).toBeDefined()
     } finally {
       await s.stop()
     }
@@ -169,6 +169,61 @@ describe('the audio API', () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("a sound card's own capture mixer (amixer scontents, as alsa-utils 1.2.8 prints it)", () => {
+  // A USB microphone: a capture volume and switch on one control.
+  const USB_MIC = `Simple mixer control 'Mic',0
+  Capabilities: cvolume cvolume-joined cswitch cswitch-joined
+  Capture channels: Mono
+  Limits: Capture 0 - 16
+  Mono: Capture 12 [75%] [21.00dB] [on]
+Simple mixer control 'Auto Gain Control',0
+  Capabilities: pswitch pswitch-joined
+  Playback channels: Mono
+  Mono: Playback [off]
+`
+  // snd-dummy: playback volumes, and a capture switch per source (no capture volume).
+  const DUMMY = `Simple mixer control 'Master',0
+  Capabilities: pvolume cswitch cswitch-exclusive
+  Playback channels: Front Left - Front Right
+  Capture channels: Front Left - Front Right
+  Limits: Playback -50 - 100
+  Front Left: Playback 100 [100%] [0.00dB] Capture [on]
+  Front Right: Playback 100 [100%] [0.00dB] Capture [on]
+Simple mixer control 'Mic',0
+  Capabilities: pvolume cswitch cswitch-exclusive
+  Playback channels: Front Left - Front Right
+  Capture channels: Front Left - Front Right
+  Limits: Playback -50 - 100
+  Front Left: Playback 100 [100%] [0.00dB] Capture [off]
+  Front Right: Playback 100 [100%] [0.00dB] Capture [off]
+`
+  test('a USB microphone: its capture volume (steps, range, dB) and switch', async () => {
+    const { captureMixerOf, parseScontents } = await import('../../drivers/alsa/mixer')
+    expect(captureMixerOf(parseScontents(USB_MIC))).toEqual({ control: "'Mic',0", volume: { value: 12, min: 0, max: 16, db: 21 }, switchControl: "'Mic',0", capture: true })
+  })
+  test('snd-dummy: a capture switch only (Mic first), no capture volume', async () => {
+    const { captureMixerOf, parseScontents } = await import('../../drivers/alsa/mixer')
+    expect(captureMixerOf(parseScontents(DUMMY))).toEqual({ control: null, volume: null, switchControl: "'Mic',0", capture: false })
+  })
+  test('snd-aloop (no capture control): nothing', async () => {
+    const { captureMixerOf, parseScontents } = await import('../../drivers/alsa/mixer')
+    expect(captureMixerOf(parseScontents(''))).toEqual({ control: null, volume: null, switchControl: null, capture: null })
+  })
+  test('a simulated source has no mixer: listed as null, and setting one is refused with what to use instead', async () => {
+    const s = await startContractServer({ plugins: PLUGINS })
+    try {
+      const sources = (await s.call('GET', '/api/audio/sources')).body as any[]
+      expect(sources.find((x) => x.id === 'sim:hydrophone').mixer).toBeNull()
+      const refused = await s.call('POST', '/api/audio/mixer', { source: 'sim:hydrophone', capture: false })
+      expect(refused.status).toBe(409)
+      expect((refused.body as any).detail).toContain('muted')
+      expect((await s.call('POST', '/api/audio/mixer', { source: 'alsa:Nope,0', volume: 3 })).status).toBe(404)
+    } finally {
+      await s.stop()
     }
   })
 })

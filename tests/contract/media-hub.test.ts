@@ -203,3 +203,19 @@ test('the hub counts what arrives and keeps the last group of pictures whatever 
   expect(hub.sent(0)).toEqual({ bytes: 200, frames: 1 })
   expect(hub.lastGop(0).map(seqOf)).toEqual([1, 2])
 })
+
+test('a hub told at its creation that the stream carries sound says so before the first packet; the sound ending clears it', () => {
+  const log = createLogger('error', {}, () => {})
+  const told = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 30, members: ['a'], log, sound: true })
+  expect(told.hasSound).toBe(true)
+  expect(told.soundStats().packets).toBe(0)
+  told.sendSound(null) // plugins/audio: the stream's sound ended
+  expect(told.hasSound).toBe(false)
+  const untold = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 30, members: ['a'], log })
+  expect(untold.hasSound).toBe(false)
+  untold.sendSound(new Uint8Array(15))
+  expect(untold.hasSound).toBe(true)
+  told.close()
+  expect(told.hasSound).toBe(false)
+  untold.close()
+})

@@ -159,6 +159,29 @@ test('a recording made while streaming has the sound as an Opus track, starting 
   }
 }, 90_000)
 
+test("a recording started as the stream's hub appears has the sound: the hub knows from its creation that it carries one", async () => {
+  const port = freePort()
+  expect((await configure(port, false)).status).toBe(200)
+  const configured = configure(port)
+  try {
+    // The first instant the job's hub exists: its sound's child may not have sent a packet yet.
+    const hub = await waitFor('the stream hub', () => streamer().live(EHD)?.hub, 30_000, 5)
+    expect(hub.hasSound).toBe(true)
+    const started = await s.call('POST', '/api/devices/start_recording', { bus_info: EHD })
+    expect(started.status).toBe(200)
+    expect((await configured).status).toBe(200)
+    const file = segmentFile(join(s.dataDir, 'recordings'), (started.body as any).file)
+    await waitFor('a few seconds of recording', () => (streamer().recording(EHD).bytes ?? 0) > 100_000, 30_000)
+    expect((await s.call('POST', '/api/devices/stop_recording', { bus_info: EHD })).status).toBe(200)
+    const probe = Bun.spawnSync(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_name,codec_type', '-of', 'json', file])
+    const kinds = (JSON.parse(probe.stdout.toString()).streams as any[]).map((x) => `${x.codec_type}:${x.codec_name}`).sort()
+    expect(kinds).toEqual(['audio:opus', 'video:h264'])
+  } finally {
+    await configured
+    await configure(port, false)
+  }
+}, 90_000)
+
 test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, in step', async () => {
   const port = freePort()
   expect((await configure(port)).status).toBe(200)

@@ -3,7 +3,7 @@
 
 /** One bun process per file, in this order: hotplug, set-read and service unbind vivid, so they run after
  * the others (stream and rtsp need vivid bound, as booted). */
-export const VM_TEST_FILES = ['enumerate', 'controls', 'stream', 'rtsp', 'held', 'sound', 'hotplug', 'set-read', 'service'] as const
+export const VM_TEST_FILES = ['enumerate', 'controls', 'stream', 'rtsp', 'held', 'sound', 'mixer', 'hotplug', 'set-read', 'service'] as const
 
 /**
  * The VM test files to run: all of them when `filter` (PERISCOPE_VM_TESTS) is unset, else the ones it

@@ -65,14 +65,14 @@ export class VmService {
     return fetch(`${this.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`; removes the data dir. */
-  async stop(graceMs = 5000): Promise<void> {
+  /** SIGTERM, then SIGKILL after `graceMs`; removes the data dir unless `keepData` (a restart follows). */
+  async stop(graceMs = 5000, keepData = false): Promise<void> {
     const proc = this.proc
     if (proc?.pid && proc.exitCode === null) {
       proc.kill('SIGTERM')
       const exited = new Promise((r) => proc.once('exit', r))
       if ((await Promise.race([exited, Bun.sleep(graceMs).then(() => 'late')])) === 'late') process.kill(proc.pid, 'SIGKILL')
     }
-    rmSync(this.dataDir, { recursive: true, force: true })
+    if (!keepData) rmSync(this.dataDir, { recursive: true, force: true })
   }
 }

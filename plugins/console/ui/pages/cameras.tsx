@@ -9,7 +9,7 @@ import { ControlsPanel } from '../controls'
 import { devices, devicesError, reloadDevices } from '../devices'
 import { bytes, cameraTitle } from '../format'
 import { Preview } from '../preview'
-import { SoundBar } from '../sound'
+import { SoundBar, SoundOnlyCards } from '../sound'
 import { useResource } from '../resource'
 import { useValue } from '../state'
 import type { Device, EncodeType, FormatSize, Interval, Preferences, StreamType } from '../types'
@@ -511,6 +511,7 @@ export function CamerasPage() {
       <div class="cards" data-cards>
         {list?.map((d) => <CameraCard key={d.bus_info} d={d} all={list} prefs={prefs.data} />)}
       </div>
+      <SoundOnlyCards />
     </section>
   )
 }
