@@ -35,7 +35,8 @@ for element in "${ELEMENTS[@]}"; do
   [ -n "$file" ] || { echo "slim: element $element is not installed" >&2; exit 1; }
   files+=("$file")
 done
-files+=("$(command -v gst-launch-1.0)" "$(command -v gst-inspect-1.0)" /usr/bin/python3
+# amixer: a sound card's own capture volume and switch (drivers/alsa/mixer.ts).
+files+=("$(command -v gst-launch-1.0)" "$(command -v gst-inspect-1.0)" "$(command -v amixer)" /usr/bin/python3
   /usr/lib/"$multiarch"/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
   /usr/lib/"$multiarch"/libgstrtspserver-1.0.so.0 /usr/lib/"$multiarch"/libgirepository-1.0.so.1
   "$(/usr/bin/python3 -c 'import gi._gi as m; print(m.__file__)')")
@@ -91,6 +92,7 @@ gst-launch-1.0 -q videotestsrc num-buffers=10 ! video/x-raw,width=320,height=240
 # The sound: a tone encoded as Opus, payloaded and back, as plugins/audio and the recorder do.
 gst-launch-1.0 -q audiotestsrc num-buffers=20 ! audioconvert ! audioresample ! volume ! level ! opusenc ! rtpopuspay ! rtpopusdepay ! opusparse ! fakesink \
   || { echo "slim: Opus encode and payload fail after the trim" >&2; exit 1; }
+amixer --version >/dev/null || { echo "slim: amixer does not run after the trim" >&2; exit 1; }
 after=$(size_kb)
 echo "slim: removed ${#drop[@]} packages and $removed plugins that needed them: $(((before - after) / 1024)) MB; kept: $(tr '\n' ' ' <<<"$needed")"
 echo "slim: largest packages left (MB):"
