@@ -8,6 +8,7 @@ import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
 import { RtpContinuity } from './rtp'
+import { SoundTimeline } from './sound'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
@@ -22,7 +23,7 @@ export interface FeedOptions {
   /**
    * One RTP timeline for the child, whatever happens upstream: a camera child restart (new SSRC, sequence
    * numbers, timestamps) is rewritten to follow on (rtp.ts RtpContinuity). For a child that stamps frames
-   * from RTP timestamps alone (the recorder).
+   * from RTP timestamps alone (the recorder). For the sound (feedSound): it never stops, silence fills in.
    */
   continuous?: boolean
   ended?(end: ReaderEnd): void
@@ -68,9 +69,30 @@ export class LoopbackFeeder {
     return hub.read(member, reader)
   }
 
-  /** Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed. */
+  /**
+   * Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed.
+   * `continuous` (a file's muxer, which waits for every track): the sound never stops while the reading
+   * lasts; when the hub's does (its source detached, its child gone) silence fills in (sound.ts).
+   */
   feedSound(hub: StreamHub, port: number, options: FeedOptions): Reading {
-    return hub.readSound({ name: options.name, packet: (packet) => void this.socket?.send(packet, port, '127.0.0.1'), ended: options.ended })
+    const send = (packet: Uint8Array) => void this.socket?.send(packet, port, '127.0.0.1')
+    if (!options.continuous) return hub.readSound({ name: options.name, packet: send, ended: options.ended })
+    const timeline = new SoundTimeline(send)
+    timeline.start()
+    const ended = (end: ReaderEnd) => {
+      timeline.stop()
+      options.ended?.(end)
+    }
+    const reading = hub.readSound({ name: options.name, packet: (packet) => timeline.packet(packet), ended })
+    return {
+      get dropped() {
+        return reading.dropped
+      },
+      close() {
+        timeline.stop()
+        reading.close()
+      },
+    }
   }
 
   close(): void {

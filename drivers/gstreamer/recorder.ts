@@ -153,7 +153,7 @@ export class Recorder {
     }
     if (soundPort && hub.members === 0) {
       // A sound-only stream (plugins/audio/sound-only.ts): no video to wait for.
-      this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder' }))
+      this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true }))
     } else if (soundPort) {
       // The sound starts with the video's first key frame, so both tracks start together in the file.
       const watch = hub.read(0, {
@@ -161,7 +161,7 @@ export class Recorder {
         from: 'key',
         packet: () => {
           watch.close()
-          if (!this.stopping && !this.ended) this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder' }))
+          if (!this.stopping && !this.ended) this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true }))
         },
       })
       this.readings.push(watch)

@@ -340,3 +340,33 @@ test("the sound is not sent where another stream's video goes (BlueOS's 5600, 56
     await other.stop()
   }
 }, 90_000)
+
+test("the sound detached mid-recording: the file grows on, the sound track goes silent and the video's frames run on", async () => {
+  const port = freePort()
+  expect((await configure(port)).status).toBe(200)
+  try {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await Bun.sleep(200)) if ((await sound())?.state === 'running') break
+    const started = await s.call('POST', '/api/devices/start_recording', { bus_info: EHD })
+    expect(started.status).toBe(200)
+    const bytes = () => streamer().recording(EHD).bytes ?? 0
+    await waitFor('a few seconds of recording', () => bytes() > 100_000, 30_000)
+    // A muxer waits for every track: a sound track that stopped would hold the video back.
+    expect((await s.call('POST', '/api/audio/attach', { bus_info: EHD, source: null })).status).toBe(200)
+    await waitFor('the sound off', async () => (await sound())?.state === 'off', 30_000)
+    const atDetach = bytes()
+    await waitFor('the file growing with the sound detached', () => bytes() > atDetach + 100_000, 30_000)
+    expect(streamer().recording(EHD).active).toBe(true)
+    expect((await s.call('POST', '/api/devices/stop_recording', { bus_info: EHD })).status).toBe(200)
+    // The sound track runs to the end of the video (silence after the detach).
+    const file = segmentFile(join(s.dataDir, 'recordings'), (started.body as any).file)
+    const last = (kind: string) => {
+      const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file]).stdout.toString()
+      return Math.max(...out.split('\n').filter(Boolean).map(Number))
+    }
+    expect(last('v')).toBeGreaterThan(3)
+    expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.5)
+  } finally {
+    await s.call('POST', '/api/audio/attach', { bus_info: EHD, source: 'auto' })
+    await configure(port, false)
+  }
+}, 90_000)
