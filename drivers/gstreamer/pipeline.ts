@@ -39,6 +39,8 @@ export interface PipelineOptions {
   tapPorts?: number[]
   /** RECORDING jobs: the loopback port of the file's telemetry text pad (telemetryTextTokens); absent: no text track. */
   textPort?: number
+  /** RECORDING jobs: the loopback port of the file's sound pad (the stream's Opus RTP); absent: no sound track. */
+  soundPort?: number
 }
 
 /** gst-launch-1.0 pipeline tokens (one argv element each), or null when the job streams nothing. */
@@ -69,6 +71,12 @@ export function buildPipeline(job: StreamJob, options: PipelineOptions = {}): st
     }
   })
   if (stream.stream_type === 'RECORDING' && options.textPort !== undefined) tokens.push(...telemetryTextTokens(options.textPort, 'mux.subtitle_%u'))
+  // The sound comes from its own child (plugins/audio) through the hub, stamped on arrival with this
+  // pipeline's clock, the one the camera's frames are stamped with.
+  if (stream.stream_type === 'RECORDING' && options.soundPort !== undefined) {
+    tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${options.soundPort}`, `caps=${OPUS_RTP_CAPS}`)
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
+  }
   return tokens
 }
 

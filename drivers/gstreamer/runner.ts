@@ -5,12 +5,13 @@
 import { existsSync } from 'node:fs'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
-import type { StreamJob, StreamState, StreamStatus } from '../../core/types'
+import type { Reading, StreamHub, StreamJob, StreamState, StreamStatus } from '../../core/types'
 import { gapFrames, lostFrames, outOfStep, parseChildLine } from './monitor'
 import { buildPipeline, shellCommand, type SegmentLimits } from './pipeline'
 import { TelemetryFeed } from './telemetry-feed'
 import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
+import { LoopbackFeeder } from '../../media/feeder'
 import { BUSY, describeHolders, holdersOf } from './holders'
 import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
 
@@ -60,11 +61,15 @@ export class StreamRunner {
   private readonly frameNs: number
   /** The running RECORDING child's telemetry text (when an autopilot was heard as it started). */
   private textFeed: TelemetryFeed | null = null
+  /** The running RECORDING child's sound: the hub's, fed to its sound pad (with silence when there is none). */
+  private soundFeed: { feeder: LoopbackFeeder; reading: Reading } | null = null
 
   /**
    * `tapPorts`: per member, the loopback port of the job's hub (media/hub.ts), which outlives child restarts.
    * `telemetry`: for a RECORDING job, the vehicle's telemetry and the port of its file's text pad: each
    * file started while an autopilot is heard gets the text track (telemetry-feed.ts).
+   * `sound`: for a RECORDING job whose stream carries sound (plugins/audio), its hub and the port of its
+   * file's sound pad: the files get the Opus track.
    */
   constructor(
     readonly job: StreamJob,
@@ -72,6 +77,7 @@ export class StreamRunner {
     private readonly hooks: RunnerHooks,
     private readonly tapPorts?: number[],
     private readonly telemetry?: { source: TelemetrySource; port: number },
+    private readonly sound?: { hub: StreamHub; port: number },
   ) {
     this.frameNs = (1e9 * job.stream.interval.numerator) / job.stream.interval.denominator
   }
@@ -135,11 +141,12 @@ export class StreamRunner {
         return this.failure(`cannot create the recordings directory ${dir}: ${(err as Error).message}`)
       }
     }
-    this.closeTextFeed()
+    this.closeFeeds()
     const textPort = this.recording && this.telemetry?.source.current() ? this.telemetry.port : undefined
+    const soundPort = this.recording ? this.sound?.port : undefined
     let tokens: string[] | null
     try {
-      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, segments: this.options.segments, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts, textPort })
+      tokens = buildPipeline(this.job, { recordingPath: this.recording ?? undefined, segments: this.options.segments, bitrateKbps: this.options.bitrateKbps, tapPorts: this.tapPorts, textPort, soundPort })
     } catch (err) {
       this.wanted = false
       return this.setState('error', (err as Error).message)
@@ -162,13 +169,17 @@ export class StreamRunner {
     const child = this.child
     // Sent from now on: the first cues reach a child still starting and are lost, the next ones are not.
     if (textPort !== undefined) this.textFeed = new TelemetryFeed(textPort, { source: this.telemetry!.source, streamState: () => this.state }, this.hooks.log)
+    if (soundPort !== undefined) {
+      const feeder = new LoopbackFeeder(this.hooks.log)
+      this.soundFeed = { feeder, reading: feeder.feedSound(this.sound!.hub, soundPort, { name: 'recording', continuous: true }) }
+    }
     this.setState('starting', null)
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onLine(line))
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => generation === this.generation && this.onStderr(line))
     void child.exited.then((code) => {
       if (generation !== this.generation) return
       this.child = null
-      this.closeTextFeed()
+      this.closeFeeds()
       if (!this.wanted) return
       this.failure(this.lastError ?? `gst-launch-1.0 exited unexpectedly (${child.signalCode ?? `code ${code}`})`)
     })
@@ -288,12 +299,15 @@ export class StreamRunner {
     const child = this.child
     this.generation++ // the old child's output and exit no longer concern us
     this.child = null
-    this.closeTextFeed()
+    this.closeFeeds()
     if (child) await endChild(child, this.recording ? 'SIGINT' : 'SIGTERM', timeoutMs)
   }
 
-  private closeTextFeed(): void {
+  private closeFeeds(): void {
     this.textFeed?.close()
     this.textFeed = null
+    this.soundFeed?.reading.close()
+    this.soundFeed?.feeder.close()
+    this.soundFeed = null
   }
 }

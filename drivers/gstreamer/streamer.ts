@@ -65,6 +65,7 @@ export class GstStreamer implements Streamer {
       const previous = this.hubs.get(job.bus_info)
       await this.stopRunner(job.bus_info, true)
       const log = this.options.log.child({ bus_info: job.bus_info })
+      const sound = this.options.soundExpected?.(job.bus_info) ?? false
       const hub = new MediaHub({
         encoding: job.stream.encode_type === 'MJPG' ? 'JPEG' : 'H264',
         width: job.stream.width,
@@ -74,7 +75,7 @@ export class GstStreamer implements Streamer {
         log: log.child({ part: 'hub' }),
         relay: true,
         preRecordSeconds: this.options.preRecordSeconds,
-        sound: job.stream.stream_type === 'UDP' && (this.options.soundExpected?.(job.bus_info) ?? false),
+        sound,
       })
       try {
         await hub.listen()
@@ -85,6 +86,9 @@ export class GstStreamer implements Streamer {
       this.hubs.set(job.bus_info, hub)
       // A RECORDING job's files carry the vehicle's telemetry too: a loopback port for their text pad.
       const textPort = job.stream.stream_type === 'RECORDING' && this.options.telemetry ? (await freeLoopbackPorts(1))[0]! : undefined
+      // … and its sound, when the stream carries one as it starts (a source attached later is in the files
+      // after the stream's next start).
+      const soundPort = job.stream.stream_type === 'RECORDING' && sound ? (await freeLoopbackPorts(1))[0]! : undefined
       const runner = new StreamRunner(job, this.runnerOptions, {
         log,
         onState: (status) => {
@@ -92,7 +96,7 @@ export class GstStreamer implements Streamer {
           this.updateFrameSync()
         },
         onDrops: (num_drops) => this.options.emit('frame_stats', { bus_info: job.bus_info, num_drops }),
-      }, hub.ports, textPort !== undefined ? { source: this.options.telemetry!, port: textPort } : undefined)
+      }, hub.ports, textPort !== undefined ? { source: this.options.telemetry!, port: textPort } : undefined, soundPort !== undefined ? { hub, port: soundPort } : undefined)
       this.runners.set(job.bus_info, runner)
       runner.start()
       this.updateFrameSync()

@@ -2,7 +2,7 @@
 // default, its Opus RTP goes to the endpoint's port + 2, GStreamer plays it from the served SDP file, and
 // an unplugged sound card ends the sound while the video's frames run on, then comes back.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { existsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
@@ -369,4 +369,43 @@ test("the sound detached mid-recording: the file grows on, the sound track goes 
     await s.call('POST', '/api/audio/attach', { bus_info: EHD, source: 'auto' })
     await configure(port, false)
   }
+}, 90_000)
+
+test('a RECORDING stream has the sound as an Opus track too, starting with the video, to its end', async () => {
+  const recording = (enabled: boolean) =>
+    s.call('POST', '/api/devices/configure_stream', {
+      bus_info: EHD,
+      stream_type: 'RECORDING',
+      encode_type: 'H264',
+      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
+      enabled,
+      endpoints: [],
+    })
+  expect((await recording(true)).status).toBe(200)
+  let file: string | undefined
+  try {
+    await waitFor('the RECORDING stream running', () => streamer().status(EHD).state === 'running', 30_000)
+    file = streamer().activeRecordings()[0]
+    expect(file).toBeDefined()
+    await waitFor('a few seconds recorded', () => existsSync(file!) && statSync(file!).size > 150_000, 30_000)
+  } finally {
+    expect((await recording(false)).status).toBe(200)
+  }
+  const probe = Bun.spawnSync(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_name,codec_type,start_time', '-of', 'json', file!])
+  const streams = (JSON.parse(probe.stdout.toString()).streams as any[]).map((x) => ({ ...x, start_time: Number(x.start_time) }))
+  const video = streams.find((x) => x.codec_type === 'video')
+  const audio = streams.find((x) => x.codec_type === 'audio')
+  expect(video?.codec_name).toBe('h264')
+  expect(audio?.codec_name).toBe('opus')
+  expect(Math.abs(audio.start_time - video.start_time)).toBeLessThan(0.05)
+  // The tone is in it (audiotestsrc volume=0.5: peak -6 dBFS), and it runs as long as the video.
+  const stats = Bun.spawnSync(['ffmpeg', '-v', 'info', '-nostats', '-i', file!, '-map', '0:a', '-af', 'astats=measure_overall=Peak_level', '-f', 'null', '-']).stderr.toString()
+  const peak = Number(/Peak level dB:\s*(-?[\d.]+)/.exec(stats.slice(stats.lastIndexOf('Overall')))?.[1])
+  expect(peak).toBeGreaterThan(-8)
+  expect(peak).toBeLessThan(-4)
+  const last = (kind: string) => {
+    const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file!]).stdout.toString()
+    return Math.max(...out.split('\n').filter(Boolean).map(Number))
+  }
+  expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.3)
 }, 90_000)

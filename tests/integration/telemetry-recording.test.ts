@@ -363,7 +363,8 @@ test("a RECORDING stream's own file carries the telemetry track too", async () =
   expect((await configure(false)).status).toBe(200)
   await until('the file closed', () => s.call('GET', '/api/recordings'), (r) => r.body.some((x: any) => `${x.name}.${x.format}` === file && !x.in_progress), 20_000)
   const path = segmentFile(join(s.dataDir, 'recordings'), file)
-  expect(streamsOf(path).map((x) => `${x.codec_type}:${x.codec_name}`).sort()).toEqual(['subtitle:subrip', 'video:h264'])
+  // The simulated camera's microphone is in it too (plugins/audio attaches a camera's own by default).
+  expect(streamsOf(path).map((x) => `${x.codec_type}:${x.codec_name}`).sort()).toEqual(['audio:opus', 'subtitle:subrip', 'video:h264'])
   const csv = await fetch(`${s.url}/api/recordings/${file}/telemetry.csv`)
   expect(csv.status).toBe(200)
   const rows = parseCsv(await csv.text())
