@@ -1,19 +1,27 @@
-// A recording made while streaming: one supervised gst-launch-1.0 child per recording, a reader of the
-// job's hub (media/hub.ts). Its RTP is fed over loopback to the child's udpsrc (one per member,
-// media/feeder.ts),
-// depayloaded and muxed into the same crash-safe, segmented Matroska file end as a RECORDING stream (pipeline.ts):
-// the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
-// starting or stopping a recording costs the stream's viewers nothing.
-import { statSync, unlinkSync } from 'node:fs'
-import { basename } from 'node:path'
+// A recording made while streaming: a reader of the job's hub (media/hub.ts) whose RTP is fed over
+// loopback (media/feeder.ts) to a supervised gst-launch-1.0 child per segment file, depayloaded and
+// muxed into crash-safe Matroska (pipeline.ts buildRecorderPipeline): the camera's encoded frames as
+// they are, no second encoder. The camera's child is never touched, so starting or stopping a
+// recording costs the stream's viewers nothing.
+//
+// Segments are cut here, not by splitmuxsink (which holds back the group of pictures it collects, so a
+// power cut lost a whole GOP: 1–5 s with a camera's long GOP). Near the segment's time or byte limit the
+// next segment's child is started and waits, listening; at the leader's next key frame the feeds move
+// to it (every packet before that key frame in the old file, it and all after in the new one; each
+// follower at its own next key frame; the sound and the telemetry text with the leader), then the old
+// child gets EOS and its file is pushed to the disk. Every frame is in exactly one file.
+import { renameSync, statSync, unlinkSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
-import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { MediaHub } from '../../media/hub'
+import { startsKeyFrame, timestampOf } from '../../media/rtp'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
-import { buildRecorderPipeline, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
+import { buildRecorderPipeline, DEFAULT_SEGMENTS, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
 import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
 
 export interface RecorderOptions {
@@ -21,9 +29,9 @@ export interface RecorderOptions {
   /** `setpriv --pdeathsig KILL`, as for the stream's child. */
   prefix: string[]
   stopTimeoutMs: number
-  /** How long the child may take to listen before the start counts as failed. */
+  /** How long a segment's child may take to listen before its start counts as failed. */
   startTimeoutMs?: number
-  /** Where the file is cut into segments (default: only before 4 GiB). */
+  /** Where the recording is cut into segments (default: only before 4 GiB). */
   segments?: SegmentLimits
   log: Logger
 }
@@ -44,45 +52,112 @@ export interface RecorderSpec {
   telemetry?: RecordingTelemetry
 }
 
+/** How often the recorder looks whether the segment is due (its time or its bytes). */
+const SEGMENT_CHECK_MS = 100
+/** The next segment's child is started this long before the segment's time is up (it listens within ~1 s here). */
+export const SEGMENT_PREPARE_SECONDS = 3
+/**
+ * Byte limit: the next child starts once the segment is within this many of its largest groups of
+ * pictures of the limit, and the cut is made at the key frame after it is within CUT_GOPS: the group
+ * after the cut cannot pass the limit.
+ */
+const PREPARE_GOPS = 4
+const CUT_GOPS = 2
+/** After the last feed has moved on, the old child's last packets (already sent over loopback) are read before its EOS. */
+const SEGMENT_DRAIN_MS = 150
+/** A follower without a key frame this long after the leader's cut is moved anyway (its frames until the next key frame decode grey). */
+const FOLLOWER_SWITCH_MS = 10_000
+
+/** Segment cuts of every recording since the service started, and the cost of the last one (/metrics). */
+export const segmentCuts = {
+  total: 0,
+  /** ms from starting the next segment's child to it listening (done ahead of the cut, while the old one records). */
+  lastStartMs: 0,
+  /** ms from the leader's cut to the old segment's file closed (EOS) and pushed to the disk. */
+  lastCloseMs: 0,
+}
+
+/** One segment file and the gst child writing it. */
+class Segment {
+  child!: Subprocess
+  ports: number[] = []
+  textPort?: number
+  soundPort?: number
+  lastError: string | null = null
+  listening = false
+  /** The child is being ended (EOS), or was: its exit is expected. */
+  ending = false
+
+  /** Written under `writing` until the cut (a listening child has opened its file, still empty); then renamed to `path`. */
+  constructor(readonly index: number, readonly path: string, public writing: string) {}
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null
+  }
+}
+
 export class Recorder {
   readonly started = new Date()
   error: string | null = null
-  private child: Subprocess | null = null
   private feeder: LoopbackFeeder | null = null
+  private feeds: Feed[] = []
+  private soundFeed: Feed | null = null
   private text: TelemetryFeed | null = null
   /** The file has the vehicle's telemetry as a text track (an autopilot was on the link when it started). */
   readonly withTelemetry: boolean
+  private readonly withSound: boolean
+  private readonly limits: SegmentLimits
   private readings: Reading[] = []
   private timer: ReturnType<typeof setInterval> | null = null
+  private checker: ReturnType<typeof setInterval> | null = null
   private stopping = false
   private ended = false
-  private lastError: string | null = null
   private finalBytes = 0
-  /** The segments opened so far, in order (the child says so on its bus); the last one is being written. */
-  private segments: string[] = []
+  /** Every segment so far, in order; the last is being written. */
+  private segments: Segment[] = []
+  /** The next segment's child, started ahead of the cut. */
+  private next: Segment | null = null
+  private preparing = false
+  /** A cut was asked for and the leader's key frame not yet seen. */
+  private cutting = false
+  /** Old segments whose children are being ended. */
+  private closing = new Set<Promise<void>>()
+  private segmentStarted = performance.now()
+  /** Seconds already in the first segment when it starts (the pre-record buffer). */
+  private preSeconds = 0
+  /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
+  private maxGop = 0
+  private gopBytes = 0
 
   private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
     this.withTelemetry = spec.telemetry?.source.current() != null
+    // The sound is recorded when the stream carries one as the recording starts (an Opus track).
+    this.withSound = spec.hub.hasSound
+    this.limits = options.segments ?? DEFAULT_SEGMENTS
+  }
+
+  private get current(): Segment | undefined {
+    return this.segments.at(-1)
   }
 
   /** The segment being written. */
   get path(): string {
-    return this.segments.at(-1) ?? segmentPath(this.spec.base, 1)
+    return this.current?.path ?? segmentPath(this.spec.base, 1)
   }
 
   get active(): boolean {
     return !this.ended
   }
 
+  /** The child writing the current segment. */
   get pid(): number | null {
-    return this.child?.pid ?? null
+    return this.current?.child.pid ?? null
   }
 
   /** Bytes of every segment together. */
   bytes(): number {
     if (this.ended) return this.finalBytes
-    // The muxer finishes a segment (its index) after the next one opens: each is read again.
-    return this.segments.length ? this.segments.reduce((sum, p) => sum + sizeOf(p), 0) : sizeOf(this.path)
+    return this.segments.length ? this.segments.reduce((sum, s) => sum + sizeOf(s.path), 0) : 0
   }
 
   state(): DeviceRecording {
@@ -97,7 +172,7 @@ export class Recorder {
     }
   }
 
-  /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
+  /** Spawns the first segment's child, waits until it listens, then feeds it each member's packets from its next key frame. */
   static async start(spec: RecorderSpec, options: RecorderOptions): Promise<Recorder> {
     const recorder = new Recorder(spec, options)
     try {
@@ -109,89 +184,227 @@ export class Recorder {
     return recorder
   }
 
-  private async launch(): Promise<void> {
+  /** Starts segment `index`'s child and resolves once it listens (its ports bound). */
+  private async spawnSegment(index: number): Promise<Segment> {
     const { hub } = this.spec
-    // The sound is recorded when the stream carries one as the recording starts (an Opus track); the
-    // telemetry when an autopilot is heard (a subtitle track). Each takes one more loopback port.
-    const sound = hub.hasSound
-    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (sound ? 1 : 0))
-    const soundPort = sound ? ports.pop() : undefined
-    const textPort = this.withTelemetry ? ports.pop() : undefined
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, { segments: this.options.segments, textPort, soundPort })
-    this.options.log.info('starting recorder', { file: this.path, command: shellCommand(tokens) })
-    const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
-    let listening = false
+    const path = segmentPath(this.spec.base, index)
+    // The first file is written under its name; a next one under a hidden name until the cut, so a
+    // power cut before it never leaves an empty segment behind.
+    const segment = new Segment(index, path, index === 1 ? path : join(dirname(path), `.${basename(path)}.part`))
+    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (this.withSound ? 1 : 0))
+    segment.soundPort = this.withSound ? ports.pop() : undefined
+    segment.textPort = this.withTelemetry ? ports.pop() : undefined
+    segment.ports = ports
+    const tokens = buildRecorderPipeline(hub.encoding, ports, segment.writing, { textPort: segment.textPort, soundPort: segment.soundPort })
+    this.options.log.info('starting recorder', { file: path, command: shellCommand(tokens) })
+    const child = (segment.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     const onLine = (line: string) => {
       // udpsrc binds going to READY; PLAYING comes after, so then every port listens.
-      if (line.startsWith('Setting pipeline to PLAYING')) listening = true
+      if (line.startsWith('Setting pipeline to PLAYING')) segment.listening = true
       const event = parseChildLine(line)
-      if (event?.kind === 'error') this.lastError ??= event.text
-      if (event?.kind === 'segment') this.nextSegment(event.path)
-      if (DISK_FULL.test(line)) this.lastError = line.trim()
+      if (event?.kind === 'error') segment.lastError ??= event.text
+      if (DISK_FULL.test(line)) segment.lastError = line.trim()
     }
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, onLine)
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, onLine)
-    void child.exited.then(() => {
-      if (!this.stopping) void this.finish(this.endReason())
-    })
+    void child.exited.then(() => this.exited(segment))
 
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000)
-    while (!listening) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(this.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`)
-      if (Date.now() > deadline) throw new Error('it did not listen for the stream in time')
+    while (!segment.listening) {
+      if (segment.exited) throw new Error(segment.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`)
+      if (Date.now() > deadline) {
+        segment.ending = true
+        child.kill('SIGKILL')
+        throw new Error('it did not listen for the stream in time')
+      }
       await Bun.sleep(20)
     }
+    return segment
+  }
+
+  private async launch(): Promise<void> {
+    const { hub } = this.spec
+    const first = await this.spawnSegment(1)
+    this.segments.push(first)
+    if (this.stopping) return
 
     // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
-    if (textPort !== undefined) this.text = new TelemetryFeed(textPort, this.spec.telemetry!, this.options.log)
+    if (first.textPort !== undefined) this.text = new TelemetryFeed(first.textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
+    if (hub instanceof MediaHub && hub.preRecording) {
+      const earlier = hub.preRecorded(0)
+      if (earlier.length) this.preSeconds = ((timestampOf(earlier.at(-1)!) - timestampOf(earlier[0]!)) >>> 0) / 90_000
+    }
+    this.segmentStarted = performance.now()
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
       // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
-      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
+      this.feeds.push(feeder.feed(hub, member, first.ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
     }
-    if (soundPort) {
+    this.readings.push(...this.feeds)
+    if (first.soundPort) {
       // The sound starts with the video's first key frame, so both tracks start together in the file.
       const watch = hub.read(0, {
         name: 'recorder-start',
         from: 'key',
         packet: () => {
           watch.close()
-          if (!this.stopping && !this.ended) this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder' }))
+          if (this.stopping || this.ended) return
+          this.soundFeed = feeder.feedSound(hub, this.current!.soundPort!, { name: 'recorder' })
+          this.readings.push(this.soundFeed)
         },
       })
       this.readings.push(watch)
     }
+    // The leader's groups of pictures, measured: how near a byte limit the next one may take the segment.
+    this.readings.push(
+      hub.read(0, {
+        name: 'recorder-segments',
+        from: 'now',
+        packet: (packet) => {
+          if (startsKeyFrame(packet, hub.encoding)) this.gopBytes = 0
+          this.gopBytes += packet.length
+          this.maxGop = Math.max(this.maxGop, this.gopBytes)
+        },
+      }),
+    )
+    this.checker = setInterval(() => this.checkSegment(), SEGMENT_CHECK_MS)
     this.timer = setInterval(() => {
-      // The one before too: the muxer finishes it (its index) just after the next one opens.
-      for (const path of this.segments.length ? this.segments.slice(-2) : [this.path]) syncToDisk(path, this.options.log)
+      const current = this.current
+      if (current) syncToDisk(current.path, this.options.log)
       this.spec.onProgress(this)
     }, 1000)
   }
 
-  private endReason(): string {
-    const code = this.child?.signalCode ?? `code ${this.child?.exitCode}`
-    if (this.lastError && DISK_FULL.test(this.lastError)) return `disk full: recording stopped, ${basename(this.path)} kept`
-    return `the recorder stopped by itself (${this.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(this.path)} is kept`
+  /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
+  private checkSegment(): void {
+    const current = this.current
+    if (this.stopping || this.ended || this.cutting || !current) return
+    const { seconds, bytes } = this.limits
+    const elapsed = (performance.now() - this.segmentStarted) / 1000 + (current.index === 1 ? this.preSeconds : 0)
+    const size = sizeOf(current.path)
+    const near = (seconds > 0 && elapsed >= seconds - SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
+    const due = (seconds > 0 && elapsed >= seconds) || size + CUT_GOPS * this.maxGop >= bytes
+    if (near && !this.next && !this.preparing) void this.prepare(current.index + 1)
+    if (due && this.next) this.cut(this.next)
+  }
+
+  private async prepare(index: number): Promise<void> {
+    this.preparing = true
+    const began = performance.now()
+    try {
+      const segment = await this.spawnSegment(index)
+      if (this.stopping || this.ended) return void this.discard(segment)
+      segmentCuts.lastStartMs = Math.round(performance.now() - began)
+      this.next = segment
+    } catch (err) {
+      // The current segment records on; the next check tries again.
+      this.options.log.warn('the next segment of a recording did not start; the current one goes on', { file: segmentPath(this.spec.base, index), error: (err as Error).message })
+    } finally {
+      this.preparing = false
+    }
+  }
+
+  /** Moves the leader's feed to `next` at its next key frame; the rest follow when it has moved. */
+  private cut(next: Segment): void {
+    this.cutting = true
+    const [leader, ...followers] = this.feeds
+    leader!.retarget(next.ports[0]!, () => {
+      const at = performance.now()
+      if (this.stopping || this.ended || this.next !== next) return
+      const old = this.current!
+      this.next = null
+      this.cutting = false
+      try {
+        renameSync(next.writing, next.path)
+        next.writing = next.path
+      } catch (err) {
+        this.options.log.warn('a segment could not be given its name', { file: next.path, error: (err as Error).message })
+      }
+      this.segments.push(next)
+      this.segmentStarted = at
+      segmentCuts.total++
+      if (next.soundPort) this.soundFeed?.retarget(next.soundPort)
+      if (next.textPort !== undefined) this.text?.retarget(next.textPort)
+      let waiting = followers.length
+      const moved = Promise.withResolvers<void>()
+      if (!waiting) moved.resolve()
+      followers.forEach((feed, i) => feed.retarget(next.ports[i + 1]!, () => --waiting === 0 && moved.resolve()))
+      const closed = this.closeSegment(old, moved.promise, at)
+      this.closing.add(closed)
+      void closed.finally(() => this.closing.delete(closed))
+    })
+  }
+
+  /** Once every feed has left it: EOS to the old segment's child (its muxer writes the index), then to the disk. */
+  private async closeSegment(old: Segment, moved: Promise<void>, cutAt: number): Promise<void> {
+    let late: ReturnType<typeof setTimeout> | undefined
+    const lateMove = new Promise<void>((resolve) => {
+      late = setTimeout(() => {
+        // No key frame yet: moved anyway, the new file's follower track opens on grey until its next one.
+        this.options.log.warn('a follower had no key frame within 10 s of the segment cut; its feed moves now')
+        for (const [i, feed] of this.feeds.entries()) if (i > 0 && this.current) feed.retarget(this.current.ports[i]!)
+        resolve()
+      }, FOLLOWER_SWITCH_MS)
+    })
+    await Promise.race([moved, lateMove])
+    clearTimeout(late)
+    await Bun.sleep(SEGMENT_DRAIN_MS)
+    old.ending = true
+    await endChild(old.child, 'SIGINT', this.options.stopTimeoutMs)
+    syncToDisk(old.path, this.options.log)
+    segmentCuts.lastCloseMs = Math.round(performance.now() - cutAt)
+    this.options.log.info('recording segment closed', { file: old.path, next: this.current?.path })
+  }
+
+  /** A child ended: the current segment's by itself ends the recording; a prepared one is just dropped. */
+  private exited(segment: Segment): void {
+    if (segment.ending || this.stopping) return
+    if (segment === this.next) {
+      this.next = null
+      this.options.log.warn('the next segment of a recording stopped before its cut; another is started', { error: segment.lastError })
+      return void this.discard(segment)
+    }
+    if (segment === this.current) void this.stop(this.endReason(segment))
+  }
+
+  /** Ends a child that never got its cut, and removes its (empty) hidden file. */
+  private discard(segment: Segment): Promise<void> {
+    segment.ending = true
+    return endChild(segment.child, 'SIGINT', this.options.stopTimeoutMs).then(() => {
+      if (segment.writing !== segment.path) removeFile(segment.writing)
+    })
+  }
+
+  private endReason(segment: Segment): string {
+    const code = segment.child.signalCode ?? `code ${segment.child.exitCode}`
+    if (segment.lastError && DISK_FULL.test(segment.lastError)) return `disk full: recording stopped, ${basename(segment.path)} kept`
+    return `the recorder stopped by itself (${segment.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(segment.path)} is kept`
   }
 
   /**
-   * EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The stream runs on.
+   * EOS to the children (the muxer closes the file), then SIGKILL after the stop timeout. The stream runs on.
    * `error`: why, when it is a failure rather than a request.
    */
   async stop(error: string | null = null): Promise<void> {
     if (this.stopping) return
     this.stopping = true
     this.detach()
-    if (this.child) await endChild(this.child, 'SIGINT', this.options.stopTimeoutMs)
+    const next = this.next
+    this.next = null
+    const current = this.current
+    if (current) current.ending = true
+    await Promise.all([...(current ? [endChild(current.child, 'SIGINT', this.options.stopTimeoutMs)] : []), ...(next ? [this.discard(next)] : []), ...this.closing])
     await this.finish(error)
   }
 
   private detach(): void {
     for (const reading of this.readings.splice(0)) reading.close()
-    if (this.timer) clearInterval(this.timer)
-    this.timer = null
+    this.feeds = []
+    this.soundFeed = null
+    for (const timer of [this.timer, this.checker]) if (timer) clearInterval(timer)
+    this.timer = this.checker = null
     this.feeder?.close()
     this.feeder = null
     this.text?.close()
@@ -207,20 +420,8 @@ export class Recorder {
     if (error) this.options.log.warn('recording ended', { file: this.path, error })
     syncToDisk(this.path)
     // Stopped before the first key frame: an empty file is no recording.
-    if (sizeOf(this.path) === 0) {
-      try {
-        unlinkSync(this.path)
-      } catch {}
-    }
+    if (sizeOf(this.path) === 0) removeFile(this.path)
     this.spec.onEnd(this)
-  }
-
-  /** The child opened its next segment: the one before is complete, push it to the disk once more. */
-  private nextSegment(path: string): void {
-    const previous = this.segments.at(-1)
-    if (previous === path) return
-    if (previous) syncToDisk(previous, this.options.log)
-    this.segments.push(path)
   }
 }
 
@@ -230,4 +431,10 @@ function sizeOf(path: string): number {
   } catch {
     return 0 // not created yet
   }
+}
+
+function removeFile(path: string): void {
+  try {
+    unlinkSync(path)
+  } catch {}
 }
