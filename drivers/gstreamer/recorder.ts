@@ -122,7 +122,8 @@ export class Recorder {
   private cutting = false
   /** Old segments whose children are being ended. */
   private closing = new Set<Promise<void>>()
-  private segmentStarted = performance.now()
+  /** When the segment being written got its first key frame (null: the first one has none yet). */
+  private segmentStarted: number | null = null
   /** Seconds already in the first segment when it starts (the pre-record buffer). */
   private preSeconds = 0
   /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
@@ -231,11 +232,14 @@ export class Recorder {
     // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
     if (first.textPort !== undefined) this.text = new TelemetryFeed(first.textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
+    // The first segment's clock starts with its first key frame (now, with a pre-record buffer: it is sent at once).
     if (hub instanceof MediaHub && hub.preRecording) {
       const earlier = hub.preRecorded(0)
-      if (earlier.length) this.preSeconds = ((timestampOf(earlier.at(-1)!) - timestampOf(earlier[0]!)) >>> 0) / 90_000
+      if (earlier.length) {
+        this.preSeconds = ((timestampOf(earlier.at(-1)!) - timestampOf(earlier[0]!)) >>> 0) / 90_000
+        this.segmentStarted = performance.now()
+      }
     }
-    this.segmentStarted = performance.now()
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
@@ -263,7 +267,10 @@ export class Recorder {
         name: 'recorder-segments',
         from: 'now',
         packet: (packet) => {
-          if (startsKeyFrame(packet, hub.encoding)) this.gopBytes = 0
+          if (startsKeyFrame(packet, hub.encoding)) {
+            this.gopBytes = 0
+            this.segmentStarted ??= performance.now()
+          }
           this.gopBytes += packet.length
           this.maxGop = Math.max(this.maxGop, this.gopBytes)
         },
@@ -280,7 +287,7 @@ export class Recorder {
   /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
   private checkSegment(): void {
     const current = this.current
-    if (this.stopping || this.ended || this.cutting || !current) return
+    if (this.stopping || this.ended || this.cutting || !current || this.segmentStarted === null) return
     const { seconds, bytes } = this.limits
     const elapsed = (performance.now() - this.segmentStarted) / 1000 + (current.index === 1 ? this.preSeconds : 0)
     const size = sizeOf(current.path)
@@ -316,12 +323,7 @@ export class Recorder {
       const old = this.current!
       this.next = null
       this.cutting = false
-      try {
-        renameSync(next.writing, next.path)
-        next.writing = next.path
-      } catch (err) {
-        this.options.log.warn('a segment could not be given its name', { file: next.path, error: (err as Error).message })
-      }
+      this.nameWhenWritten(next)
       this.segments.push(next)
       this.segmentStarted = at
       segmentCuts.total++
@@ -335,6 +337,21 @@ export class Recorder {
       this.closing.add(closed)
       void closed.finally(() => this.closing.delete(closed))
     })
+  }
+
+  /**
+   * The new segment takes its name once its first bytes are in it (within milliseconds of the cut), so
+   * a power cut never leaves an empty `.mkv` behind (ffmpeg would call it broken).
+   */
+  private nameWhenWritten(segment: Segment, deadline = performance.now() + 5000): void {
+    if (segment.writing === segment.path) return
+    if (sizeOf(segment.writing) === 0 && performance.now() < deadline && !this.stopping) return void setTimeout(() => this.nameWhenWritten(segment, deadline), 5)
+    try {
+      renameSync(segment.writing, segment.path)
+      segment.writing = segment.path
+    } catch (err) {
+      this.options.log.warn('a segment could not be given its name', { file: segment.path, error: (err as Error).message })
+    }
   }
 
   /** Once every feed has left it: EOS to the old segment's child (its muxer writes the index), then to the disk. */
@@ -396,6 +413,11 @@ export class Recorder {
     const current = this.current
     if (current) current.ending = true
     await Promise.all([...(current ? [endChild(current.child, 'SIGINT', this.options.stopTimeoutMs)] : []), ...(next ? [this.discard(next)] : []), ...this.closing])
+    // Stopped just after a cut: the new segment named now, or removed if nothing reached it.
+    if (current && current.writing !== current.path) {
+      if (sizeOf(current.writing) > 0) this.nameWhenWritten(current)
+      else removeFile(current.writing)
+    }
     await this.finish(error)
   }
 
