@@ -52,6 +52,12 @@ export interface RecorderSpec {
   telemetry?: RecordingTelemetry
 }
 
+/**
+ * How often the segment being written is pushed to the disk (fsync): a power cut (not a kill, which
+ * loses nothing the child wrote) may lose what was written since, so this bounds it under the 1 s.
+ */
+export const SYNC_INTERVAL_MS = 500
+
 /** How often the recorder looks whether the segment is due (its time or its bytes). */
 const SEGMENT_CHECK_MS = 100
 /** The next segment's child is started this long before the segment's time is up (it listens within ~1 s here). */
@@ -277,11 +283,12 @@ export class Recorder {
       }),
     )
     this.checker = setInterval(() => this.checkSegment(), SEGMENT_CHECK_MS)
+    let ticks = 0
     this.timer = setInterval(() => {
       const current = this.current
       if (current) syncToDisk(current.path, this.options.log)
-      this.spec.onProgress(this)
-    }, 1000)
+      if (++ticks % (1000 / SYNC_INTERVAL_MS) === 0) this.spec.onProgress(this)
+    }, SYNC_INTERVAL_MS)
   }
 
   /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
