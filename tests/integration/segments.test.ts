@@ -69,14 +69,14 @@ test(`${FRAMES} frames (35 s) in one file, in 10 s segments, and cut by size (4 
   expect(decodedFrames(single[0]!)).toBe(FRAMES)
 
   expect(names(segments)).toEqual(['finite_seg001.mkv', 'finite_seg002.mkv', 'finite_seg003.mkv', 'finite_seg004.mkv'])
-  const counts = segments.map(decodedFrames)
+  const counts = segments.map((f) => decodedFrames(f))
   // Cut at the first key frame at or after 10 s: 300 frames each, the rest in the last.
   expect(counts).toEqual([300, 300, 300, 150])
   expect(counts.reduce((a, b) => a + b, 0)).toBe(decodedFrames(single[0]!))
 
   expect(bySize.length).toBeGreaterThanOrEqual(3)
   for (const f of bySize) expect(statSync(f).size).toBeLessThanOrEqual(256 * 1024)
-  expect(bySize.map(decodedFrames).reduce((a, b) => a + b, 0)).toBe(FRAMES)
+  expect(bySize.map((f) => decodedFrames(f)).reduce((a, b) => a + b, 0)).toBe(FRAMES)
 
   for (const f of [...segments, ...bySize]) {
     expect(firstKeyFrame(f)).toBe('1')
@@ -139,9 +139,9 @@ test('recording while streaming in 2 s segments: one recording in the API, only 
 /**
  * The recorder of a running stream, fed by a hub that receives exactly `frames` frames per member of a
  * live source (the test's own gst child, RTP to the hub's ports; the leader's key frame every second,
- * a follower's every `followerKeyInt` frames), cut every 2 s. Answers the files written, in order.
+ * a follower's every `followerKeyInt` frames), cut every 2 s (or at `limits`). Answers the files written, in order.
  */
-async function recordFromHub(frames: number, opts: { relay: boolean; members: number; followerKeyInt?: number }): Promise<string[]> {
+async function recordFromHub(frames: number, opts: { relay: boolean; members: number; followerKeyInt?: number; limits?: SegmentLimits }): Promise<string[]> {
   const dir = tempDir()
   const names = Array.from({ length: opts.members }, (_, i) => `member${i}`)
   const log = createLogger('error')
@@ -150,7 +150,7 @@ async function recordFromHub(frames: number, opts: { relay: boolean; members: nu
   let ended = false
   const recorder = await Recorder.start(
     { hub, base: join(dir, 'hub'), onEnd: () => void (ended = true), onProgress: () => {} },
-    { gstLaunch: 'gst-launch-1.0', prefix: [], stopTimeoutMs: 20_000, segments: { seconds: 2, bytes: FAT }, log },
+    { gstLaunch: 'gst-launch-1.0', prefix: [], stopTimeoutMs: 20_000, segments: opts.limits ?? { seconds: 2, bytes: FAT }, log },
   )
   try {
     const branch = (i: number) =>
@@ -176,14 +176,25 @@ async function recordFromHub(frames: number, opts: { relay: boolean; members: nu
   return readdirSync(dir).sort().map((f) => join(dir, f))
 }
 
-test('recording while streaming, cut every 2 s by the recorder itself: every frame in exactly one file (the relay thread\'s feeds, the main thread\'s, and a group whose follower has its own key frames), each segment opens on a key frame and plays alone', async () => {
+test('recording while streaming, cut every 2 s by the recorder itself: every frame in exactly one file (the relay thread\'s feeds, the main thread\'s, a group whose follower has its own key frames, and cut by size), each segment opens on a key frame and plays alone', async () => {
   const FED = 330 // 11 s: five or six segments
   const cutsBefore = segmentCuts.total
-  const [relayed, mainThread, group] = await Promise.all([
+  const BYTES = 48 * 1024
+  const [relayed, mainThread, group, bySize] = await Promise.all([
     recordFromHub(FED, { relay: true, members: 1 }),
     recordFromHub(FED, { relay: false, members: 1 }),
     recordFromHub(FED, { relay: true, members: 2, followerKeyInt: 45 }),
+    recordFromHub(FED, { relay: true, members: 1, limits: { seconds: 0, bytes: BYTES } }),
   ])
+  // Cut by size (4 GiB on a card, 48 KiB here): below the limit, whole groups of pictures, every frame once.
+  expect(bySize.length).toBeGreaterThanOrEqual(3)
+  expect(names(bySize)).toEqual(bySize.map((_, i) => `hub_seg${String(i + 1).padStart(3, '0')}.mkv`))
+  for (const f of bySize) {
+    expect(statSync(f).size).toBeLessThanOrEqual(BYTES)
+    expect(firstKeyFrame(f)).toBe('1')
+    expect(playsAlone(f)).toBe('')
+  }
+  expect(bySize.map((f) => decodedFrames(f)).reduce((a, b) => a + b, 0)).toBe(FED)
   for (const files of [relayed, mainThread, group]) {
     expect(files.length).toBeGreaterThanOrEqual(4)
     expect(names(files)).toEqual(files.map((_, i) => `hub_seg${String(i + 1).padStart(3, '0')}.mkv`)) // no hidden next segment left
@@ -199,5 +210,5 @@ test('recording while streaming, cut every 2 s by the recorder itself: every fra
   const follower = group.map((f) => decodedFrames(f, 1))
   expect(follower.reduce((a, b) => a + b, 0)).toBe(FED)
   for (const f of group) expect(firstKeyFrame(f, 1)).toBe('1')
-  expect(segmentCuts.total - cutsBefore).toBe(relayed.length + mainThread.length + group.length - 3)
+  expect(segmentCuts.total - cutsBefore).toBe(relayed.length + mainThread.length + group.length + bySize.length - 4)
 }, 240_000)
