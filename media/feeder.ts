@@ -7,7 +7,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
-import { RtpContinuity, startsKeyFrame, type MediaEncoding as TrackEncoding } from './rtp'
+import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
@@ -35,18 +35,18 @@ export interface FeedOptions {
 export interface Feed extends Reading {
   /**
    * From the member's next key frame on (that packet included), packets go to 127.0.0.1:`port` instead;
-   * `switched` is called once, after that key frame was sent (for the relay's thread: when it says so).
-   * A later call replaces a retarget not yet done.
+   * `switched` is called once, after that key frame was sent (for the relay's thread: when it says so),
+   * with its RTP timestamp as the hub received it. A later call replaces a retarget not yet done.
    */
-  retarget(port: number, switched?: () => void): void
+  retarget(port: number, switched?: (timestamp: number) => void): void
 }
 
 /** The destination of a main-thread feed, moved at a key frame (Feed.retarget). */
 class Destination {
-  private next: { port: number; switched?: () => void } | null = null
+  private next: { port: number; switched?: (timestamp: number) => void } | null = null
   constructor(public port: number, private readonly encoding: TrackEncoding) {}
 
-  retarget(port: number, switched?: () => void): void {
+  retarget(port: number, switched?: (timestamp: number) => void): void {
     this.next = { port, switched }
   }
 
@@ -56,7 +56,8 @@ class Destination {
       const { port, switched } = this.next
       this.next = null
       this.port = port
-      if (switched) queueMicrotask(switched) // after this packet is sent
+      const timestamp = timestampOf(packet)
+      if (switched) queueMicrotask(() => switched(timestamp)) // after this packet is sent
     }
     return this.port
   }
@@ -79,7 +80,7 @@ export class LoopbackFeeder {
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
   feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Feed {
     const destination = new Destination(port, hub.encoding)
-    const mainThread = (reading: Reading): Feed => Object.assign(reading, { retarget: (to: number, switched?: () => void) => destination.retarget(to, switched) })
+    const mainThread = (reading: Reading): Feed => Object.assign(reading, { retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched) })
     if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
       // Sent now and the reader added in this same turn: the next packet the hub receives follows the
       // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
@@ -109,7 +110,7 @@ export class LoopbackFeeder {
     // Every Opus packet stands alone: a retarget moves the very next one.
     const destination = new Destination(port, 'OPUS')
     const reading = hub.readSound({ name: options.name, packet: (packet) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1'), ended: options.ended })
-    return Object.assign(reading, { retarget: (to: number, switched?: () => void) => destination.retarget(to, switched) })
+    return Object.assign(reading, { retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched) })
   }
 
   close(): void {

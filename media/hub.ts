@@ -149,7 +149,7 @@ class RelayedReading implements Reading {
     readonly reader: Pick<HubReader, 'name' | 'ended'>,
     private readonly stop: () => void,
     /** The thread sends to `port` from the member's next key frame on (feeder.ts Feed.retarget). */
-    readonly retarget: (port: number, switched?: () => void) => void,
+    readonly retarget: (port: number, switched?: (timestamp: number) => void) => void,
   ) {}
 
   end(end: ReaderEnd): void {

@@ -3,14 +3,14 @@
 // the recorder, the MJPEG transcoder) — so UDP-to-UDP forwarding never waits behind HTTP work.
 import { createSocket, type Socket } from 'node:dgram'
 import { parentPort } from 'node:worker_threads'
-import { RtpContinuity, startsKeyFrame, type MediaEncoding } from './rtp'
+import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding } from './rtp'
 
 export type RelayCommand =
   | { op: 'open'; id: number; encoding: MediaEncoding; hubPort: number }
   | { op: 'close'; id: number }
   | { op: 'feed'; id: number; target: number; port: number; fromKey: boolean; frameTicks?: number }
   | { op: 'unfeed'; id: number; target: number }
-  /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target }. */
+  /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target, timestamp } (the key frame's RTP timestamp). */
   | { op: 'retarget'; id: number; target: number; port: number }
 
 interface Target {
@@ -52,7 +52,7 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
         switched = true
       }
       out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
-      if (switched) parentPort!.postMessage({ switched: id })
+      if (switched) parentPort!.postMessage({ switched: id, timestamp: timestampOf(packet) })
     }
   })
   socket.bind(0, '127.0.0.1', () => {

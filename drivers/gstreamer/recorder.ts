@@ -18,7 +18,7 @@ import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
-import { startsKeyFrame, timestampOf } from '../../media/rtp'
+import { ssrcOf, startsKeyFrame, timestampOf } from '../../media/rtp'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, DEFAULT_SEGMENTS, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
@@ -128,10 +128,14 @@ export class Recorder {
   private cutting = false
   /** Old segments whose children are being ended. */
   private closing = new Set<Promise<void>>()
-  /** When the segment being written got its first key frame (null: the first one has none yet). */
-  private segmentStarted: number | null = null
-  /** Seconds already in the first segment when it starts (the pre-record buffer). */
-  private preSeconds = 0
+  /**
+   * The segment's length so far, on the camera's clock (the leader's RTP timestamps: a camera slower
+   * than its nominal rate makes no shorter files): the RTP timestamp its first key frame had (null: the
+   * first one has none yet), and the latest seen.
+   */
+  private segmentStartTs: number | null = null
+  private latestTs = 0
+  private latestSsrc = -1
   /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
   private maxGop = 0
   private gopBytes = 0
@@ -238,13 +242,10 @@ export class Recorder {
     // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
     if (first.textPort !== undefined) this.text = new TelemetryFeed(first.textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
-    // The first segment's clock starts with its first key frame (now, with a pre-record buffer: it is sent at once).
+    // The first segment's clock starts with its first key frame: the pre-record buffer's oldest, sent at once (feeder.ts), or the next.
     if (hub instanceof MediaHub && hub.preRecording) {
       const earlier = hub.preRecorded(0)
-      if (earlier.length) {
-        this.preSeconds = ((timestampOf(earlier.at(-1)!) - timestampOf(earlier[0]!)) >>> 0) / 90_000
-        this.segmentStarted = performance.now()
-      }
+      if (earlier.length) this.segmentStartTs = timestampOf(earlier[0]!)
     }
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
@@ -273,9 +274,16 @@ export class Recorder {
         name: 'recorder-segments',
         from: 'now',
         packet: (packet) => {
+          const ts = timestampOf(packet)
+          if (ssrcOf(packet) !== this.latestSsrc && this.segmentStartTs !== null && this.latestSsrc >= 0) {
+            // The camera's child restarted (a new RTP timeline): the segment's clock goes on from where it was.
+            this.segmentStartTs = (ts - ((this.latestTs - this.segmentStartTs) >>> 0)) >>> 0
+          }
+          this.latestSsrc = ssrcOf(packet)
+          this.latestTs = ts
           if (startsKeyFrame(packet, hub.encoding)) {
             this.gopBytes = 0
-            this.segmentStarted ??= performance.now()
+            this.segmentStartTs ??= ts
           }
           this.gopBytes += packet.length
           this.maxGop = Math.max(this.maxGop, this.gopBytes)
@@ -294,9 +302,10 @@ export class Recorder {
   /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
   private checkSegment(): void {
     const current = this.current
-    if (this.stopping || this.ended || this.cutting || !current || this.segmentStarted === null) return
+    if (this.stopping || this.ended || this.cutting || !current || this.segmentStartTs === null) return
     const { seconds, bytes } = this.limits
-    const elapsed = (performance.now() - this.segmentStarted) / 1000 + (current.index === 1 ? this.preSeconds : 0)
+    // Signed: the relay's thread may name the cut's key frame before this thread has seen it.
+    const elapsed = Math.max(0, (this.latestTs - this.segmentStartTs) | 0) / 90_000
     const size = sizeOf(current.path)
     const near = (seconds > 0 && elapsed >= seconds - SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
     const due = (seconds > 0 && elapsed >= seconds) || size + CUT_GOPS * this.maxGop >= bytes
@@ -324,7 +333,7 @@ export class Recorder {
   private cut(next: Segment): void {
     this.cutting = true
     const [leader, ...followers] = this.feeds
-    leader!.retarget(next.ports[0]!, () => {
+    leader!.retarget(next.ports[0]!, (keyTs) => {
       const at = performance.now()
       if (this.stopping || this.ended || this.next !== next) return
       const old = this.current!
@@ -332,7 +341,7 @@ export class Recorder {
       this.cutting = false
       this.nameWhenWritten(next)
       this.segments.push(next)
-      this.segmentStarted = at
+      this.segmentStartTs = keyTs
       segmentCuts.total++
       if (next.soundPort) this.soundFeed?.retarget(next.soundPort)
       if (next.textPort !== undefined) this.text?.retarget(next.textPort)
