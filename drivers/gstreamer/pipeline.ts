@@ -84,7 +84,8 @@ export const FAT_SEGMENT_BYTES = 4 * 1024 ** 3 - 64 * 1024 ** 2
 export const DEFAULT_SEGMENTS: SegmentLimits = { seconds: 0, bytes: FAT_SEGMENT_BYTES }
 
 /**
- * The crash-safe file end of every recording, `mux.video` taking the leader's track and `mux.video_aux_<i>`
+ * The crash-safe file end of a RECORDING stream (the recorder of a running stream cuts its own segments:
+ * matroskaSegmentTokens, recorder.ts), `mux.video` taking the leader's track and `mux.video_aux_<i>`
  * each follower's (videoPad). splitmuxsink cuts a new file `<base>_seg<NNN>.mkv` (child.ts segmentPath) on
  * the leader's key frame after `seconds`, or before the next GOP would pass `bytes`: every frame in exactly
  * one file, each file opening on a key frame. Each file is Matroska with short clusters and unbuffered
