@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { createLogger } from '../core/log'
 import { FAT_SEGMENT_BYTES } from '../drivers/gstreamer/pipeline'
 import { simulatedSource } from '../drivers/gstreamer/simulated'
-import { segmentCuts } from '../drivers/gstreamer/recorder'
+import { segmentCuts } from '../media/segment-cuts'
 import { GstStreamer } from '../drivers/gstreamer/streamer'
 import { numberArg } from './lib'
 

@@ -18,6 +18,7 @@ import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
 import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
+import { segmentCuts } from '../../media/segment-cuts'
 import { ssrcOf, startsKeyFrame, timestampOf } from '../../media/rtp'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
@@ -69,19 +70,12 @@ export const SEGMENT_PREPARE_SECONDS = 3
  */
 const PREPARE_GOPS = 4
 const CUT_GOPS = 2
+/** A next segment's child that failed to start is tried again after this long (the current segment records on meanwhile). */
+const PREPARE_RETRY_MS = 2000
 /** After the last feed has moved on, the old child's last packets (already sent over loopback) are read before its EOS. */
 const SEGMENT_DRAIN_MS = 150
 /** A follower without a key frame this long after the leader's cut is moved anyway (its frames until the next key frame decode grey). */
 const FOLLOWER_SWITCH_MS = 10_000
-
-/** Segment cuts of every recording since the service started, and the cost of the last one (/metrics). */
-export const segmentCuts = {
-  total: 0,
-  /** ms from starting the next segment's child to it listening (done ahead of the cut, while the old one records). */
-  lastStartMs: 0,
-  /** ms from the leader's cut to the old segment's file closed (EOS) and pushed to the disk. */
-  lastCloseMs: 0,
-}
 
 /** One segment file and the gst child writing it. */
 class Segment {
@@ -124,6 +118,8 @@ export class Recorder {
   /** The next segment's child, started ahead of the cut. */
   private next: Segment | null = null
   private preparing = false
+  /** After a next child failed to start: not before this (performance.now()). */
+  private prepareAfter = 0
   /** A cut was asked for and the leader's key frame not yet seen. */
   private cutting = false
   /** Old segments whose children are being ended. */
@@ -277,7 +273,7 @@ export class Recorder {
           const ts = timestampOf(packet)
           if (ssrcOf(packet) !== this.latestSsrc && this.segmentStartTs !== null && this.latestSsrc >= 0) {
             // The camera's child restarted (a new RTP timeline): the segment's clock goes on from where it was.
-            this.segmentStartTs = (ts - ((this.latestTs - this.segmentStartTs) >>> 0)) >>> 0
+            this.segmentStartTs = (ts - Math.max(0, (this.latestTs - this.segmentStartTs) | 0)) >>> 0
           }
           this.latestSsrc = ssrcOf(packet)
           this.latestTs = ts
@@ -309,7 +305,7 @@ export class Recorder {
     const size = sizeOf(current.path)
     const near = (seconds > 0 && elapsed >= seconds - SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
     const due = (seconds > 0 && elapsed >= seconds) || size + CUT_GOPS * this.maxGop >= bytes
-    if (near && !this.next && !this.preparing) void this.prepare(current.index + 1)
+    if (near && !this.next && !this.preparing && performance.now() >= this.prepareAfter) void this.prepare(current.index + 1)
     if (due && this.next) this.cut(this.next)
   }
 
@@ -322,7 +318,8 @@ export class Recorder {
       segmentCuts.lastStartMs = Math.round(performance.now() - began)
       this.next = segment
     } catch (err) {
-      // The current segment records on; the next check tries again.
+      // The current segment records on; another try in a while.
+      this.prepareAfter = performance.now() + PREPARE_RETRY_MS
       this.options.log.warn('the next segment of a recording did not start; the current one goes on', { file: segmentPath(this.spec.base, index), error: (err as Error).message })
     } finally {
       this.preparing = false
@@ -396,6 +393,12 @@ export class Recorder {
     if (segment.ending || this.stopping) return
     if (segment === this.next) {
       this.next = null
+      if (this.cutting) {
+        // The leader was about to move to it: it stays (a retarget to the current child replaces the pending one).
+        this.feeds[0]?.retarget(this.current!.ports[0]!)
+        this.cutting = false
+      }
+      this.prepareAfter = performance.now() + PREPARE_RETRY_MS
       this.options.log.warn('the next segment of a recording stopped before its cut; another is started', { error: segment.lastError })
       return void this.discard(segment)
     }

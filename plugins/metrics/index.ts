@@ -14,8 +14,8 @@ import { STREAM_STATES } from '../../core/schemas'
 import type { Device } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
-import { segmentCuts } from '../../drivers/gstreamer/recorder'
 import { collectionPending, memoryCollections } from '../../media/memory'
+import { segmentCuts } from '../../media/segment-cuts'
 
 /**
  * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
