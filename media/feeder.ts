@@ -63,6 +63,9 @@ class Destination {
   }
 }
 
+/** One Opus packet of the hub's sound in RTP time (20 ms at 48 kHz, drivers/gstreamer/audio.ts). */
+const OPUS_PACKET_TICKS = 960
+
 /** One socket that sends to any number of loopback ports (our own children: a lost packet is just lost). */
 export class LoopbackFeeder {
   private socket: Socket | null
@@ -107,9 +110,11 @@ export class LoopbackFeeder {
 
   /** Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed. */
   feedSound(hub: StreamHub, port: number, options: FeedOptions): Feed {
-    // Every Opus packet stands alone: a retarget moves the very next one.
+    // Every Opus packet stands alone: a retarget moves the very next one. `continuous`: one RTP timeline
+    // across a sound child's restart (the recorder stamps the sound from RTP timestamps, as the video).
     const destination = new Destination(port, 'OPUS')
-    const reading = hub.readSound({ name: options.name, packet: (packet) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1'), ended: options.ended })
+    const continuity = options.continuous ? new RtpContinuity(OPUS_PACKET_TICKS) : null
+    const reading = hub.readSound({ name: options.name, packet: (packet) => void this.socket?.send(continuity ? continuity.next(packet) : packet, destination.portFor(packet), '127.0.0.1'), ended: options.ended })
     return Object.assign(reading, { retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched) })
   }
 

@@ -147,11 +147,14 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
   // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
-  // is, after the video tracks, stamped on arrival (a sound child restarted in a slow VM came out silent
-  // when stamped from RTP timestamps alone). It starts with the video's first key frame (recorder.ts).
+  // is, after the video tracks, stamped as the video is: from its RTP timestamps (mode=none), so both
+  // start together whenever the child began listening (stamped on arrival, the sound came 0.4 s late in
+  // the first segment and ~3 s in a next one, started ahead of its cut). It starts with the video's first
+  // key frame and moves with it at a cut (recorder.ts); the feeder keeps one RTP timeline across a sound
+  // child's restart (a restarted one's new timeline came out silent in a slow VM).
   if (soundPort) {
     tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', 'latency=100', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
   }
   return tokens
 }

@@ -258,7 +258,7 @@ export class Recorder {
         packet: () => {
           watch.close()
           if (this.stopping || this.ended) return
-          this.soundFeed = feeder.feedSound(hub, this.current!.soundPort!, { name: 'recorder' })
+          this.soundFeed = feeder.feedSound(hub, this.current!.soundPort!, { name: 'recorder', continuous: true })
           this.readings.push(this.soundFeed)
         },
       })

@@ -14,7 +14,9 @@ import { Recorder } from '../../drivers/gstreamer/recorder'
 import { segmentCuts } from '../../media/segment-cuts'
 import { MediaHub } from '../../media/hub'
 import { RecordingStore } from '../../drivers/storage/recordings'
-import { alive, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { until } from '../helpers'
+import { alive, freePort, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { startService } from './service.helpers'
 
 beforeAll(() => requireGStreamer())
 
@@ -213,3 +215,34 @@ test('recording while streaming, cut every 2 s by the recorder itself: every fra
   for (const f of group) expect(firstKeyFrame(f, 1)).toBe('1')
   expect(segmentCuts.total - cutsBefore).toBe(relayed.length + mainThread.length + group.length + bySize.length - 4)
 }, 240_000)
+
+test("a recording made while streaming with sound, in 2 s segments: each segment's Opus track runs with its video, from its first frame to its last", async () => {
+  const service = await startService({ args: ['--record-segment-seconds', '2'] })
+  try {
+    const { call } = service
+    const devices = (await call('GET', '/api/devices')).body as any[]
+    const device = devices.find((d) => d.cameras?.some((c: any) => c.formats?.H264))
+    const size = device.cameras.find((c: any) => c.formats?.H264).formats.H264.at(-1)
+    const configured = await call('POST', '/api/devices/configure_stream', { bus_info: device.bus_info, stream_type: 'UDP', stream_format: { width: size.width, height: size.height, interval: size.intervals[0] }, encode_type: 'H264', enabled: true, endpoints: [{ host: '127.0.0.1', port: freePort() }] })
+    expect(configured.status).toBe(200)
+    // The simulated camera's microphone (docs/sound.md) is running: the recording gets an Opus track.
+    await until('the sound running', () => call('GET', '/api/audio/streams'), (r) => r.body?.find((a: any) => a.bus_info === device.bus_info)?.state === 'running', 30_000)
+    expect((await call('POST', '/api/devices/start_recording', { bus_info: device.bus_info })).status).toBe(200)
+    const dir = join(service.dataDir, 'recordings')
+    await waitFor('a fourth segment', () => readdirSync(dir).some((f) => f.endsWith('_seg004.mkv')), 60_000, 200)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: device.bus_info })).status).toBe(200)
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mkv')).sort().map((f) => join(dir, f))
+    expect(files.length).toBeGreaterThanOrEqual(4)
+    const pts = (path: string, kind: string) => run(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).out.split('\n').filter(Boolean).map(Number)
+    for (const f of files.slice(0, -1)) {
+      const [video, sound] = [pts(f, 'v:0'), pts(f, 'a:0')]
+      expect(sound.length).toBeGreaterThan(0)
+      // Both start together (a next segment's child listens seconds before its cut: stamped on arrival, its sound came that much late).
+      expect(Math.abs(sound[0]! - video[0]!)).toBeLessThan(0.1)
+      expect(Math.abs(Math.max(...sound) - Math.max(...video))).toBeLessThan(0.3)
+      expect(playsAlone(f)).toBe('')
+    }
+  } finally {
+    await service.kill()
+  }
+}, 180_000)
