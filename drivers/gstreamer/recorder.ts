@@ -61,8 +61,13 @@ export const SYNC_INTERVAL_MS = 500
 
 /** How often the recorder looks whether the segment is due (its time or its bytes). */
 const SEGMENT_CHECK_MS = 100
-/** The next segment's child is started this long before the segment's time is up (it listens within ~1 s here). */
-export const SEGMENT_PREPARE_SECONDS = 3
+/**
+ * The next segment's child is started this long before the key frame expected to cut the segment (it
+ * listens in ~0.1 s here, 0.5 s loaded) — not earlier: the telemetry text is stamped on arrival, so the
+ * time it listens before its first frame is how late the text is in that file. Without a known
+ * key-frame interval yet, this long before the segment's time is up.
+ */
+export const SEGMENT_PREPARE_SECONDS = 0.5
 /**
  * Byte limit: the next child starts once the segment is within this many of its largest groups of
  * pictures of the limit, and the cut is made at the key frame after it is within CUT_GOPS: the group
@@ -135,6 +140,9 @@ export class Recorder {
   /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
   private maxGop = 0
   private gopBytes = 0
+  /** The leader's last key frame's RTP timestamp, and the interval to the one before (RTP ticks; 0: unknown). */
+  private lastKeyTs: number | null = null
+  private gopTicks = 0
 
   private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
     this.withTelemetry = spec.telemetry?.source.current() != null
@@ -279,6 +287,11 @@ export class Recorder {
           this.latestTs = ts
           if (startsKeyFrame(packet, hub.encoding)) {
             this.gopBytes = 0
+            if (this.lastKeyTs !== null) {
+              const gop = (ts - this.lastKeyTs) | 0
+              if (gop > 0) this.gopTicks = gop
+            }
+            this.lastKeyTs = ts
             this.segmentStartTs ??= ts
           }
           this.gopBytes += packet.length
@@ -303,10 +316,33 @@ export class Recorder {
     // Signed: the relay's thread may name the cut's key frame before this thread has seen it.
     const elapsed = Math.max(0, (this.latestTs - this.segmentStartTs) | 0) / 90_000
     const size = sizeOf(current.path)
-    const near = (seconds > 0 && elapsed >= seconds - SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
-    const due = (seconds > 0 && elapsed >= seconds) || size + CUT_GOPS * this.maxGop >= bytes
+    const near = (seconds > 0 && this.secondsToCut(seconds) <= SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
+    const due = (seconds > 0 && this.cutIsNext(seconds, elapsed)) || size + CUT_GOPS * this.maxGop >= bytes
     if (near && !this.next && !this.preparing && performance.now() >= this.prepareAfter) void this.prepare(current.index + 1)
     if (due && this.next) this.cut(this.next)
+  }
+
+  /**
+   * Whether the next key frame is the one to cut at (the first at or after `seconds`): the feeds move at
+   * the next key frame after they are told. Told only well past the key frame before it (half a GOP, at
+   * most 0.25 s), so a feed still sending the earlier one cannot move there.
+   */
+  private cutIsNext(seconds: number, elapsed: number): boolean {
+    if (!this.gopTicks || this.lastKeyTs === null) return elapsed >= seconds
+    const limit = (this.segmentStartTs! + seconds * 90_000) >>> 0
+    const past = (this.latestTs - this.lastKeyTs) | 0
+    return ((this.lastKeyTs + this.gopTicks - limit) | 0) >= 0 && past >= Math.min(this.gopTicks / 2, 22_500)
+  }
+
+  /** Seconds (camera clock) until the key frame expected to cut the segment: the first at or after `seconds` into it. */
+  private secondsToCut(seconds: number): number {
+    const start = this.segmentStartTs!
+    const limit = (start + seconds * 90_000) >>> 0
+    if (!this.gopTicks || this.lastKeyTs === null) return seconds - Math.max(0, (this.latestTs - start) | 0) / 90_000
+    // The key frames go on every gopTicks from the last one seen.
+    const behind = (limit - this.lastKeyTs) | 0
+    const next = behind <= 0 ? this.lastKeyTs + this.gopTicks : this.lastKeyTs + Math.ceil(behind / this.gopTicks) * this.gopTicks
+    return ((next - this.latestTs) | 0) / 90_000
   }
 
   private async prepare(index: number): Promise<void> {
