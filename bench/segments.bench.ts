@@ -1,7 +1,8 @@
 // What cutting a recording into segments costs, recording while streaming a 1080p30 H.264 simulated camera:
 //  1. the switch: frames in each full segment (SEGMENT s × 30 when no frame is lost or repeated at a cut),
-//     and the longest pause in the file writes around each cut against the longest elsewhere (ms, polled
-//     every 5 ms), i.e. how long the switch holds the writes back;
+//     the longest pause in the file writes around each cut against the longest elsewhere (ms, polled
+//     every 5 ms), i.e. how long the switch holds the writes back, and what each cut took (recorder.ts
+//     segmentCuts: the next child's start, ahead of the cut, and the old file's close after it);
 //  2. the disk: bytes written per second over SECONDS of recording, extrapolated to an 8-hour mission.
 // `bun run bench/segments.bench.ts [--seconds 120] [--segment 10] [--pattern snow]`
 // The simulated camera encodes with x264 at 2000 kbit/s (simulated.ts). A still or simple picture
@@ -13,6 +14,7 @@ import { join } from 'node:path'
 import { createLogger } from '../core/log'
 import { FAT_SEGMENT_BYTES } from '../drivers/gstreamer/pipeline'
 import { simulatedSource } from '../drivers/gstreamer/simulated'
+import { segmentCuts } from '../media/segment-cuts'
 import { GstStreamer } from '../drivers/gstreamer/streamer'
 import { numberArg } from './lib'
 
@@ -53,9 +55,19 @@ try {
   const sizes = new Map<string, number>()
   const opened: { file: string; at: number }[] = []
   const writes: number[] = []
+  const costs: { start: number; close: number }[] = []
+  let cutsSeen = segmentCuts.total
+  let closesSeen = segmentCuts.lastCloseMs
   const poll = setInterval(() => {
     const now = performance.now()
-    for (const f of readdirSync(dir)) {
+    // A cut's close is known once the old file is closed; its start before the cut.
+    if (segmentCuts.total !== cutsSeen && segmentCuts.lastCloseMs !== closesSeen) {
+      cutsSeen = segmentCuts.total
+      closesSeen = segmentCuts.lastCloseMs
+      costs.push({ start: segmentCuts.lastStartMs, close: segmentCuts.lastCloseMs })
+    }
+    // The next segment is written under a hidden name until its cut (recorder.ts): only the named files count.
+    for (const f of readdirSync(dir).filter((f) => f.endsWith('.mkv'))) {
       const size = statSync(join(dir, f)).size
       if (size === (sizes.get(f) ?? 0)) continue
       if (!sizes.has(f)) opened.push({ file: f, at: now })
@@ -72,7 +84,7 @@ try {
   const framesSent = frames - framesBefore
   clearInterval(poll)
 
-  const files = readdirSync(dir).sort()
+  const files = readdirSync(dir).filter((f) => f.endsWith('.mkv')).sort()
   const bytes = files.reduce((sum, f) => sum + statSync(join(dir, f)).size, 0)
   const counts = files.map((f) => {
     const r = Bun.spawnSync(['ffprobe', '-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', join(dir, f)])
@@ -91,6 +103,8 @@ try {
   console.log(`1. segments: ${files.length}; frames per segment ${counts.join(' ')} (a full one: ${SEGMENT * FPS})`)
   console.log(`   frames in the files ${total}, sent while recording ${framesSent} (${(framesSent / elapsed).toFixed(1)} fps; the difference: the wait for the first key frame and the stop, under one GOP)`)
   console.log(`   longest pause in the writes within 1 s of a cut ${nearCut.toFixed(0)} ms, elsewhere ${elsewhere.toFixed(0)} ms`)
+  const range = (xs: number[]) => (xs.length ? `median ${xs.sort((a, b) => a - b)[xs.length >> 1]} ms, max ${Math.max(...xs)} ms` : 'none')
+  console.log(`   per cut (${costs.length}): the next child started and listening ${range(costs.map((c) => c.start))} (ahead of the cut); the old file closed and synced ${range(costs.map((c) => c.close))} after it`)
   const rate = bytes / elapsed
   console.log(`2. written ${(bytes / 1048576).toFixed(1)} MB in ${elapsed.toFixed(1)} s = ${(rate / 1048576).toFixed(2)} MB/s (${((rate * 8) / 1e6).toFixed(2)} Mbit/s)`)
   console.log(`   8 hours: ${((rate * 8 * 3600) / 1024 ** 3).toFixed(1)} GiB, ${Math.ceil((8 * 3600) / SEGMENT)} segments of ${SEGMENT} s (${Math.ceil((8 * 3600) / 600)} of 10 min)`)

@@ -7,7 +7,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
-import { RtpContinuity } from './rtp'
+import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
 import { SoundTimeline } from './sound'
 
 export interface FeedOptions {
@@ -29,6 +29,41 @@ export interface FeedOptions {
   ended?(end: ReaderEnd): void
 }
 
+/**
+ * A feed whose destination can move: the recorder's segments (drivers/gstreamer/recorder.ts) retarget
+ * each member's feed to the next segment's child at a key frame, so every packet goes to exactly one file.
+ */
+export interface Feed extends Reading {
+  /**
+   * From the member's next key frame on (that packet included), packets go to 127.0.0.1:`port` instead;
+   * `switched` is called once, after that key frame was sent (for the relay's thread: when it says so),
+   * with its RTP timestamp as the hub received it. A later call replaces a retarget not yet done.
+   */
+  retarget(port: number, switched?: (timestamp: number) => void): void
+}
+
+/** The destination of a main-thread feed, moved at a key frame (Feed.retarget). */
+class Destination {
+  private next: { port: number; switched?: (timestamp: number) => void } | null = null
+  constructor(public port: number, private readonly encoding: TrackEncoding) {}
+
+  retarget(port: number, switched?: (timestamp: number) => void): void {
+    this.next = { port, switched }
+  }
+
+  /** The port for this packet. */
+  portFor(packet: Uint8Array): number {
+    if (this.next && startsKeyFrame(packet, this.encoding)) {
+      const { port, switched } = this.next
+      this.next = null
+      this.port = port
+      const timestamp = timestampOf(packet)
+      if (switched) queueMicrotask(() => switched(timestamp)) // after this packet is sent
+    }
+    return this.port
+  }
+}
+
 /** One socket that sends to any number of loopback ports (our own children: a lost packet is just lost). */
 export class LoopbackFeeder {
   private socket: Socket | null
@@ -44,15 +79,17 @@ export class LoopbackFeeder {
   }
 
   /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
-  feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Reading {
+  feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Feed {
+    const destination = new Destination(port, hub.encoding)
+    const mainThread = (reading: Reading): Feed => Object.assign(reading, { retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched) })
     if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
       // Sent now and the reader added in this same turn: the next packet the hub receives follows the
       // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
       const continuity = options.continuous ? new RtpContinuity(hub.frameTicks) : null
-      const send = (packet: Uint8Array) => void this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
+      const send = (packet: Uint8Array) => void this.socket?.send(continuity ? continuity.next(packet) : packet, destination.portFor(packet), '127.0.0.1')
       const earlier = hub.preRecorded(member)
       for (const packet of earlier) send(packet)
-      return hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended })
+      return mainThread(hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended }))
     }
     // A hub with a relay sends from the relay's thread, off the main event loop.
     const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous) : null
@@ -62,21 +99,25 @@ export class LoopbackFeeder {
       name: options.name,
       from: options.from,
       packet: (packet) => {
-        this.socket?.send(continuity ? continuity.next(packet) : packet, port, '127.0.0.1')
+        this.socket?.send(continuity ? continuity.next(packet) : packet, destination.portFor(packet), '127.0.0.1')
       },
       ended: options.ended,
     }
-    return hub.read(member, reader)
+    return mainThread(hub.read(member, reader))
   }
 
   /**
-   * Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed.
-   * `continuous` (a file's muxer, which waits for every track): the sound never stops while the reading
-   * lasts; when the hub's does (its source detached, its child gone) silence fills in (sound.ts).
+   * Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed. Every
+   * Opus packet stands alone: a retarget moves the very next one. `continuous` (a file's muxer, which
+   * stamps the sound from RTP timestamps as the video, and waits for every track): one RTP timeline
+   * whatever happens upstream, and it never stops while the reading lasts: when the hub's sound does (its
+   * source detached, its child gone) silence fills in (sound.ts SoundTimeline).
    */
-  feedSound(hub: StreamHub, port: number, options: FeedOptions): Reading {
-    const send = (packet: Uint8Array) => void this.socket?.send(packet, port, '127.0.0.1')
-    if (!options.continuous) return hub.readSound({ name: options.name, packet: send, ended: options.ended })
+  feedSound(hub: StreamHub, port: number, options: FeedOptions): Feed {
+    const destination = new Destination(port, 'OPUS')
+    const retarget = (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched)
+    const send = (packet: Uint8Array) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1')
+    if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), { retarget })
     const timeline = new SoundTimeline(send)
     timeline.start()
     const ended = (end: ReaderEnd) => {
@@ -92,6 +133,7 @@ export class LoopbackFeeder {
         timeline.stop()
         reading.close()
       },
+      retarget,
     }
   }
 

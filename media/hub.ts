@@ -153,6 +153,8 @@ class RelayedReading implements Reading {
     readonly member: number,
     readonly reader: Pick<HubReader, 'name' | 'ended'>,
     private readonly stop: () => void,
+    /** The thread sends to `port` from the member's next key frame on (feeder.ts Feed.retarget). */
+    readonly retarget: (port: number, switched?: (timestamp: number) => void) => void,
   ) {}
 
   end(end: ReaderEnd): void {
@@ -361,7 +363,7 @@ export class MediaHub implements StreamHub {
    * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
    * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
    */
-  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false): Reading | null {
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false): RelayedReading | null {
     const relay = this.relay
     const id = this.relayIds[member]
     if (!relay || id === undefined) return null
@@ -369,7 +371,7 @@ export class MediaHub implements StreamHub {
     if (!set) throw new RangeError(`member ${member} of ${this.members}`)
     if (this.closed) return null
     const target = relay.feed(id, port, reader.from === 'key', continuous ? this.frameTicks : undefined)
-    const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target))
+    const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target), (to, switched) => relay.retarget(id, target, to, switched))
     set.add(reading)
     return reading
   }

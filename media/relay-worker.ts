@@ -3,16 +3,20 @@
 // the recorder, the MJPEG transcoder) — so UDP-to-UDP forwarding never waits behind HTTP work.
 import { createSocket, type Socket } from 'node:dgram'
 import { parentPort } from 'node:worker_threads'
-import { RtpContinuity, startsKeyFrame, type MediaEncoding } from './rtp'
+import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding } from './rtp'
 
 export type RelayCommand =
   | { op: 'open'; id: number; encoding: MediaEncoding; hubPort: number }
   | { op: 'close'; id: number }
   | { op: 'feed'; id: number; target: number; port: number; fromKey: boolean; frameTicks?: number }
   | { op: 'unfeed'; id: number; target: number }
+  /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target, timestamp } (the key frame's RTP timestamp). */
+  | { op: 'retarget'; id: number; target: number; port: number }
 
 interface Target {
   port: number
+  /** Where it goes from the next key frame on (a recording's next segment). */
+  next: number | null
   waiting: boolean
   /** Continues the RTP timeline across a camera child restart (a target that stamps frames from RTP time alone). */
   continuity: RtpContinuity | null
@@ -35,12 +39,20 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
   socket.on('error', () => {})
   socket.on('message', (packet) => {
     out.send(packet, input.hubPort, '127.0.0.1')
-    for (const target of input.targets.values()) {
+    for (const [id, target] of input.targets) {
+      const key = (target.waiting || target.next !== null) && startsKeyFrame(packet, input.encoding)
       if (target.waiting) {
-        if (!startsKeyFrame(packet, input.encoding)) continue
+        if (!key) continue
         target.waiting = false
       }
+      let switched = false
+      if (target.next !== null && key) {
+        target.port = target.next
+        target.next = null
+        switched = true
+      }
       out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
+      if (switched) parentPort!.postMessage({ switched: id, timestamp: timestampOf(packet) })
     }
   })
   socket.bind(0, '127.0.0.1', () => {
@@ -57,6 +69,9 @@ parentPort!.on('message', (command: RelayCommand) => {
     inputs.delete(command.id)
     input.socket.close()
   } else if (command.op === 'feed')
-    input.targets.set(command.target, { port: command.port, waiting: command.fromKey, continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null })
-  else input.targets.delete(command.target)
+    input.targets.set(command.target, { port: command.port, next: null, waiting: command.fromKey, continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null })
+  else if (command.op === 'retarget') {
+    const target = input.targets.get(command.target)
+    if (target) target.next = command.port
+  } else input.targets.delete(command.target)
 })

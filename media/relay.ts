@@ -13,12 +13,19 @@ let shared: Relay | null = null
 export class Relay {
   private readonly worker: Worker
   private readonly opening = new Map<number, (port: number) => void>()
+  /** Targets retargeted and not yet switched: who to tell when the thread switches them. */
+  private readonly switching = new Map<number, (timestamp: number) => void>()
   private next = 1
 
   private constructor(private readonly log: Logger) {
     this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
     this.worker.unref() // never keeps the process alive
-    this.worker.on('message', (m: { id: number; port: number }) => {
+    this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number }) => {
+      if ('switched' in m) {
+        const switched = this.switching.get(m.switched)
+        this.switching.delete(m.switched)
+        return switched?.(m.timestamp)
+      }
       this.opening.get(m.id)?.(m.port)
       this.opening.delete(m.id)
     })
@@ -73,6 +80,14 @@ export class Relay {
   }
 
   unfeed(id: number, target: number): void {
+    this.switching.delete(target)
     this.post({ op: 'unfeed', id, target })
+  }
+
+  /** Input `id`'s target `target` sends to `port` from the next key frame on; then `switched` is called with that key frame's RTP timestamp. */
+  retarget(id: number, target: number, port: number, switched?: (timestamp: number) => void): void {
+    if (switched) this.switching.set(target, switched)
+    else this.switching.delete(target)
+    this.post({ op: 'retarget', id, target, port })
   }
 }

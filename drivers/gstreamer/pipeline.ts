@@ -92,7 +92,8 @@ export const FAT_SEGMENT_BYTES = 4 * 1024 ** 3 - 64 * 1024 ** 2
 export const DEFAULT_SEGMENTS: SegmentLimits = { seconds: 0, bytes: FAT_SEGMENT_BYTES }
 
 /**
- * The crash-safe file end of every recording, `mux.video` taking the leader's track and `mux.video_aux_<i>`
+ * The crash-safe file end of a RECORDING stream (the recorder of a running stream cuts its own segments:
+ * matroskaSegmentTokens, recorder.ts), `mux.video` taking the leader's track and `mux.video_aux_<i>`
  * each follower's (videoPad). splitmuxsink cuts a new file `<base>_seg<NNN>.mkv` (child.ts segmentPath) on
  * the leader's key frame after `seconds`, or before the next GOP would pass `bytes`: every frame in exactly
  * one file, each file opening on a key frame. Each file is Matroska with short clusters and unbuffered
@@ -122,15 +123,26 @@ export function rtpCaps(encoding: 'H264' | 'JPEG'): string {
 }
 
 /**
- * A recording made while streaming (recorder.ts): the live tap's RTP of each member, forwarded to the
- * loopback `ports`, depayloaded into the same Matroska file end as a RECORDING stream. The encoded
- * frames go to the file as they are: no decoder, no encoder. The jitter buffer orders packets and
- * stamps each frame from its RTP timestamp; a camera child restart (a new RTP timeline) resets it.
+ * One segment file of a recording made while streaming (recorder.ts cuts the segments itself): a plain
+ * matroskamux with short clusters, offset to zero, into an unbuffered filesink, so nothing is held back
+ * and a kill -9 or power cut loses only the last cluster (250 ms) and what is in flight.
+ */
+export function matroskaSegmentTokens(path: string): string[] {
+  return [
+    'matroskamux', 'name=mux', 'min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true',
+    '!', 'filesink', `location=${path}`, 'buffer-mode=unbuffered', 'sync=false', 'async=false',
+  ]
+}
+
+/**
+ * A recording made while streaming (recorder.ts), one segment file `path`: the live tap's RTP of each
+ * member, forwarded to the loopback `ports`, depayloaded into a crash-safe Matroska file
+ * (matroskaSegmentTokens). The encoded frames go to the file as they are: no decoder, no encoder.
  * `textPort`: the vehicle's telemetry as a subtitle track; `soundPort`: the stream's sound as an Opus track.
  */
-export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], base: string, options: RecorderPipelineOptions = {}): string[] {
+export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[], path: string, options: RecorderPipelineOptions = {}): string[] {
   const { textPort, soundPort } = options
-  const tokens = matroskaFileTokens(base, options.segments ?? DEFAULT_SEGMENTS)
+  const tokens = matroskaSegmentTokens(path)
   const depay = encoding === 'JPEG' ? ['rtpjpegdepay', '!', 'jpegparse'] : ['rtph264depay', '!', 'h264parse']
   ports.forEach((port, i) => {
     tokens.push('udpsrc', `name=rtp${i}`, 'address=127.0.0.1', `port=${port}`, `caps=${rtpCaps(encoding)}`, 'buffer-size=4194304')
@@ -138,17 +150,19 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
     // mode=none: frames stamped from their RTP timestamps alone, not from when they came (a busy machine
     // delivers in bursts, and the pre-record buffer's seconds come in one): the file's timestamps are the
     // camera's. The feeder keeps one RTP timeline across a camera child restart (media/rtp.ts RtpContinuity).
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', videoPad(i))
+    // The leader's track first: players take the first video track as the main one.
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', 'mux.video_%u')
   })
   if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
   // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
-  // is, after the video tracks, stamped as the video is: from its first packet's arrival on, by its RTP
-  // timestamps (media/sound.ts keeps them one timeline). It starts with the video's first key frame
-  // (recorder.ts), so both first packets arrive together. Stamped on arrival instead (the jitter buffer's
-  // default mode), its start came 0.15–0.43 s after the video's in the file.
+  // is, after the video tracks, stamped as the video is: from its RTP timestamps (mode=none), so both
+  // start together whenever the child began listening (stamped on arrival, the sound came 0.4 s late in
+  // the first segment and ~3 s in a next one, started ahead of its cut). It starts with the video's first
+  // key frame and moves with it at a cut (recorder.ts); the feeder keeps one RTP timeline across a sound
+  // child's restart (a restarted one's new timeline came out silent in a slow VM).
   if (soundPort) {
     tokens.push('udpsrc', 'name=sound', 'address=127.0.0.1', `port=${soundPort}`, `caps=${OPUS_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
+    tokens.push('!', 'rtpjitterbuffer', 'latency=100', 'mode=none', '!', 'rtpopusdepay', '!', 'opusparse', '!', 'queue', '!', 'mux.audio_%u')
   }
   return tokens
 }
@@ -157,7 +171,6 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
 export const RECORDER_JITTER_MS = 10
 
 export interface RecorderPipelineOptions {
-  segments?: SegmentLimits
   /** The vehicle's telemetry as a subtitle track (telemetryTextTokens). */
   textPort?: number
   /** The stream's sound as an Opus track. */
@@ -169,7 +182,7 @@ export interface RecorderPipelineOptions {
  * the loopback `port` is one cue, stamped on arrival with the pipeline's running time, the clock the
  * video's frames are stamped with too (from the first frame's arrival on). `into` is the muxer's
  * subtitle request pad, `mux.subtitle_%u` (splitmuxsink, the file end that cuts segments, passes it to
- * each segment's matroskamux). matroskamux waits for a buffer on every pad before it writes the earlier
+ * each segment's matroskamux; the recorder's is a plain matroskamux). matroskamux waits for a buffer on every pad before it writes the earlier
  * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts).
  */
 export function telemetryTextTokens(port: number, into: string): string[] {

@@ -1,19 +1,28 @@
-// A recording made while streaming: one supervised gst-launch-1.0 child per recording, a reader of the
-// job's hub (media/hub.ts). Its RTP is fed over loopback to the child's udpsrc (one per member,
-// media/feeder.ts),
-// depayloaded and muxed into the same crash-safe, segmented Matroska file end as a RECORDING stream (pipeline.ts):
-// the camera's encoded frames as they are, no second encoder. The camera's child is never touched, so
-// starting or stopping a recording costs the stream's viewers nothing.
-import { statSync, unlinkSync } from 'node:fs'
-import { basename } from 'node:path'
+// A recording made while streaming: a reader of the job's hub (media/hub.ts) whose RTP is fed over
+// loopback (media/feeder.ts) to a supervised gst-launch-1.0 child per segment file, depayloaded and
+// muxed into crash-safe Matroska (pipeline.ts buildRecorderPipeline): the camera's encoded frames as
+// they are, no second encoder. The camera's child is never touched, so starting or stopping a
+// recording costs the stream's viewers nothing.
+//
+// Segments are cut here, not by splitmuxsink (which holds back the group of pictures it collects, so a
+// power cut lost a whole GOP: 1–5 s with a camera's long GOP). Near the segment's time or byte limit the
+// next segment's child is started and waits, listening; at the leader's next key frame the feeds move
+// to it (every packet before that key frame in the old file, it and all after in the new one; each
+// follower at its own next key frame; the sound and the telemetry text with the leader), then the old
+// child gets EOS and its file is pushed to the disk. Every frame is in exactly one file.
+import { renameSync, statSync, unlinkSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
-import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { MediaHub } from '../../media/hub'
+import { segmentCuts } from '../../media/segment-cuts'
+import { ssrcOf, startsKeyFrame, timestampOf } from '../../media/rtp'
 import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
-import { buildRecorderPipeline, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
+import { buildRecorderPipeline, DEFAULT_SEGMENTS, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
 import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
 
 export interface RecorderOptions {
@@ -21,9 +30,9 @@ export interface RecorderOptions {
   /** `setpriv --pdeathsig KILL`, as for the stream's child. */
   prefix: string[]
   stopTimeoutMs: number
-  /** How long the child may take to listen before the start counts as failed. */
+  /** How long a segment's child may take to listen before its start counts as failed. */
   startTimeoutMs?: number
-  /** Where the file is cut into segments (default: only before 4 GiB). */
+  /** Where the recording is cut into segments (default: only before 4 GiB). */
   segments?: SegmentLimits
   log: Logger
 }
@@ -44,45 +53,126 @@ export interface RecorderSpec {
   telemetry?: RecordingTelemetry
 }
 
+/**
+ * How often the segment being written is pushed to the disk (fsync): a power cut (not a kill, which
+ * loses nothing the child wrote) may lose what was written since, so this bounds it under the 1 s.
+ */
+export const SYNC_INTERVAL_MS = 500
+
+/** How often the recorder looks whether the segment is due (its time or its bytes). */
+const SEGMENT_CHECK_MS = 100
+/**
+ * The next segment's child is started this long before the key frame expected to cut the segment (it
+ * listens in ~0.1 s here, 0.5 s loaded) — not earlier: the telemetry text is stamped on arrival, so the
+ * time it listens before its first frame is how late the text is in that file. Without a known
+ * key-frame interval yet, this long before the segment's time is up.
+ */
+export const SEGMENT_PREPARE_SECONDS = 0.5
+/**
+ * Byte limit: the next child starts once the segment is within this many of its largest groups of
+ * pictures of the limit, and the cut is made at the key frame after it is within CUT_GOPS: the group
+ * after the cut cannot pass the limit.
+ */
+const PREPARE_GOPS = 4
+const CUT_GOPS = 2
+/** A next segment's child that failed to start is tried again after this long (the current segment records on meanwhile). */
+const PREPARE_RETRY_MS = 2000
+/** After the last feed has moved on, the old child's last packets (already sent over loopback) are read before its EOS. */
+const SEGMENT_DRAIN_MS = 150
+/** A follower without a key frame this long after the leader's cut is moved anyway (its frames until the next key frame decode grey). */
+const FOLLOWER_SWITCH_MS = 10_000
+
+/** One segment file and the gst child writing it. */
+class Segment {
+  child!: Subprocess
+  ports: number[] = []
+  textPort?: number
+  soundPort?: number
+  lastError: string | null = null
+  listening = false
+  /** The child is being ended (EOS), or was: its exit is expected. */
+  ending = false
+
+  /** Written under `writing` until the cut (a listening child has opened its file, still empty); then renamed to `path`. */
+  constructor(readonly index: number, readonly path: string, public writing: string) {}
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null
+  }
+}
+
 export class Recorder {
   readonly started = new Date()
   error: string | null = null
-  private child: Subprocess | null = null
   private feeder: LoopbackFeeder | null = null
+  private feeds: Feed[] = []
+  private soundFeed: Feed | null = null
   private text: TelemetryFeed | null = null
   /** The file has the vehicle's telemetry as a text track (an autopilot was on the link when it started). */
   readonly withTelemetry: boolean
+  private readonly withSound: boolean
+  private readonly limits: SegmentLimits
   private readings: Reading[] = []
   private timer: ReturnType<typeof setInterval> | null = null
+  private checker: ReturnType<typeof setInterval> | null = null
   private stopping = false
   private ended = false
-  private lastError: string | null = null
   private finalBytes = 0
-  /** The segments opened so far, in order (the child says so on its bus); the last one is being written. */
-  private segments: string[] = []
+  /** Every segment so far, in order; the last is being written. */
+  private segments: Segment[] = []
+  /** The next segment's child, started ahead of the cut. */
+  private next: Segment | null = null
+  private preparing = false
+  /** After a next child failed to start: not before this (performance.now()). */
+  private prepareAfter = 0
+  /** A cut was asked for and the leader's key frame not yet seen. */
+  private cutting = false
+  /** Old segments whose children are being ended. */
+  private closing = new Set<Promise<void>>()
+  /**
+   * The segment's length so far, on the camera's clock (the leader's RTP timestamps: a camera slower
+   * than its nominal rate makes no shorter files): the RTP timestamp its first key frame had (null: the
+   * first one has none yet), and the latest seen.
+   */
+  private segmentStartTs: number | null = null
+  private latestTs = 0
+  private latestSsrc = -1
+  /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
+  private maxGop = 0
+  private gopBytes = 0
+  /** The leader's last key frame's RTP timestamp, and the interval to the one before (RTP ticks; 0: unknown). */
+  private lastKeyTs: number | null = null
+  private gopTicks = 0
 
   private constructor(private readonly spec: RecorderSpec, private readonly options: RecorderOptions) {
     this.withTelemetry = spec.telemetry?.source.current() != null
+    // The sound is recorded when the stream carries one as the recording starts (an Opus track).
+    this.withSound = spec.hub.hasSound
+    this.limits = options.segments ?? DEFAULT_SEGMENTS
+  }
+
+  private get current(): Segment | undefined {
+    return this.segments.at(-1)
   }
 
   /** The segment being written. */
   get path(): string {
-    return this.segments.at(-1) ?? segmentPath(this.spec.base, 1)
+    return this.current?.path ?? segmentPath(this.spec.base, 1)
   }
 
   get active(): boolean {
     return !this.ended
   }
 
+  /** The child writing the current segment. */
   get pid(): number | null {
-    return this.child?.pid ?? null
+    return this.current?.child.pid ?? null
   }
 
   /** Bytes of every segment together. */
   bytes(): number {
     if (this.ended) return this.finalBytes
-    // The muxer finishes a segment (its index) after the next one opens: each is read again.
-    return this.segments.length ? this.segments.reduce((sum, p) => sum + sizeOf(p), 0) : sizeOf(this.path)
+    return this.segments.length ? this.segments.reduce((sum, s) => sum + sizeOf(s.path), 0) : 0
   }
 
   state(): DeviceRecording {
@@ -97,7 +187,7 @@ export class Recorder {
     }
   }
 
-  /** Spawns the child, waits until it listens, then feeds it each member's packets from its next key frame. */
+  /** Spawns the first segment's child, waits until it listens, then feeds it each member's packets from its next key frame. */
   static async start(spec: RecorderSpec, options: RecorderOptions): Promise<Recorder> {
     const recorder = new Recorder(spec, options)
     try {
@@ -109,92 +199,295 @@ export class Recorder {
     return recorder
   }
 
-  private async launch(): Promise<void> {
+  /** Starts segment `index`'s child and resolves once it listens (its ports bound). */
+  private async spawnSegment(index: number): Promise<Segment> {
     const { hub } = this.spec
-    // The sound is recorded when the stream carries one as the recording starts (an Opus track); the
-    // telemetry when an autopilot is heard (a subtitle track). Each takes one more loopback port.
-    const sound = hub.hasSound
-    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (sound ? 1 : 0))
-    const soundPort = sound ? ports.pop() : undefined
-    const textPort = this.withTelemetry ? ports.pop() : undefined
-    const tokens = buildRecorderPipeline(hub.encoding, ports, this.spec.base, { segments: this.options.segments, textPort, soundPort })
-    this.options.log.info('starting recorder', { file: this.path, command: shellCommand(tokens) })
-    const child = (this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
-    let listening = false
+    const path = segmentPath(this.spec.base, index)
+    // The first file is written under its name; a next one under a hidden name until the cut, so a
+    // power cut before it never leaves an empty segment behind.
+    const segment = new Segment(index, path, index === 1 ? path : join(dirname(path), `.${basename(path)}.part`))
+    const ports = await freeLoopbackPorts(hub.members + (this.withTelemetry ? 1 : 0) + (this.withSound ? 1 : 0))
+    segment.soundPort = this.withSound ? ports.pop() : undefined
+    segment.textPort = this.withTelemetry ? ports.pop() : undefined
+    segment.ports = ports
+    const tokens = buildRecorderPipeline(hub.encoding, ports, segment.writing, { textPort: segment.textPort, soundPort: segment.soundPort })
+    this.options.log.info('starting recorder', { file: path, command: shellCommand(tokens) })
+    const child = (segment.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix))
     const onLine = (line: string) => {
       // udpsrc binds going to READY; PLAYING comes after, so then every port listens.
-      if (line.startsWith('Setting pipeline to PLAYING')) listening = true
+      if (line.startsWith('Setting pipeline to PLAYING')) segment.listening = true
       const event = parseChildLine(line)
-      if (event?.kind === 'error') this.lastError ??= event.text
-      if (event?.kind === 'segment') this.nextSegment(event.path)
-      if (DISK_FULL.test(line)) this.lastError = line.trim()
+      if (event?.kind === 'error') segment.lastError ??= event.text
+      if (DISK_FULL.test(line)) segment.lastError = line.trim()
     }
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, onLine)
     void pumpLines(child.stderr as ReadableStream<Uint8Array>, onLine)
-    void child.exited.then(() => {
-      if (!this.stopping) void this.finish(this.endReason())
-    })
+    void child.exited.then(() => this.exited(segment))
 
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000)
-    while (!listening) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(this.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`)
-      if (Date.now() > deadline) throw new Error('it did not listen for the stream in time')
+    while (!segment.listening) {
+      if (segment.exited) throw new Error(segment.lastError ?? `gst-launch-1.0 exited (${child.signalCode ?? child.exitCode})`)
+      if (Date.now() > deadline) {
+        segment.ending = true
+        child.kill('SIGKILL')
+        throw new Error('it did not listen for the stream in time')
+      }
       await Bun.sleep(20)
     }
+    return segment
+  }
+
+  private async launch(): Promise<void> {
+    const { hub } = this.spec
+    const first = await this.spawnSegment(1)
+    this.segments.push(first)
+    if (this.stopping) return
 
     // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
-    if (textPort !== undefined) this.text = new TelemetryFeed(textPort, this.spec.telemetry!, this.options.log)
+    if (first.textPort !== undefined) this.text = new TelemetryFeed(first.textPort, this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
+    // The first segment's clock starts with its first key frame: the pre-record buffer's oldest, sent at once (feeder.ts), or the next.
+    if (hub instanceof MediaHub && hub.preRecording) {
+      const earlier = hub.preRecorded(0)
+      if (earlier.length) this.segmentStartTs = timestampOf(earlier[0]!)
+    }
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
       // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
-      this.readings.push(feeder.feed(hub, member, ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
+      this.feeds.push(feeder.feed(hub, member, first.ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
     }
-    if (soundPort && hub.members === 0) {
-      // A sound-only stream (plugins/audio/sound-only.ts): no video to wait for.
-      this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true }))
-    } else if (soundPort) {
+    this.readings.push(...this.feeds)
+    if (first.soundPort && hub.members === 0) {
+      // A sound-only stream (plugins/audio/sound-only.ts): no video to wait for, and no key frame to cut
+      // at (its file is one segment).
+      this.soundFeed = feeder.feedSound(hub, first.soundPort, { name: 'recorder', continuous: true })
+      this.readings.push(this.soundFeed)
+    } else if (first.soundPort) {
       // The sound starts with the video's first key frame, so both tracks start together in the file.
       const watch = hub.read(0, {
         name: 'recorder-start',
         from: 'key',
         packet: () => {
           watch.close()
-          if (!this.stopping && !this.ended) this.readings.push(feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true }))
+          if (this.stopping || this.ended) return
+          this.soundFeed = feeder.feedSound(hub, this.current!.soundPort!, { name: 'recorder', continuous: true })
+          this.readings.push(this.soundFeed)
         },
       })
       this.readings.push(watch)
     }
+    // The leader's groups of pictures, measured: how near a byte limit the next one may take the segment.
+    if (hub.members > 0)
+      this.readings.push(
+      hub.read(0, {
+        name: 'recorder-segments',
+        from: 'now',
+        packet: (packet) => {
+          const ts = timestampOf(packet)
+          if (ssrcOf(packet) !== this.latestSsrc && this.segmentStartTs !== null && this.latestSsrc >= 0) {
+            // The camera's child restarted (a new RTP timeline): the segment's clock goes on from where it was.
+            this.segmentStartTs = (ts - Math.max(0, (this.latestTs - this.segmentStartTs) | 0)) >>> 0
+          }
+          this.latestSsrc = ssrcOf(packet)
+          this.latestTs = ts
+          if (startsKeyFrame(packet, hub.encoding)) {
+            this.gopBytes = 0
+            if (this.lastKeyTs !== null) {
+              const gop = (ts - this.lastKeyTs) | 0
+              if (gop > 0) this.gopTicks = gop
+            }
+            this.lastKeyTs = ts
+            this.segmentStartTs ??= ts
+          }
+          this.gopBytes += packet.length
+          this.maxGop = Math.max(this.maxGop, this.gopBytes)
+        },
+      }),
+    )
+    this.checker = setInterval(() => this.checkSegment(), SEGMENT_CHECK_MS)
+    let ticks = 0
     this.timer = setInterval(() => {
-      // The one before too: the muxer finishes it (its index) just after the next one opens.
-      for (const path of this.segments.length ? this.segments.slice(-2) : [this.path]) syncToDisk(path, this.options.log)
-      this.spec.onProgress(this)
-    }, 1000)
+      const current = this.current
+      if (current) syncToDisk(current.path, this.options.log)
+      if (++ticks % (1000 / SYNC_INTERVAL_MS) === 0) this.spec.onProgress(this)
+    }, SYNC_INTERVAL_MS)
   }
 
-  private endReason(): string {
-    const code = this.child?.signalCode ?? `code ${this.child?.exitCode}`
-    if (this.lastError && DISK_FULL.test(this.lastError)) return `disk full: recording stopped, ${basename(this.path)} kept`
-    return `the recorder stopped by itself (${this.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(this.path)} is kept`
+  /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
+  private checkSegment(): void {
+    const current = this.current
+    if (this.stopping || this.ended || this.cutting || !current || this.segmentStartTs === null) return
+    const { seconds, bytes } = this.limits
+    // Signed: the relay's thread may name the cut's key frame before this thread has seen it.
+    const elapsed = Math.max(0, (this.latestTs - this.segmentStartTs) | 0) / 90_000
+    const size = sizeOf(current.path)
+    const near = (seconds > 0 && this.secondsToCut(seconds) <= SEGMENT_PREPARE_SECONDS) || size + PREPARE_GOPS * this.maxGop >= bytes
+    const due = (seconds > 0 && this.cutIsNext(seconds, elapsed)) || size + CUT_GOPS * this.maxGop >= bytes
+    if (near && !this.next && !this.preparing && performance.now() >= this.prepareAfter) void this.prepare(current.index + 1)
+    if (due && this.next) this.cut(this.next)
   }
 
   /**
-   * EOS to the child (the muxer closes the file), then SIGKILL after the stop timeout. The stream runs on.
+   * Whether the next key frame is the one to cut at (the first at or after `seconds`): the feeds move at
+   * the next key frame after they are told. Told only well past the key frame before it (half a GOP, at
+   * most 0.25 s), so a feed still sending the earlier one cannot move there.
+   */
+  private cutIsNext(seconds: number, elapsed: number): boolean {
+    if (!this.gopTicks || this.lastKeyTs === null) return elapsed >= seconds
+    const limit = (this.segmentStartTs! + seconds * 90_000) >>> 0
+    const past = (this.latestTs - this.lastKeyTs) | 0
+    return ((this.lastKeyTs + this.gopTicks - limit) | 0) >= 0 && past >= Math.min(this.gopTicks / 2, 22_500)
+  }
+
+  /** Seconds (camera clock) until the key frame expected to cut the segment: the first at or after `seconds` into it. */
+  private secondsToCut(seconds: number): number {
+    const start = this.segmentStartTs!
+    const limit = (start + seconds * 90_000) >>> 0
+    if (!this.gopTicks || this.lastKeyTs === null) return seconds - Math.max(0, (this.latestTs - start) | 0) / 90_000
+    // The key frames go on every gopTicks from the last one seen.
+    const behind = (limit - this.lastKeyTs) | 0
+    const next = behind <= 0 ? this.lastKeyTs + this.gopTicks : this.lastKeyTs + Math.ceil(behind / this.gopTicks) * this.gopTicks
+    return ((next - this.latestTs) | 0) / 90_000
+  }
+
+  private async prepare(index: number): Promise<void> {
+    this.preparing = true
+    const began = performance.now()
+    try {
+      const segment = await this.spawnSegment(index)
+      if (this.stopping || this.ended) return void this.discard(segment)
+      segmentCuts.lastStartMs = Math.round(performance.now() - began)
+      this.next = segment
+    } catch (err) {
+      // The current segment records on; another try in a while.
+      this.prepareAfter = performance.now() + PREPARE_RETRY_MS
+      this.options.log.warn('the next segment of a recording did not start; the current one goes on', { file: segmentPath(this.spec.base, index), error: (err as Error).message })
+    } finally {
+      this.preparing = false
+    }
+  }
+
+  /** Moves the leader's feed to `next` at its next key frame; the rest follow when it has moved. */
+  private cut(next: Segment): void {
+    this.cutting = true
+    const [leader, ...followers] = this.feeds
+    leader!.retarget(next.ports[0]!, (keyTs) => {
+      const at = performance.now()
+      if (this.stopping || this.ended || this.next !== next) return
+      const old = this.current!
+      this.next = null
+      this.cutting = false
+      this.nameWhenWritten(next)
+      this.segments.push(next)
+      this.segmentStartTs = keyTs
+      segmentCuts.total++
+      if (next.soundPort) this.soundFeed?.retarget(next.soundPort)
+      if (next.textPort !== undefined) this.text?.retarget(next.textPort)
+      let waiting = followers.length
+      const moved = Promise.withResolvers<void>()
+      if (!waiting) moved.resolve()
+      followers.forEach((feed, i) => feed.retarget(next.ports[i + 1]!, () => --waiting === 0 && moved.resolve()))
+      const closed = this.closeSegment(old, moved.promise, at)
+      this.closing.add(closed)
+      void closed.finally(() => this.closing.delete(closed))
+    })
+  }
+
+  /**
+   * The new segment takes its name once its first bytes are in it (within milliseconds of the cut), so
+   * a power cut never leaves an empty `.mkv` behind (ffmpeg would call it broken).
+   */
+  private nameWhenWritten(segment: Segment, deadline = performance.now() + 5000): void {
+    if (segment.writing === segment.path) return
+    if (sizeOf(segment.writing) === 0 && performance.now() < deadline && !this.stopping) return void setTimeout(() => this.nameWhenWritten(segment, deadline), 5)
+    try {
+      renameSync(segment.writing, segment.path)
+      segment.writing = segment.path
+    } catch (err) {
+      this.options.log.warn('a segment could not be given its name', { file: segment.path, error: (err as Error).message })
+    }
+  }
+
+  /** Once every feed has left it: EOS to the old segment's child (its muxer writes the index), then to the disk. */
+  private async closeSegment(old: Segment, moved: Promise<void>, cutAt: number): Promise<void> {
+    let late: ReturnType<typeof setTimeout> | undefined
+    const lateMove = new Promise<void>((resolve) => {
+      late = setTimeout(() => {
+        // No key frame yet: moved anyway, the new file's follower track opens on grey until its next one.
+        this.options.log.warn('a follower had no key frame within 10 s of the segment cut; its feed moves now')
+        for (const [i, feed] of this.feeds.entries()) if (i > 0 && this.current) feed.retarget(this.current.ports[i]!)
+        resolve()
+      }, FOLLOWER_SWITCH_MS)
+    })
+    await Promise.race([moved, lateMove])
+    clearTimeout(late)
+    await Bun.sleep(SEGMENT_DRAIN_MS)
+    old.ending = true
+    await endChild(old.child, 'SIGINT', this.options.stopTimeoutMs)
+    syncToDisk(old.path, this.options.log)
+    segmentCuts.lastCloseMs = Math.round(performance.now() - cutAt)
+    this.options.log.info('recording segment closed', { file: old.path, next: this.current?.path })
+  }
+
+  /** A child ended: the current segment's by itself ends the recording; a prepared one is just dropped. */
+  private exited(segment: Segment): void {
+    if (segment.ending || this.stopping) return
+    if (segment === this.next) {
+      this.next = null
+      if (this.cutting) {
+        // The leader was about to move to it: it stays (a retarget to the current child replaces the pending one).
+        this.feeds[0]?.retarget(this.current!.ports[0]!)
+        this.cutting = false
+      }
+      this.prepareAfter = performance.now() + PREPARE_RETRY_MS
+      this.options.log.warn('the next segment of a recording stopped before its cut; another is started', { error: segment.lastError })
+      return void this.discard(segment)
+    }
+    if (segment === this.current) void this.stop(this.endReason(segment))
+  }
+
+  /** Ends a child that never got its cut, and removes its (empty) hidden file. */
+  private discard(segment: Segment): Promise<void> {
+    segment.ending = true
+    return endChild(segment.child, 'SIGINT', this.options.stopTimeoutMs).then(() => {
+      if (segment.writing !== segment.path) removeFile(segment.writing)
+    })
+  }
+
+  private endReason(segment: Segment): string {
+    const code = segment.child.signalCode ?? `code ${segment.child.exitCode}`
+    if (segment.lastError && DISK_FULL.test(segment.lastError)) return `disk full: recording stopped, ${basename(segment.path)} kept`
+    return `the recorder stopped by itself (${segment.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(segment.path)} is kept`
+  }
+
+  /**
+   * EOS to the children (the muxer closes the file), then SIGKILL after the stop timeout. The stream runs on.
    * `error`: why, when it is a failure rather than a request.
    */
   async stop(error: string | null = null): Promise<void> {
     if (this.stopping) return
     this.stopping = true
     this.detach()
-    if (this.child) await endChild(this.child, 'SIGINT', this.options.stopTimeoutMs)
+    const next = this.next
+    this.next = null
+    const current = this.current
+    if (current) current.ending = true
+    await Promise.all([...(current ? [endChild(current.child, 'SIGINT', this.options.stopTimeoutMs)] : []), ...(next ? [this.discard(next)] : []), ...this.closing])
+    // Stopped just after a cut: the new segment named now, or removed if nothing reached it.
+    if (current && current.writing !== current.path) {
+      if (sizeOf(current.writing) > 0) this.nameWhenWritten(current)
+      else removeFile(current.writing)
+    }
     await this.finish(error)
   }
 
   private detach(): void {
     for (const reading of this.readings.splice(0)) reading.close()
-    if (this.timer) clearInterval(this.timer)
-    this.timer = null
+    this.feeds = []
+    this.soundFeed = null
+    for (const timer of [this.timer, this.checker]) if (timer) clearInterval(timer)
+    this.timer = this.checker = null
     this.feeder?.close()
     this.feeder = null
     this.text?.close()
@@ -210,20 +503,8 @@ export class Recorder {
     if (error) this.options.log.warn('recording ended', { file: this.path, error })
     syncToDisk(this.path)
     // Stopped before the first key frame: an empty file is no recording.
-    if (sizeOf(this.path) === 0) {
-      try {
-        unlinkSync(this.path)
-      } catch {}
-    }
+    if (sizeOf(this.path) === 0) removeFile(this.path)
     this.spec.onEnd(this)
-  }
-
-  /** The child opened its next segment: the one before is complete, push it to the disk once more. */
-  private nextSegment(path: string): void {
-    const previous = this.segments.at(-1)
-    if (previous === path) return
-    if (previous) syncToDisk(previous, this.options.log)
-    this.segments.push(path)
   }
 }
 
@@ -233,4 +514,10 @@ function sizeOf(path: string): number {
   } catch {
     return 0 // not created yet
   }
+}
+
+function removeFile(path: string): void {
+  try {
+    unlinkSync(path)
+  } catch {}
 }

@@ -8,12 +8,20 @@ export function framerate(interval: Interval): string {
   return `${interval.denominator}/${interval.numerator}`
 }
 
+/**
+ * Seconds between a simulated H.264 camera's key frames: 1, like a UVC H.264 camera's default GOP, or
+ * PERISCOPE_SIMULATED_GOP_SECONDS (tests: a camera with a long GOP, e.g. the power-cut test's 3 s).
+ */
+export function simulatedGopSeconds(): number {
+  const asked = Number(process.env.PERISCOPE_SIMULATED_GOP_SECONDS)
+  return Number.isFinite(asked) && asked > 0 ? asked : 1
+}
+
 export function simulatedSource(encode_type: EncodeType, width: number, height: number, interval: Interval, pattern = 'ball'): string {
   const fps = framerate(interval)
   const raw = `videotestsrc is-live=true pattern=${pattern} ! video/x-raw,format=I420,width=${width},height=${height},framerate=${fps}`
   if (encode_type === 'H264') {
-    // A key frame every second, like a UVC H.264 camera's default GOP.
-    const gop = Math.max(1, Math.round(interval.denominator / interval.numerator))
+    const gop = Math.max(1, Math.round((simulatedGopSeconds() * interval.denominator) / interval.numerator))
     return `${raw} ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${gop} bitrate=2000 ! video/x-h264,stream-format=byte-stream,alignment=au`
   }
   // MJPG and SOFTWARE_H264 both read the camera's MJPG output; NONE is given one too, it just is not streamed.

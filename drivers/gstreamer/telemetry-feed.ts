@@ -25,7 +25,7 @@ export class TelemetryFeed {
   private timer: ReturnType<typeof setInterval>
   private unsubscribe: () => void
 
-  constructor(private readonly port: number, private readonly telemetry: RecordingTelemetry, log: Logger) {
+  constructor(private port: number, private readonly telemetry: RecordingTelemetry, log: Logger) {
     let warned = false
     // Loopback to a child of ours: refused while it starts or after it ended, logged once.
     this.socket!.on('error', (err) => {
@@ -42,6 +42,12 @@ export class TelemetryFeed {
   private send(): void {
     const text = formatTelemetryText({ vehicle: this.telemetry.source.current(), stream: this.telemetry.streamState(), utc: new Date() })
     this.socket?.send(Buffer.from(text, 'utf8'), this.port, '127.0.0.1')
+  }
+
+  /** From now on to `port` (a recording's next segment), starting with a cue at once: its muxer waits for one. */
+  retarget(port: number): void {
+    this.port = port
+    this.send()
   }
 
   close(): void {

@@ -15,6 +15,7 @@ import type { Device } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
 import { collectionPending, memoryCollections } from '../../media/memory'
+import { segmentCuts } from '../../media/segment-cuts'
 
 /**
  * prom-client's default metrics that hold under Bun (each checked: a 300 ms block of the event loop
@@ -89,6 +90,27 @@ export default definePlugin({
       registers,
       collect() {
         this.set(collectionPending() ? 1 : 0)
+      },
+    })
+    // ---- segments of recordings made while streaming (drivers/gstreamer/recorder.ts cuts them) ----
+    let cutsSeen = 0
+    new Counter({
+      name: 'periscope_recording_segment_cuts_total',
+      help: 'Segment cuts of recordings made while streaming (--record-segment-seconds, --record-segment-bytes), every camera together, since the start',
+      registers,
+      collect() {
+        this.inc(segmentCuts.total - cutsSeen)
+        cutsSeen = segmentCuts.total
+      },
+    })
+    new Gauge({
+      name: 'periscope_recording_segment_switch_seconds',
+      help: "The last segment cut's cost, by phase: start (the next segment's child started until it listens, ahead of the cut, while the old one records) and close (from the cut at the key frame to the old file closed and pushed to the disk); no frame is lost or repeated either way",
+      labelNames: ['phase'],
+      registers,
+      collect() {
+        this.set({ phase: 'start' }, segmentCuts.lastStartMs / 1000)
+        this.set({ phase: 'close' }, segmentCuts.lastCloseMs / 1000)
       },
     })
     new Gauge({ name: 'periscope_build_info', help: 'Always 1: the version of Periscope and of the Bun that runs it', labelNames: ['version', 'bun'], registers }).set({ version: VERSION, bun: Bun.version }, 1)
@@ -233,7 +255,7 @@ export default definePlugin({
           tag: 'system',
           summary: 'Prometheus metrics (text exposition format)',
           description:
-            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming, the sound\'s state and level. ' +
+            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming (and its segment cuts), the sound\'s state and level. ' +
             'Per route template: requests by status, and latency. The recordings disk, log entries by level, and the process: CPU, RSS, event-loop lag. Counters of a stream count since it was last started. ' +
             'Not under /api: open like every read, and a scrape does not count as a client for the network rollback.',
           ok: { content: { 'text/plain': { schema: { type: 'string' }, example: 'periscope_stream_frames_total{bus_info="usb-0000:00:14.0-1"} 1800' } }, description: 'text/plain; version=0.0.4' },

@@ -70,6 +70,9 @@ describe('GET /metrics', () => {
       expect(m.value('periscope_recording_active', { bus_info })).toBe(0)
       expect(m.value('periscope_recording_bytes', { bus_info })).toBe(0)
     }
+    // Segment cuts of recordings made while streaming: none yet, every camera together (segments.test.ts counts real ones).
+    expect(m.value('periscope_recording_segment_cuts_total')).toBe(0)
+    for (const phase of ['start', 'close']) expect(m.value('periscope_recording_segment_switch_seconds', { phase })).toBe(0)
     // Only the info metric names a camera by more than its bus_info: a new nickname starts no new series elsewhere.
     for (const sample of m.samples.filter((x) => x.name.startsWith('periscope_') && 'bus_info' in x.labels && x.name !== 'periscope_camera_info')) {
       expect(Object.keys(sample.labels).filter((k) => !['bus_info', 'state', 'protocol'].includes(k))).toEqual([])

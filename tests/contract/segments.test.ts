@@ -1,11 +1,15 @@
-// Pure parts of segmented recordings and the pre-record buffer: segment names (core/naming.ts), the
-// splitmuxsink file end (pipeline.ts), the child's bus line for a new segment (monitor.ts), and the
+// Parts of segmented recordings and the pre-record buffer: segment names (core/naming.ts), the
+// splitmuxsink file end of a RECORDING stream and the recorder's per-segment file end (pipeline.ts), a
+// feed moved at a key frame (media/feeder.ts, loopback only), the child's bus line for a new segment (monitor.ts), and the
 // pre-record ring's bounds (media/hub.ts): whole groups of pictures, at most N seconds and 3 MiB.
 import { expect, test } from 'bun:test'
 import { segmentedRecordingStem, segmentFileName, segmentOf } from '../../core/naming'
 import { parseChildLine } from '../../drivers/gstreamer/monitor'
-import { FAT_SEGMENT_BYTES, matroskaFileTokens } from '../../drivers/gstreamer/pipeline'
-import { PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
+import { createSocket } from 'node:dgram'
+import { createLogger } from '../../core/log'
+import { buildRecorderPipeline, FAT_SEGMENT_BYTES, matroskaFileTokens, matroskaSegmentTokens } from '../../drivers/gstreamer/pipeline'
+import { LoopbackFeeder } from '../../media/feeder'
+import { MediaHub, PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
 import { RtpContinuity } from '../../media/rtp'
 
 test('segment names: <stem>_seg001.mkv …, read back to their recording; a stem is free only when neither file nor segments exist', () => {
@@ -86,3 +90,76 @@ test('RTP continuity: a new timeline (a restarted camera child) is rewritten to 
   const after = c.next(h264(501, 7778, { ssrc: 99 }))
   expect([seqOf(after), tsOf(after)]).toEqual([1, 13 * 3000])
 })
+
+test("a recorder segment's file end: a plain matroskamux with the crash-safe settings (250 ms clusters, unbuffered writes, offset to zero), no splitmuxsink; one video pad per member", () => {
+  const file = matroskaSegmentTokens('/r/cam_seg002.mkv')
+  expect(file.slice(0, 2)).toEqual(['matroskamux', 'name=mux'])
+  for (const t of ['min-cluster-duration=250000000', 'max-cluster-duration=250000000', 'offset-to-zero=true', 'buffer-mode=unbuffered', 'location=/r/cam_seg002.mkv']) expect(file).toContain(t)
+  const tokens = buildRecorderPipeline('H264', [5000, 5001], '/r/cam_seg002.mkv', { textPort: 5002, soundPort: 5003 })
+  expect(tokens.join(' ')).not.toContain('splitmuxsink')
+  expect(tokens.filter((t) => t === 'mux.video_%u')).toHaveLength(2)
+  expect(tokens).toContain('mux.subtitle_%u')
+  expect(tokens).toContain('mux.audio_%u')
+})
+
+/**
+ * A loopback feed moved to another port (Feed.retarget, how the recorder cuts segments): every packet
+ * before the next key frame to the old port, the key frame and all after to the new one, none lost or
+ * sent twice; on the relay's thread as on the main thread.
+ */
+for (const relay of [true, false]) {
+  test(`a feed retargeted at the next key frame (${relay ? "the relay's thread" : 'the main thread'}): each packet reaches exactly one port, the cut on the key frame`, async () => {
+    const log = createLogger('error')
+    const hub = new MediaHub({ encoding: 'H264', width: 320, height: 240, fps: 30, members: ['cam'], log, relay })
+    const [hubPort] = await hub.listen()
+    const receivers = await Promise.all([0, 1].map(() => receiverSocket()))
+    const input = createSocket('udp4')
+    input.on('error', () => {})
+    const feeder = new LoopbackFeeder(log)
+    try {
+      const feed = feeder.feed(hub, 0, receivers[0]!.port, { name: 'recorder', from: 'key' })
+      const got = () => receivers[0]!.seqs.length + receivers[1]!.seqs.length
+      // One packet at a time, each waited for: the order is the test's, not the scheduler's.
+      const send = async (seq: number, key: boolean) => {
+        const before = got()
+        input.send(h264(seq, seq, { key }), hubPort!, '127.0.0.1')
+        await waitUntil(() => got() > before)
+      }
+      await send(1, true)
+      for (let seq = 2; seq <= 5; seq++) await send(seq, false)
+      let switched = 0
+      feed.retarget(receivers[1]!.port, () => switched++)
+      for (let seq = 6; seq <= 9; seq++) await send(seq, false) // not key frames: still the old port
+      await send(10, true)
+      for (let seq = 11; seq <= 14; seq++) await send(seq, false)
+      expect(receivers[0]!.seqs).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
+      expect(receivers[1]!.seqs).toEqual([10, 11, 12, 13, 14])
+      await waitUntil(() => switched > 0)
+      expect(switched).toBe(1)
+      feed.close()
+    } finally {
+      input.close()
+      feeder.close()
+      for (const r of receivers) r.close()
+      hub.close()
+    }
+  })
+}
+
+/** A loopback UDP socket noting the RTP sequence numbers it receives. */
+async function receiverSocket(): Promise<{ port: number; seqs: number[]; close(): void }> {
+  const socket = createSocket('udp4')
+  const seqs: number[] = []
+  socket.on('error', () => {})
+  socket.on('message', (m) => seqs.push(m.readUInt16BE(2)))
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()))
+  return { port: socket.address().port, seqs, close: () => socket.close() }
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out')
+    await Bun.sleep(2)
+  }
+}

@@ -1,12 +1,13 @@
 // A power cut while recording, 20 times: a simulated 30 fps H.264 camera streams over UDP to a loopback
-// listener of the test's own and is recorded while streaming; at a random moment the service, the
-// recorder child and the camera child are all killed with SIGKILL at once. Each file must decode to its
-// end with no error (ffmpeg) and hold all but at most one key-frame interval (1 s here) and the frames in
-// flight of the frames sent since the recording began. The segmenter (splitmuxsink) holds the group of
-// pictures it collects until the next key frame, so one interval is what a cut can cost: measured worst
-// 28–31 frames. (The issue's bound is 1 s whatever the camera's key-frame interval: not met yet.)
+// listener of the test's own and is recorded while streaming; at a random moment the service, every
+// recorder child (the segment being written, the next one waiting, an old one closing) and the camera
+// child are all killed with SIGKILL at once. Each file must decode to its end with no error (ffmpeg) and
+// hold all but at most MAX_LOST frames (well under 1 s) of the frames sent since the recording began.
+// "Regardless of the GOP": half the runs stream from a camera with a key frame every 3 s
+// (PERISCOPE_SIMULATED_GOP_SECONDS, simulated.ts), half every 1 s; half the runs cut segments every 2 s,
+// so a kill may land on a segment switch. The recorder cuts segments itself (recorder.ts) and holds no
+// group of pictures back: what a cut costs is the file's last cluster (250 ms) and the frames in flight.
 // "Sent" is the listener's count: the camera child sends every frame to it and to the service alike.
-// Half the runs cut segments every 2 s, so a kill may land on a segment switch.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -16,8 +17,10 @@ import { startService, type Service } from './service.helpers'
 
 const RUNS = 20
 const FPS = 30
-/** The bound: the simulated camera's key-frame interval (1 s, FPS frames) and a few frames in flight (31 seen). */
-const MAX_LOST = FPS + 4
+/** The bound: 2/3 s, a margin under the issue's 1 s (measured worst: docs/recordings.md). */
+const MAX_LOST = 20
+/** The long GOP of half the runs, in seconds (a common H.264 UVC camera's 2–5 s). */
+const LONG_GOP = 3
 
 beforeAll(() => requireGStreamer())
 const services: Service[] = []
@@ -83,11 +86,13 @@ function decode(path: string): { frames: number; errors: string } {
   return { frames, errors: r.exitCode === 0 ? r.stderr.toString().trim() : `exit ${r.exitCode}: ${r.stderr.toString().trim()}` }
 }
 
-test(`kill -9 of the service, the recorder and the camera, ${RUNS} times: every file plays, at most ${MAX_LOST} frames (1 s) lost`, async () => {
+test(`kill -9 of the service, the recorders and the camera, ${RUNS} times, key frames every 1 s and every ${LONG_GOP} s: every file plays, at most ${MAX_LOST} frames (${(MAX_LOST / FPS).toFixed(2)} s) lost`, async () => {
   const losses: number[] = []
+  const longGop: number[] = []
   for (let run = 0; run < RUNS; run++) {
     const segmented = run % 2 === 1
-    const service = await startService({ args: segmented ? ['--record-segment-seconds', '2'] : [] })
+    const gop = run % 4 >= 2 ? LONG_GOP : 1
+    const service = await startService({ args: segmented ? ['--record-segment-seconds', '2'] : [], env: { PERISCOPE_SIMULATED_GOP_SECONDS: String(gop) } })
     services.push(service)
     const { call } = service
     const port = freePort()
@@ -112,25 +117,25 @@ test(`kill -9 of the service, the recorder and the camera, ${RUNS} times: every 
 
       // Ask just after a key frame: the recorder (PLAYING well within the second) starts on the next one,
       // the first key frame after the request; an earlier one would only make the loss counted larger.
-      await waitFor('a key frame', () => listener.frames.at(-1) === true, 10_000, 5)
+      await waitFor('a key frame', () => listener.frames.at(-1) === true, 10_000 + gop * 1000, 5)
       const asked = listener.frames.length
       const started = await call('POST', '/api/devices/start_recording', { bus_info: device.bus_info })
       expect(started.status).toBe(200)
       const first = listener.frames.indexOf(true, asked)
 
-      // A random moment 1.5–4.5 s in, then every process at once.
-      const target = (1.5 + Math.random() * 3) * FPS
-      await waitFor('the moment', () => first >= 0 || listener.frames.indexOf(true, asked) >= 0, 10_000, 5)
+      // A random moment 1.5–4.5 s in (1.5–7.5 s with the long GOP: across two cuts), then every process at once.
+      const target = (1.5 + Math.random() * (gop === 1 ? 3 : 6)) * FPS
+      await waitFor('the moment', () => first >= 0 || listener.frames.indexOf(true, asked) >= 0, 10_000 + gop * 1000, 5)
       const from = first >= 0 ? first : listener.frames.indexOf(true, asked)
       await waitFor('the moment', () => listener.frames.length - from >= target, 20_000, 5)
       const children = gstChildrenOf(service.proc.pid)
-      const recorder = children.find((pid) => cmdline(pid).includes('udpsrc'))
+      const recorders = children.filter((pid) => cmdline(pid).includes('udpsrc'))
       const camera = children.find((pid) => !cmdline(pid).includes('udpsrc'))
-      expect(recorder).toBeDefined()
+      expect(recorders.length).toBeGreaterThanOrEqual(1)
       expect(camera).toBeDefined()
-      for (const pid of [service.proc.pid, recorder!, camera!]) process.kill(pid, 'SIGKILL')
+      for (const pid of [service.proc.pid, ...children]) process.kill(pid, 'SIGKILL')
       await service.proc.exited
-      await waitFor('every process gone', () => !alive(recorder!) && !alive(camera!), 10_000)
+      await waitFor('every process gone', () => children.every((pid) => !alive(pid)), 10_000)
       // Whatever reached the listener was sent before the kill: let the last datagrams in.
       let seen = -1
       await waitFor('the listener quiet', () => {
@@ -150,13 +155,15 @@ test(`kill -9 of the service, the recorder and the camera, ${RUNS} times: every 
         decoded += r.frames
       }
       losses.push(sent - decoded)
+      if (gop > 1) longGop.push(sent - decoded)
       expect(decoded).toBeLessThanOrEqual(sent)
     } finally {
       listener.close()
       await service.kill()
     }
   }
-  console.log(`frames lost per cut (${RUNS} runs, ${FPS} fps): ${losses.join(' ')}; worst ${Math.max(...losses)}`)
+  console.log(`frames lost per cut (${RUNS} runs, ${FPS} fps; every 3rd and 4th of four with a ${LONG_GOP} s GOP): ${losses.join(' ')}; worst ${Math.max(...losses)}, worst with the ${LONG_GOP} s GOP ${Math.max(...longGop)}`)
   expect(losses).toHaveLength(RUNS)
+  expect(longGop).toHaveLength(RUNS / 2)
   expect(Math.max(...losses)).toBeLessThanOrEqual(MAX_LOST)
 }, 900_000)

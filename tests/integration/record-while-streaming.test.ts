@@ -255,7 +255,7 @@ test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progre
     expect(again.body.detail).toContain(`already recording to ${file}`)
 
     expect((await device()).recording).toMatchObject({ active: true, file, started: started.body.started })
-    // The first segment's file appears with the first whole GOP (splitmuxsink): listed in progress from then on.
+    // The first segment's file is there once its child listens (filled from the first key frame): listed in progress.
     const listed = await until('the recording listed', recordings, (list) => list.some((r) => `${r.name}.${r.format}` === file), 15_000)
     expect(listed.find((r) => `${r.name}.${r.format}` === file)?.in_progress).toBe(true)
     expect((await call('DELETE', `/api/recordings/${file}`)).status).toBe(409)

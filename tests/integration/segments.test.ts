@@ -1,13 +1,22 @@
-// Recordings in segments (pipeline.ts matroskaFileTokens: splitmuxsink + matroskamux): every frame in
-// exactly one file, each file opening on a key frame and playing alone, cut by time and, before 4 GiB, by
-// size (a lowered byte limit takes the same path); the recordings API lists the files as one recording,
-// and renames, keeps and deletes them together. ffprobe/ffmpeg are the judges.
+// Recordings in segments: every frame in exactly one file, each file opening on a key frame and playing
+// alone, cut by time and, before 4 GiB, by size (a lowered byte limit takes the same path). Both cutters:
+// a RECORDING stream's own child (pipeline.ts matroskaFileTokens: splitmuxsink + matroskamux) and the
+// recorder of a running stream (recorder.ts: one plain matroskamux child per segment, the hub's feeds
+// moved at a key frame), the latter on both feeder paths (the relay's thread and the main thread) and
+// for a group (the follower moves at its own key frame). The recordings API lists the files as one
+// recording, and renames, keeps and deletes them together. ffprobe/ffmpeg are the judges.
 import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { createLogger } from '../../core/log'
 import { buildPipeline, type SegmentLimits } from '../../drivers/gstreamer/pipeline'
+import { Recorder } from '../../drivers/gstreamer/recorder'
+import { segmentCuts } from '../../media/segment-cuts'
+import { MediaHub } from '../../media/hub'
 import { RecordingStore } from '../../drivers/storage/recordings'
-import { alive, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { until } from '../helpers'
+import { alive, freePort, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { startService } from './service.helpers'
 
 beforeAll(() => requireGStreamer())
 
@@ -20,12 +29,12 @@ const run = (argv: string[], timeoutMs = 60_000) => {
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() }
 }
 
-/** Frames ffprobe decodes in the file. */
-const decodedFrames = (path: string) => Number(run(['ffprobe', '-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', path]).out.trim())
+/** Frames ffprobe decodes in the file's video track `track` (0: the leader's). */
+const decodedFrames = (path: string, track = 0) => Number(run(['ffprobe', '-v', 'error', '-count_frames', '-select_streams', `v:${track}`, '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', path]).out.trim())
 
-/** key_frame of the file's first decoded frame (1 = a key frame). */
-const firstKeyFrame = (path: string) =>
-  run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).out.trim().split('\n')[0]?.split(',')[0]
+/** key_frame of the first decoded frame of the file's video track `track` (1 = a key frame). */
+const firstKeyFrame = (path: string, track = 0) =>
+  run(['ffprobe', '-v', 'error', '-select_streams', `v:${track}`, '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).out.trim().split('\n')[0]?.split(',')[0]
 
 /** The file decodes alone from its first byte to its last with no error at all. */
 function playsAlone(path: string): string {
@@ -63,14 +72,14 @@ test(`${FRAMES} frames (35 s) in one file, in 10 s segments, and cut by size (4 
   expect(decodedFrames(single[0]!)).toBe(FRAMES)
 
   expect(names(segments)).toEqual(['finite_seg001.mkv', 'finite_seg002.mkv', 'finite_seg003.mkv', 'finite_seg004.mkv'])
-  const counts = segments.map(decodedFrames)
+  const counts = segments.map((f) => decodedFrames(f))
   // Cut at the first key frame at or after 10 s: 300 frames each, the rest in the last.
   expect(counts).toEqual([300, 300, 300, 150])
   expect(counts.reduce((a, b) => a + b, 0)).toBe(decodedFrames(single[0]!))
 
   expect(bySize.length).toBeGreaterThanOrEqual(3)
   for (const f of bySize) expect(statSync(f).size).toBeLessThanOrEqual(256 * 1024)
-  expect(bySize.map(decodedFrames).reduce((a, b) => a + b, 0)).toBe(FRAMES)
+  expect(bySize.map((f) => decodedFrames(f)).reduce((a, b) => a + b, 0)).toBe(FRAMES)
 
   for (const f of [...segments, ...bySize]) {
     expect(firstKeyFrame(f)).toBe('1')
@@ -129,3 +138,111 @@ test('recording while streaming in 2 s segments: one recording in the API, only 
     await streamer.stopAll()
   }
 }, 120_000)
+
+/**
+ * The recorder of a running stream, fed by a hub that receives exactly `frames` frames per member of a
+ * live source (the test's own gst child, RTP to the hub's ports; the leader's key frame every second,
+ * a follower's every `followerKeyInt` frames), cut every 2 s (or at `limits`). Answers the files written, in order.
+ */
+async function recordFromHub(frames: number, opts: { relay: boolean; members: number; followerKeyInt?: number; limits?: SegmentLimits }): Promise<string[]> {
+  const dir = tempDir()
+  const names = Array.from({ length: opts.members }, (_, i) => `member${i}`)
+  const log = createLogger('error')
+  const hub = new MediaHub({ encoding: 'H264', width: 320, height: 240, fps: FPS, members: names, log, relay: opts.relay })
+  const ports = await hub.listen()
+  let ended = false
+  const recorder = await Recorder.start(
+    { hub, base: join(dir, 'hub'), onEnd: () => void (ended = true), onProgress: () => {} },
+    { gstLaunch: 'gst-launch-1.0', prefix: [], stopTimeoutMs: 20_000, segments: opts.limits ?? { seconds: 2, bytes: FAT }, log },
+  )
+  try {
+    const branch = (i: number) =>
+      `videotestsrc is-live=true num-buffers=${frames} pattern=${i ? 'smpte' : 'ball'} ! video/x-raw,format=I420,width=320,height=240,framerate=${FPS}/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${i ? (opts.followerKeyInt ?? FPS) : FPS} bitrate=500 ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay aggregate-mode=zero-latency pt=96 ! udpsink host=127.0.0.1 port=${ports[i]} sync=false async=false`
+    const source = Bun.spawn(['gst-launch-1.0', '-e', ...names.map((_, i) => branch(i)).join(' ').split(' ')], { stdout: 'ignore', stderr: 'pipe', stdin: 'ignore' })
+    const timer = setTimeout(() => source.kill('SIGKILL'), 120_000)
+    expect(`exit ${await source.exited}: ${await new Response(source.stderr).text()}`).toBe('exit 0: ')
+    clearTimeout(timer)
+    for (let i = 0; i < opts.members; i++) await waitFor(`member ${i}'s frames at the hub`, () => hub.sent(i).frames === frames, 10_000)
+    // The last frames reach the file: its size stops changing (the muxer writes each 250 ms cluster).
+    let last = -1
+    await waitFor('the recording settled', () => {
+      const size = readdirSync(dir).reduce((sum, f) => sum + statSync(join(dir, f)).size, 0)
+      const settled = size === last
+      last = size
+      return settled
+    }, 20_000, 1000)
+  } finally {
+    await recorder.stop()
+    hub.close()
+  }
+  expect(ended).toBe(true)
+  return readdirSync(dir).sort().map((f) => join(dir, f))
+}
+
+test('recording while streaming, cut every 2 s by the recorder itself: every frame in exactly one file (the relay thread\'s feeds, the main thread\'s, a group whose follower has its own key frames, and cut by size), each segment opens on a key frame and plays alone', async () => {
+  const FED = 330 // 11 s: five or six segments
+  const cutsBefore = segmentCuts.total
+  const BYTES = 48 * 1024
+  const [relayed, mainThread, group, bySize] = await Promise.all([
+    recordFromHub(FED, { relay: true, members: 1 }),
+    recordFromHub(FED, { relay: false, members: 1 }),
+    recordFromHub(FED, { relay: true, members: 2, followerKeyInt: 45 }),
+    recordFromHub(FED, { relay: true, members: 1, limits: { seconds: 0, bytes: BYTES } }),
+  ])
+  // Cut by size (4 GiB on a card, 48 KiB here): below the limit, whole groups of pictures, every frame once.
+  expect(bySize.length).toBeGreaterThanOrEqual(3)
+  expect(names(bySize)).toEqual(bySize.map((_, i) => `hub_seg${String(i + 1).padStart(3, '0')}.mkv`))
+  for (const f of bySize) {
+    expect(statSync(f).size).toBeLessThanOrEqual(BYTES)
+    expect(firstKeyFrame(f)).toBe('1')
+    expect(playsAlone(f)).toBe('')
+  }
+  expect(bySize.map((f) => decodedFrames(f)).reduce((a, b) => a + b, 0)).toBe(FED)
+  for (const files of [relayed, mainThread, group]) {
+    expect(files.length).toBeGreaterThanOrEqual(4)
+    expect(names(files)).toEqual(files.map((_, i) => `hub_seg${String(i + 1).padStart(3, '0')}.mkv`)) // no hidden next segment left
+    const counts = files.map((f) => decodedFrames(f))
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(FED)
+    // Cut at the leader's first key frame 2 s or more into the segment: whole seconds of 30 frames.
+    for (const n of counts.slice(0, -1)) expect(n % FPS).toBe(0)
+    for (const f of files) {
+      expect(firstKeyFrame(f)).toBe('1')
+      expect(playsAlone(f)).toBe('')
+    }
+  }
+  const follower = group.map((f) => decodedFrames(f, 1))
+  expect(follower.reduce((a, b) => a + b, 0)).toBe(FED)
+  for (const f of group) expect(firstKeyFrame(f, 1)).toBe('1')
+  expect(segmentCuts.total - cutsBefore).toBe(relayed.length + mainThread.length + group.length + bySize.length - 4)
+}, 240_000)
+
+test("a recording made while streaming with sound, in 2 s segments: each segment's Opus track runs with its video, from its first frame to its last", async () => {
+  const service = await startService({ args: ['--record-segment-seconds', '2'] })
+  try {
+    const { call } = service
+    const devices = (await call('GET', '/api/devices')).body as any[]
+    const device = devices.find((d) => d.cameras?.some((c: any) => c.formats?.H264))
+    const size = device.cameras.find((c: any) => c.formats?.H264).formats.H264.at(-1)
+    const configured = await call('POST', '/api/devices/configure_stream', { bus_info: device.bus_info, stream_type: 'UDP', stream_format: { width: size.width, height: size.height, interval: size.intervals[0] }, encode_type: 'H264', enabled: true, endpoints: [{ host: '127.0.0.1', port: freePort() }] })
+    expect(configured.status).toBe(200)
+    // The simulated camera's microphone (docs/sound.md) is running: the recording gets an Opus track.
+    await until('the sound running', () => call('GET', '/api/audio/streams'), (r) => r.body?.find((a: any) => a.bus_info === device.bus_info)?.state === 'running', 30_000)
+    expect((await call('POST', '/api/devices/start_recording', { bus_info: device.bus_info })).status).toBe(200)
+    const dir = join(service.dataDir, 'recordings')
+    await waitFor('a fourth segment', () => readdirSync(dir).some((f) => f.endsWith('_seg004.mkv')), 60_000, 200)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: device.bus_info })).status).toBe(200)
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mkv')).sort().map((f) => join(dir, f))
+    expect(files.length).toBeGreaterThanOrEqual(4)
+    const pts = (path: string, kind: string) => run(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).out.split('\n').filter(Boolean).map(Number)
+    for (const f of files.slice(0, -1)) {
+      const [video, sound] = [pts(f, 'v:0'), pts(f, 'a:0')]
+      expect(sound.length).toBeGreaterThan(0)
+      // Both start together (a next segment's child listens seconds before its cut: stamped on arrival, its sound came that much late).
+      expect(Math.abs(sound[0]! - video[0]!)).toBeLessThan(0.1)
+      expect(Math.abs(Math.max(...sound) - Math.max(...video))).toBeLessThan(0.3)
+      expect(playsAlone(f)).toBe('')
+    }
+  } finally {
+    await service.kill()
+  }
+}, 180_000)

@@ -17,15 +17,16 @@ export interface Service {
 
 /**
  * core/main.ts in a child process with simulated cameras, on a free port (or `port`: a service that
- * comes back where it was), answering; `args` are more flags.
+ * comes back where it was), answering; `args` are more flags, `env` more environment.
  */
-export async function startService(options: { args?: string[]; port?: number } = {}): Promise<Service> {
+export async function startService(options: { args?: string[]; port?: number; env?: Record<string, string> } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
   const port = options.port ?? freeTcpPort()
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args?.includes('--cockpit-port') ? [] : ['--cockpit-port', 'off']), ...(options.args ?? [])], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
+    env: { ...process.env, ...options.env },
   })
   const url = `http://127.0.0.1:${port}`
   const call = async (method: string, path: string, body?: unknown) => {
