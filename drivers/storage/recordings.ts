@@ -162,6 +162,26 @@ export class RecordingStore {
   async init(): Promise<void> {
     await mkdir(this.dir, { recursive: true })
     this.dir = await realpath(this.dir)
+    await this.recoverParts()
+  }
+
+  /**
+   * A next segment is written as `.<name>.part` until its first bytes (drivers/gstreamer/recorder.ts); a
+   * kill -9 or a power cut just then leaves one. At start (nothing records yet): one with bytes gets its
+   * name (those are frames of the recording), an empty one is removed.
+   */
+  private async recoverParts(): Promise<void> {
+    for (const entry of await readdir(this.dir, { withFileTypes: true })) {
+      const name = /^\.(.+)\.part$/.exec(entry.name)?.[1]
+      if (!entry.isFile() || !name || !RECORDING_EXTENSIONS.includes(extensionOf(name))) continue
+      const part = join(this.dir, entry.name)
+      try {
+        if ((await lstat(part)).size === 0) await unlink(part)
+        else if (!(await lstat(join(this.dir, name)).catch(() => null))) await rename(part, join(this.dir, name))
+      } catch {
+        // gone meanwhile, or not ours to change: listed by nobody (hidden) either way
+      }
+    }
   }
 
   /** File names (in this directory) being written right now. */
