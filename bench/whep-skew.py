@@ -113,9 +113,16 @@ def post(offer_sdp):
     _, sdp = GstSdp.SDPMessage.new_from_text(answer)
     webrtc.emit('set-remote-description', GstWebRTC.WebRTCSessionDescription.new(GstWebRTC.WebRTCSDPType.ANSWER, sdp), None)
 
+def offer_text(element):
+    # webrtcbin marks the audio section RFC 8843 bundle-only (port 0), which werift takes as rejected and
+    # answers inactive; a plain bundled section (port 9, as Chromium offers) is accepted. Lower-case codec
+    # name as Chromium writes it.
+    sdp = element.get_property('local-description').sdp.as_text()
+    return sdp.replace('OPUS/48000', 'opus/48000').replace('m=audio 0 ', 'm=audio 9 ').replace('a=bundle-only\r\n', '')
+
 def on_gathering(element, _):
     if element.get_property('ice-gathering-state') == GstWebRTC.WebRTCICEGatheringState.COMPLETE:
-        threading.Thread(target=lambda: post(element.get_property('local-description').sdp.as_text()), daemon=True).start()
+        threading.Thread(target=lambda: post(offer_text(element)), daemon=True).start()
 
 def on_offer(promise, _):
     reply = promise.get_reply()
