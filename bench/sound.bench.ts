@@ -4,9 +4,12 @@
 //     and the sound child's own share.
 //  2. Audio-to-video skew at an RTSP receiver (ffprobe over TCP, the server's order): for each video frame,
 //     its time minus the time of the sound packet that arrived just before it; p50 and p99 over SKEW_SECONDS.
-//  3. Audio-to-video skew at a WHEP receiver (Chromium, one session with both tracks in one media stream, as
-//     the console plays them): every 100 ms, the video's estimatedPlayoutTimestamp minus the audio's (the
-//     sender's time of what each plays out now, from werift's RTCP sender reports); p50 and p99 over SKEW_SECONDS.
+//  3. Audio-to-video skew at a WHEP receiver (bench/whep-skew.py: GStreamer's webrtcbin, both tracks lip-synced
+//     by the RTCP sender reports as a player does): each decoded video frame's pts minus the pts of the last
+//     sound buffer decoded before it; p50 and p99 over SKEW_SECONDS, and the median of each second (drift).
+//  3b. Chromium (one session, both tracks in one media stream, as the console plays them): every 100 ms, the
+//     video's estimatedPlayoutTimestamp minus the audio's. Only for comparison: the browser's estimate from
+//     the same sender reports, not a measured skew (docs/benchmarks.md, "## sound").
 // `bun run bench/sound.bench.ts [--seconds 20] [--skew-seconds 10]`
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
