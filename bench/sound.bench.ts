@@ -119,6 +119,8 @@ try {
     if (r.status !== 201 || !r.samples) throw new Error(`webrtcbin WHEP player: ${JSON.stringify(r)}`)
     console.log(`   ${r.samples} video frames (${r.audio_buffers} sound buffers); video pts − sound pts: p50 ${r.p50} ms, p99 ${r.p99} ms, min ${r.min} ms, max ${r.max} ms`)
     console.log(`   p50 of each second: ${r.per_second_p50.join(' ')}`)
+    // A whole NTP clock spreads its fractions over 0–1000 ms; werift's are cut to the second (docs/benchmarks.md).
+    console.log(`   ${r.sender_reports ?? 0} sender reports; their NTP times' largest fraction of a second: ${r.sender_report_ntp_fraction_max_ms ?? '-'} ms`)
   }
 
   console.log(`3b. Chromium's estimatedPlayoutTimestamp, video − audio, ${SKEW_SECONDS} s (not a skew: see docs/benchmarks.md, "## sound")`)

@@ -5,7 +5,7 @@
 # that do not wait, so the order is the order of arrival), each video frame's pts minus the pts of the last
 # audio buffer decoded before it, over argv[2] seconds after the first frame. Prints one JSON line: status,
 # counts, p50/p99/min/max in ms and the median of each second (to see drift); then DELETEs its session.
-import ctypes, json, sys, threading, urllib.request
+import ctypes, json, re, sys, threading, urllib.request
 import gi
 gi.require_version('Gst', '1.0')
 gi.require_version('GstWebRTC', '1.0')
@@ -62,6 +62,10 @@ def finish():
         for s, ms in skews:
             per_second.setdefault(int(s), []).append(ms)
         result['per_second_p50'] = [round(sorted(v)[len(v) // 2], 1) for _, v in sorted(per_second.items())]
+    fractions = [ntp % 1 for pairs in reports.values() for ntp, _ in pairs]
+    if fractions:
+        result['sender_reports'] = len(fractions)
+        result['sender_report_ntp_fraction_max_ms'] = round(max(fractions) * 1000, 1)
     del result['done']
     print(json.dumps(result), flush=True)
     loop.quit()
@@ -143,6 +147,30 @@ def on_negotiation(element):
 webrtc.connect('on-negotiation-needed', on_negotiation)
 webrtc.connect('pad-added', on_pad)
 webrtc.connect('notify::ice-gathering-state', on_gathering)
+# The sender reports each track's RTP/NTP pair came with, as rtpbin read them (what its lip sync rests on):
+# their NTP times' fraction of a second shows whether the sender's clock is whole (werift's is cut to the second).
+reports = {}
+def read_sender_reports():
+    rtpbin = None
+    found = webrtc.iterate_recurse()
+    while rtpbin is None:
+        ok, element = found.next()
+        if ok != Gst.IteratorResult.OK:
+            return True
+        if element.get_factory() and element.get_factory().get_name() == 'rtpbin':
+            rtpbin = element
+    session = rtpbin.emit('get-session', 0)
+    if session is None:
+        return True
+    text = session.get_property('stats').to_string().replace('\\', '')
+    for m in re.finditer(r'ssrc=\(uint\)(\d+), internal=\(boolean\)false[^;]*?have-sr=\(boolean\)true, sr-ntptime=\(guint64\)(\d+), sr-rtptime=\(uint\)(\d+)', text):
+        pairs = reports.setdefault(m.group(1), [])
+        pair = (int(m.group(2)) / 2**32, int(m.group(3)))
+        if not pairs or pairs[-1] != pair:
+            pairs.append(pair)
+    return not result.get('done')
+GLib.timeout_add(50, read_sender_reports)
+
 pipe.set_state(Gst.State.PLAYING)
 GLib.timeout_add(int((seconds + 30) * 1000), finish)  # no media at all: give up
 loop.run()
