@@ -4,7 +4,7 @@
 //     and the sound child's own share.
 //  2. Audio-to-video skew at an RTSP receiver (ffprobe over TCP, the server's order): for each video frame,
 //     its time minus the time of the sound packet that arrived just before it; p50 and p99 over SKEW_SECONDS.
-//  3. Audio-to-video skew at a WHEP receiver (bench/whep-skew.py: GStreamer's webrtcbin, both tracks lip-synced
+//  3. Audio-to-video skew at a WHEP receiver (tests/integration/fixtures/whep-skew.py: GStreamer's webrtcbin, both tracks lip-synced
 //     by the RTCP sender reports as a player does): each decoded video frame's pts minus the pts of the last
 //     sound buffer decoded before it; p50 and p99 over SKEW_SECONDS, and the median of each second (drift).
 //  3b. Chromium (one session, both tracks in one media stream, as the console plays them): every 100 ms, the
@@ -114,7 +114,7 @@ try {
 
   console.log(`3. audio-to-video skew at a WHEP receiver (GStreamer webrtcbin, lip-synced by RTCP sender reports), ${SKEW_SECONDS} s`)
   {
-    const player = Bun.spawn(['/usr/bin/python3', join(import.meta.dir, 'whep-skew.py'), `${url}/api/streams/${encodeURIComponent(EHD)}/whep`, String(SKEW_SECONDS)], { stdout: 'pipe', stderr: 'inherit' })
+    const player = Bun.spawn(['/usr/bin/python3', join(import.meta.dir, '..', 'tests', 'integration', 'fixtures', 'whep-skew.py'), `${url}/api/streams/${encodeURIComponent(EHD)}/whep`, String(SKEW_SECONDS)], { stdout: 'pipe', stderr: 'inherit' })
     const r = JSON.parse((await new Response(player.stdout).text()).trim().split('\n').at(-1) || '{}')
     if (r.status !== 201 || !r.samples) throw new Error(`webrtcbin WHEP player: ${JSON.stringify(r)}`)
     console.log(`   ${r.samples} video frames (${r.audio_buffers} sound buffers); video pts − sound pts: p50 ${r.p50} ms, p99 ${r.p99} ms, min ${r.min} ms, max ${r.max} ms`)

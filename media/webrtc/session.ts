@@ -14,6 +14,7 @@ import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
+import { trueSenderClock } from './sender-clock'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
 export const H264_CODEC = () =>
@@ -179,11 +180,13 @@ export class WebRtcViewer {
     if (transceiver) {
       transceiver.setDirection('sendonly')
       this.sender = transceiver.sender
+      trueSenderClock(this.sender)
       await this.sender.replaceTrack(this.track)
     }
     if (sound) {
       sound.setDirection('sendonly')
       this.soundSender = sound.sender
+      trueSenderClock(this.soundSender)
       // One media stream for both tracks: the browser plays them in step (lip sync by RTCP sender reports).
       const stream = new MediaStream({ id: `periscope-${this.label}` })
       this.sender?.setStreams([stream])
@@ -208,6 +211,7 @@ export class WebRtcViewer {
     return gatherFor((err) => this.socketFailed(err), async () => {
       const transceiver = this.pc.addTransceiver(this.track, { direction: 'sendonly' })
       this.sender = transceiver.sender
+      trueSenderClock(this.sender)
       this.sender.onRtcp.subscribe(() => {
         this.lastHeardAt = Date.now()
       })

@@ -27,8 +27,10 @@ test(`with --pre-record-seconds ${PRE}, the file starts 2–${PRE} s before the 
     const started = (await streamer.startRecording(job.bus_info))!
     expect(started.active).toBe(true)
     await waitFor('2 s after the press', () => endpoint.frames.length - pressed >= 2 * FPS, 20_000)
-    await streamer.stopRecording(job.bus_info)
+    // Counted as the stop is asked (the recorder leaves the hub at once): frames that reach the endpoint
+    // while the file is being closed are in no file (one frame short was seen on a loaded machine).
     const afterPress = endpoint.frames.length - pressed
+    await streamer.stopRecording(job.bus_info)
 
     const files = readdirSync(job.recordings_dir).sort()
     expect(files).toHaveLength(1)
