@@ -161,8 +161,11 @@ describe('raw HTTP against every documented route (the service in its own proces
     await alive()
     // Nothing escaped a handler: no failure of the front, no unhandled error, nothing the logger could not write.
     expect(logs.filter((l) => l.level === 'error' || l.level === 'raw')).toEqual([])
-    // Every request was logged, with a path (the log hook reads every URL it is given).
-    expect(logs.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(ops.length * OURS.length)
+    // Every request was logged, with a path (the log hook reads every URL it is given). The last lines may
+    // still be in the pipe from the service's stdout (2 of 940 were, on a loaded machine): waited for.
+    const requests = () => logs.filter((l) => l.msg === 'request').length
+    await until('every request logged', async () => requests(), (n) => n >= ops.length * OURS.length, 10_000).catch(() => {})
+    expect(requests()).toBeGreaterThanOrEqual(ops.length * OURS.length)
   }, 120_000)
 
   test('TRACE and other methods on a path that does not serve them: 405 with Allow and a JSON body', async () => {
