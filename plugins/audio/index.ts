@@ -165,6 +165,18 @@ export default definePlugin({
     const sources = (): AudioSource[] => registry.audioBackends().flatMap((b) => b.list())
     const backendOf = (id: string) => registry.audioBackends().find((b) => b.list().some((s) => s.id === id))
     const soundOnlySettingsOf = (source: string) => store.get<SoundOnlySettings>(SOUND_ONLY_NS, source)
+    /** A plugged-in sound source, or 404 naming where they are listed. */
+    const sourceOr404 = (id: string): AudioSource => {
+      const source = sources().find((s) => s.id === id)
+      if (!source) throw notFound(`No sound source '${id}' is plugged in (GET /api/audio/sources lists them)`)
+      return source
+    }
+    /** A sound-only stream's settings, or 404 naming where they are listed. */
+    const soundOnlyOr404 = (source: string): SoundOnlySettings => {
+      const settings = soundOnlySettingsOf(source)
+      if (!settings) throw notFound(`No sound-only stream of '${source}' (GET /api/audio/sound_only lists them)`)
+      return settings
+    }
     const settingsOf = (bus_info: string): AudioSettings => ({ ...DEFAULTS, ...(store.get<Partial<AudioSettings>>(NS, bus_info) ?? {}) })
     /** The source a camera's stream carries: its choice, or its own microphone. */
     // The camera's own microphone, once seen: while it is unplugged the stream's sound waits for it ('gone').
@@ -496,8 +508,7 @@ export default definePlugin({
           const next: AudioSettings = { ...settings, source: body.source, rate: body.rate ?? null }
           const id = sourceIdOf(body.bus_info, next)
           if (body.source !== null && body.source !== 'auto') {
-            const source = sources().find((s) => s.id === body.source)
-            if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+            const source = sourceOr404(body.source)
             const other = [...keys()].find((b) => b !== body.bus_info && sourceIdOf(b) === source.id && (running.has(b) || settingsOf(b).source === source.id))
             if (other) throw conflict(`The sound source '${source.id}' is in use by the stream of ${other}; attach another source there first (or null)`)
             if (soundOnlySettingsOf(source.id)?.enabled) throw conflict(`The sound source '${source.id}' is streamed on its own (GET /api/audio/sound_only); disable that first`)
@@ -523,8 +534,7 @@ export default definePlugin({
       .post(
         '/api/audio/mixer',
         typed({ body: MixerRequest }, async ({ body }) => {
-          const source = sources().find((s) => s.id === body.source)
-          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const source = sourceOr404(body.source)
           const card = alsa.list().find((s) => s.id === source.id)?.card
           if (card === undefined) throw conflict(`The sound source '${source.id}' is not an ALSA sound card and has no mixer: use gain_db and muted (POST /api/audio/set), applied in the encoder`)
           try {
@@ -562,8 +572,7 @@ export default definePlugin({
       .post(
         '/api/audio/sound_only/configure',
         typed({ body: SoundOnlyRequest }, async ({ body }) => {
-          const source = sources().find((s) => s.id === body.source)
-          if (!source) throw notFound(`No sound source '${body.source}' is plugged in (GET /api/audio/sources lists them)`)
+          const source = sourceOr404(body.source)
           const camera = cameraCarrying(source.id)
           if (camera) throw conflict(`The sound source '${source.id}' is in use by the stream of ${camera}; attach another source there first (POST /api/audio/attach with null)`)
           const before = soundOnlySettingsOf(source.id)
@@ -601,7 +610,7 @@ export default definePlugin({
       .post(
         '/api/audio/sound_only/remove',
         typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          soundOnlyOr404(body.source)
           store.delete(SOUND_ONLY_NS, body.source)
           await scheduleSoundOnly(body.source)
           return { success: true }
@@ -611,7 +620,7 @@ export default definePlugin({
       .post(
         '/api/audio/sound_only/start_recording',
         typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          soundOnlyOr404(body.source)
           const state = await soundOnly.startRecording(body.source, safeLabel(body.source))
           if (!state) throw conflict(`The sound-only stream of '${body.source}' is not running: enable it first (POST /api/audio/sound_only/configure)`)
           return state
@@ -629,7 +638,7 @@ export default definePlugin({
       .post(
         '/api/audio/sound_only/stop_recording',
         typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          if (!soundOnlySettingsOf(body.source)) throw notFound(`No sound-only stream of '${body.source}' (GET /api/audio/sound_only lists them)`)
+          soundOnlyOr404(body.source)
           return (await soundOnly.stopRecording(body.source)) ?? soundOnly.recording(body.source)
         }),
         { ...docs({ tag, summary: "Stop a sound-only stream's recording (the file is closed and kept)", body: SoundOnlySourceRequest, ok: SoundOnlyRecordingModel, errors: [404] }) },
@@ -637,8 +646,7 @@ export default definePlugin({
       .get(
         '/api/audio/sound_only/sdp',
         typed({ query: SoundOnlySourceRequest }, ({ query }) => {
-          const settings = soundOnlySettingsOf(query.source)
-          if (!settings) throw notFound(`No sound-only stream of '${query.source}' (GET /api/audio/sound_only lists them)`)
+          const settings = soundOnlyOr404(query.source)
           const endpoint = settings.endpoints[0]
           if (!endpoint) throw conflict(`The sound-only stream of '${query.source}' has no endpoint`)
           const found = sources().find((s) => s.id === query.source)
