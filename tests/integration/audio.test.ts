@@ -22,14 +22,15 @@ afterAll(async () => {
   await s?.stop()
 })
 
-const configure = (port: number, enabled = true) =>
+/** The camera's stream: UDP to the loopback `port`, or (port null) a RECORDING stream. */
+const configure = (port: number | null, enabled = true) =>
   s.call('POST', '/api/devices/configure_stream', {
     bus_info: EHD,
-    stream_type: 'UDP',
+    stream_type: port === null ? 'RECORDING' : 'UDP',
     encode_type: 'H264',
     stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
     enabled,
-    endpoints: [{ host: '127.0.0.1', port }],
+    endpoints: port === null ? [] : [{ host: '127.0.0.1', port }],
   })
 
 const streamer = () => s.ctx.registry.get('streamer') as GstStreamer
@@ -372,15 +373,7 @@ test("the sound detached mid-recording: the file grows on, the sound track goes 
 }, 90_000)
 
 test('a RECORDING stream has the sound as an Opus track too, starting with the video, to its end', async () => {
-  const recording = (enabled: boolean) =>
-    s.call('POST', '/api/devices/configure_stream', {
-      bus_info: EHD,
-      stream_type: 'RECORDING',
-      encode_type: 'H264',
-      stream_format: { width: 640, height: 480, interval: { numerator: 1, denominator: 15 } },
-      enabled,
-      endpoints: [],
-    })
+  const recording = (enabled: boolean) => configure(null, enabled)
   expect((await recording(true)).status).toBe(200)
   let file: string | undefined
   try {
