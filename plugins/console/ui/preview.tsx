@@ -5,8 +5,9 @@
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { answeredLocation, ApiError, request, whyRefused } from './api'
+import { whyRefused } from './api'
 import { FrameRate } from './framerate'
+import { whepSession } from './whep'
 import { useValue, Value } from './state'
 import type { Device } from './types'
 
@@ -23,7 +24,6 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
   const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number | null } | null>(null)
   useEffect(() => {
     let closed = false
-    let session: string | null = null
     const pc = new RTCPeerConnection({ iceServers: [] })
     pc.addTransceiver('video', { direction: 'recvonly' })
     // The stream's sound, when it has one (the service answers this section inactive otherwise).
@@ -37,29 +37,7 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
     pc.onconnectionstatechange = () => {
       if (!closed && pc.connectionState === 'failed') onFail('the WebRTC connection failed')
     }
-    const end = () => {
-      if (session) void request('DELETE', session, undefined, { keepalive: true }).catch(() => {})
-      session = null
-    }
-    // A reload or a closed tab runs no cleanup: the session is ended as the page goes, or the service
-    // would count a viewer that is gone (taking a --max-viewers place) until --whep-idle-timeout.
-    addEventListener('pagehide', end)
-    ;(async () => {
-      await pc.setLocalDescription(await pc.createOffer())
-      // All candidates in the offer (WHEP without trickle).
-      await new Promise<void>((resolve) => {
-        if (pc.iceGatheringState === 'complete') return resolve()
-        const done = () => pc.iceGatheringState === 'complete' && resolve()
-        pc.addEventListener('icegatheringstatechange', done)
-        setTimeout(resolve, 2000)
-      })
-      if (closed) return
-      const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
-      const location = answer.headers.get('location')
-      session = location ? answeredLocation(location, url) : null
-      if (closed) return void end()
-      await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
-    })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
+    const close = whepSession(pc, url, onFail)
     // The browser's own count of decoded frames: shown, so a frozen picture is seen as one. The rate is
     // over a 2 s window, shown once a full one has passed (framerate.ts).
     const rate = new FrameRate()
@@ -74,9 +52,7 @@ function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
     return () => {
       closed = true
       clearInterval(timer)
-      removeEventListener('pagehide', end)
-      pc.close()
-      end()
+      close()
     }
   }, [url])
   return (

@@ -3,8 +3,9 @@
 // stream sends silence to every receiver, the meter still shows what the microphone hears). Hearing it
 // here is the preview's own "Listen" button (preview.tsx): browsers start media muted.
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { answeredLocation, ApiError, get, post, request } from './api'
+import { ApiError, get, post } from './api'
 import { on } from './events'
+import { whepSession } from './whep'
 import { Value, useValue } from './state'
 import type { Device } from './types'
 
@@ -183,38 +184,12 @@ function followSoundOnly(): void {
 function Listener({ url, onFail }: { url: string; onFail(why: string): void }) {
   const audio = useRef<HTMLAudioElement>(null)
   useEffect(() => {
-    let closed = false
-    let session: string | null = null
     const pc = new RTCPeerConnection({ iceServers: [] })
     pc.addTransceiver('audio', { direction: 'recvonly' })
     pc.ontrack = (e) => {
       if (audio.current) audio.current.srcObject = new MediaStream([e.track])
     }
-    const end = () => {
-      if (session) void request('DELETE', session, undefined, { keepalive: true }).catch(() => {})
-      session = null
-    }
-    addEventListener('pagehide', end)
-    ;(async () => {
-      await pc.setLocalDescription(await pc.createOffer())
-      await new Promise<void>((resolve) => {
-        if (pc.iceGatheringState === 'complete') return resolve()
-        pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
-        setTimeout(resolve, 2000)
-      })
-      if (closed) return
-      const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
-      const location = answer.headers.get('location')
-      session = location ? answeredLocation(location, url) : null
-      if (closed) return void end()
-      await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
-    })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
-    return () => {
-      closed = true
-      removeEventListener('pagehide', end)
-      pc.close()
-      end()
-    }
+    return whepSession(pc, url, onFail)
   }, [url])
   // Pressing Listen is the gesture that lets the browser play it.
   return <audio ref={audio} autoplay />
