@@ -82,3 +82,38 @@ test('kept toggle, the policy form (a refusal beside its field, then saved), and
   expect(await c.page.$eval(`${row('dive-keep.mkv')} input[data-keep]`, (e: any) => e.checked)).toBe(true)
   expect(c.errors()).toEqual([])
 }, 120_000)
+
+test('an edit made just as a change from elsewhere is drawn is kept: the form refills from the service only while it is not edited', async () => {
+  await c.open('recordings')
+  await press(c.page, '[data-retention] summary')
+  await c.page.waitForSelector('[data-retention-form] input[name="min_free_gb"]', { visible: true })
+  const before = (await c.service.call('GET', '/api/recordings/retention')).body
+  const flipped = before.enabled ? 'off' : 'on'
+  // The pilot's edit lands the moment the page draws the change (the summary shows it): after the render
+  // that schedules the form's refill, before the refill runs (Preact runs effects after the next paint).
+  await c.page.evaluate((state: string) => {
+    const w = globalThis as any
+    const shown = w.document.querySelector('[data-retention-state]')
+    const observer = new w.MutationObserver(() => {
+      if (shown.textContent !== state) return
+      observer.disconnect()
+      const field = w.document.querySelector('[data-retention-form] input[name="min_free_gb"]')
+      field.value = '7'
+      field.dispatchEvent(new w.Event('input', { bubbles: true }))
+      w.editedAt = true
+    })
+    observer.observe(shown, { childList: true, characterData: true, subtree: true })
+  }, flipped)
+  const changed = await c.service.call('POST', '/api/recordings/retention', { enabled: flipped === 'on', min_free_gb: before.min_free_gb, max_age_days: before.max_age_days })
+  expect(changed.status).toBe(200)
+  await waitInPage(c.page, 'the edit made as the change was drawn', () => (globalThis as any).editedAt === true)
+  // A refill scheduled by that render has run by now: the next paint, or Preact's 100 ms fallback.
+  await c.page.evaluate(() => new Promise((done) => (globalThis as any).requestAnimationFrame(() => setTimeout(done, 150))))
+  expect(await c.page.$eval('[data-retention-form] input[name="min_free_gb"]', (e: any) => e.value)).toBe('7')
+  expect(await c.page.$eval('[data-retention-form] button[type="button"]', (e: any) => e.disabled)).toBe(false) // Revert
+  // Revert: the form shows what the service has now.
+  await press(c.page, '[data-retention-form] button[type="button"]')
+  await waitInPage(c.page, 'the form back to the saved policy', () => (globalThis as any).document.querySelector('[data-retention-form] input[name="min_free_gb"]').value === '0')
+  expect(await c.page.$eval('[data-retention-form] input[name="enabled"]', (e: any) => e.checked)).toBe(flipped === 'on')
+  expect(c.errors()).toEqual([])
+}, 60_000)

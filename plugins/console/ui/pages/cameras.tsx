@@ -2,8 +2,9 @@
 // stream's state, a live picture, its controls, its stream settings and endpoints, recording, and its
 // stereo group. Every change is a request to /api; what the card shows afterwards is what the service
 // reports, and a refusal shows the service's reason.
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { get, post } from '../api'
+import { useDraft } from '../draft'
 import { SOURCE_FORMAT } from '../../../cameras/source-formats'
 import { ControlsPanel } from '../controls'
 import { devices, devicesError, reloadDevices } from '../devices'
@@ -216,20 +217,12 @@ function formOf(d: Device): StreamForm {
 }
 
 function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Preferences | null }) {
-  const [form, setForm] = useState<StreamForm>(() => formOf(d))
-  const [dirty, setDirty] = useState(false)
-  // Edits so far: a save that ends after more edits leaves them in the form (it is still dirty).
-  const edits = useRef(0)
+  // The form refills when the device's stream changes (not on every reload of the list).
+  const draft = useDraft(d, formOf, d.stream)
+  const { dirty, edit, revert } = draft
+  const form = draft.form ?? formOf(d)
   const [run, state] = useAction()
-  useEffect(() => {
-    if (!dirty) setForm(formOf(d))
-  }, [d.stream, dirty])
   if (d.leader) return <p class="muted">This camera streams with its leader's settings.</p>
-  const edit = (change: Partial<StreamForm>) => {
-    setForm((f) => ({ ...f, ...change }))
-    setDirty(true)
-    edits.current++
-  }
   const sizes = sizesFor(d, form.encode_type)
   const size = sizes.find((s) => sizeKey(s.width, s.height) === form.size)
   const intervals = size?.intervals ?? []
@@ -257,7 +250,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
     })
   const save = () =>
     run(async () => {
-      const submitted = edits.current
+      const done = draft.saving()
       const [width, height] = form.size.split('x').map(Number)
       const [numerator, denominator] = form.interval.split('/').map(Number)
       await post('/api/devices/configure_stream', {
@@ -272,7 +265,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
       // The form shows the saved stream once the list has it (never the old one in between), unless
       // it was edited again meanwhile.
       await reloadDevices()
-      if (edits.current === submitted) setDirty(false)
+      done()
     }, `${cameraTitle(d)}: stream settings saved`)
   const fields = state.fields
   return (
@@ -356,7 +349,7 @@ function StreamSettings({ d, all, prefs }: { d: Device; all: Device[]; prefs: Pr
         <button type="submit" class="primary" disabled={state.busy} data-action="save-stream">
           Apply
         </button>
-        <button type="button" disabled={!dirty || state.busy} onClick={() => (setDirty(false), setForm(formOf(d)))}>
+        <button type="button" disabled={!dirty || state.busy} onClick={revert}>
           Revert
         </button>
       </div>

@@ -1,7 +1,7 @@
 // Preferences: where new streams go by default, whether to suggest the pilot's own address, and the
 // frame-sync offset. Saved whole; the form shows what the service saved.
-import { useEffect, useRef, useState } from 'preact/hooks'
 import { get, post } from '../api'
+import { useDraft } from '../draft'
 import { useResource } from '../resource'
 import type { Preferences } from '../types'
 import { ErrorLine, Field, useAction } from '../widgets'
@@ -20,26 +20,15 @@ const numeric = (text: string): number | string => (text.trim() !== '' && Number
 
 export function PreferencesPage() {
   const saved = useResource<Preferences>('/api/preferences', ['preferences_updated'])
-  const [form, setForm] = useState<Form | null>(null)
-  const [dirty, setDirty] = useState(false)
-  // Edits so far: a save that ends after more edits leaves them in the form.
-  const edits = useRef(0)
+  const { form, dirty, edit, saving, revert } = useDraft(saved.data, formOf)
   const [run, state] = useAction()
-  useEffect(() => {
-    if (saved.data && !dirty) setForm(formOf(saved.data))
-  }, [saved.data, dirty])
-  const edit = (change: Partial<Form>) => {
-    setForm((f) => (f ? { ...f, ...change } : f))
-    setDirty(true)
-    edits.current++
-  }
   const save = () =>
     run(async () => {
       if (!form) return
-      const submitted = edits.current
+      const done = saving()
       await post('/api/preferences/save_preferences', { default_stream: { host: form.host.trim(), port: numeric(form.port) }, suggest_host: form.suggest_host, frequency_offset: numeric(form.frequency_offset) })
       await saved.reload()
-      if (edits.current === submitted) setDirty(false)
+      done()
     }, 'Preferences saved')
   return (
     <section aria-labelledby="prefs-title">
@@ -85,7 +74,7 @@ export function PreferencesPage() {
             <button type="submit" class="primary" disabled={state.busy}>
               Save
             </button>
-            <button type="button" disabled={!dirty || state.busy} onClick={() => (setDirty(false), saved.data && setForm(formOf(saved.data)))}>
+            <button type="button" disabled={!dirty || state.busy} onClick={revert}>
               Revert
             </button>
           </div>

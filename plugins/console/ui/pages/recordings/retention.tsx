@@ -1,8 +1,8 @@
 // The retention policy on the Recordings page: its settings (off, keep N GB free, delete after D days),
 // whether the last pass fell short, and the recent deletions with their reason. Kept current by the
 // `retention_updated` and `recording_deleted` events.
-import { useEffect, useRef, useState } from 'preact/hooks'
 import { post } from '../../api'
+import { useDraft } from '../../draft'
 import { bytes } from '../../format'
 import { useResource } from '../../resource'
 import { ErrorLine, Field, useAction } from '../../widgets'
@@ -37,25 +37,15 @@ const numeric = (text: string): number | string => (text.trim() !== '' && Number
 
 export function RetentionPanel() {
   const saved = useResource<RetentionState>('/api/recordings/retention', ['retention_updated', 'recording_deleted', 'recording_kept'])
-  const [form, setForm] = useState<Form | null>(null)
-  const [dirty, setDirty] = useState(false)
-  const edits = useRef(0)
+  const { form, dirty, edit, saving, revert } = useDraft(saved.data, formOf)
   const [run, state] = useAction()
-  useEffect(() => {
-    if (saved.data && !dirty) setForm(formOf(saved.data))
-  }, [saved.data, dirty])
-  const edit = (change: Partial<Form>) => {
-    setForm((f) => (f ? { ...f, ...change } : f))
-    setDirty(true)
-    edits.current++
-  }
   const save = () =>
     run(async () => {
       if (!form) return
-      const submitted = edits.current
+      const done = saving()
       await post('/api/recordings/retention', { enabled: form.enabled, min_free_gb: numeric(form.min_free_gb), max_age_days: numeric(form.max_age_days) })
       await saved.reload()
-      if (edits.current === submitted) setDirty(false)
+      done()
     }, 'Retention policy saved')
   const s = saved.data
   return (
@@ -92,7 +82,7 @@ export function RetentionPanel() {
             <button type="submit" class="primary" disabled={state.busy} data-retention-save>
               Save
             </button>
-            <button type="button" disabled={!dirty || state.busy} onClick={() => (setDirty(false), s && setForm(formOf(s)))}>
+            <button type="button" disabled={!dirty || state.busy} onClick={revert}>
               Revert
             </button>
           </div>
