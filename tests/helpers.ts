@@ -81,7 +81,7 @@ export async function startTestServer(options: {
   // Cockpit's signalling keeps to the HTTP port's path unless a test asks for its own port: test apps
   // run side by side and would all want 6021.
   const pluginFlags = { 'cockpit-port': null, ...options.config?.pluginFlags }
-  const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config, pluginFlags })
+  const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, rtspPort: freeTcpPort(), dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config, pluginFlags })
   const verbose = process.env.PERISCOPE_TEST_LOG === '1'
   const logs: Record<string, unknown>[] = []
   const write = (line: string) => {

@@ -5,7 +5,6 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'puppeteer-core'
 import { launchBrowser, openPage } from './browser'
-import { freeTcpPort } from '../helpers'
 import { startService, type Service } from './service.helpers'
 
 export const ARTIFACTS = join(import.meta.dir, '../../.tmp/artifacts/console')
@@ -58,7 +57,7 @@ export interface Front {
 }
 
 export async function openConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
-  const service = await (options.service ?? (() => startService({ args: ['--rtsp-port', String(freeTcpPort()), ...(options.args ?? [])] })))()
+  const service = await (options.service ?? (() => startService({ args: options.args })))()
   let browser: Browser | undefined
   let front: Front | undefined
   try {
