@@ -202,7 +202,9 @@ test('MJPG camera: MJPEG parts are the camera\'s own JPEGs — identical to rtpj
   // The UDP endpoint is GStreamer itself, depayloading every frame to a file.
   const dir = tempDir('periscope-endpoint-')
   const port = freePort()
-  const endpoint = gst(['udpsrc', 'address=127.0.0.1', `port=${port}`, 'caps=application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'multifilesink', `location=${dir}/%05d.jpg`])
+  // A large socket buffer: on a loaded machine a default one overflows, and a frame short of a packet
+  // is not the camera's JPEG.
+  const endpoint = gst(['udpsrc', 'address=127.0.0.1', `port=${port}`, 'buffer-size=8388608', 'caps=application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'multifilesink', `location=${dir}/%05d.jpg`])
   await waitFor('the endpoint bound', () => udpBound(endpoint.pid, port), 15_000)
   try {
     await stream(WEBCAM, 'MJPG', port)
@@ -217,14 +219,20 @@ test('MJPG camera: MJPEG parts are the camera\'s own JPEGs — identical to rtpj
     await waitFor('every part among the endpoint\'s frames', () => parts.every((p) => atEndpoint().has(sha(p))), 10_000)
     expect(await decode(parts[9]!)).toEqual({ width: 640, height: 480 })
 
-    // A real MJPEG client decodes the stream at the camera's size, at about its rate (30 fps).
+    // A real MJPEG client decodes the stream at the camera's size, at its rate: as many frames as the
+    // UDP endpoint received over the same two seconds (a loaded 2-core box may drop a few for a slow
+    // viewer, never most of them).
     const client = new MjpegClient(url)
     await waitFor('frames at the MJPEG client', () => client.frames.length >= 10, 20_000)
     const from = client.frames.at(-1)!
+    const endpointFrom = readdirSync(dir).length
     await waitFor('two more seconds of frames', () => client.frames.at(-1)! - from >= 2000, 20_000)
-    const rate = (client.frames.filter((t) => t > from).length * 1000) / (client.frames.at(-1)! - from)
+    const decoded = client.frames.filter((t) => t > from).length
+    const sent = readdirSync(dir).length - endpointFrom
+    console.log(`MJPEG client: ${decoded} frames decoded while the UDP endpoint received ${sent}`)
     expect({ width: client.width, height: client.height }).toEqual({ width: 640, height: 480 })
-    expect(rate).toBeGreaterThan(15) // 30 fps on an idle machine; a loaded 2-core box drops some
+    expect(sent).toBeGreaterThan(0)
+    expect(decoded).toBeGreaterThanOrEqual(sent * 0.5)
     await stop(client.proc)
   } finally {
     await stopStream(WEBCAM)
