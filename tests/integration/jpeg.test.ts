@@ -113,7 +113,8 @@ async function readParts(url: string, count: number): Promise<{ parts: Uint8Arra
     joined.set(buffer)
     joined.set(value, buffer.length)
     buffer = joined
-    for (;;) {
+    // A loaded machine delivers several parts in one chunk: `count` parts are taken, no more.
+    while (parts.length < count) {
       const head = text.decode(buffer.subarray(0, Math.min(buffer.length, 200)))
       const end = head.indexOf('\r\n\r\n')
       if (end < 0) break
