@@ -29,18 +29,50 @@ export interface VehicleTelemetry {
 
 /** An autopilot unheard for this long is gone: HEARTBEAT comes at 1 Hz, so three missed ones. */
 export const AUTOPILOT_TIMEOUT_MS = 3000
+/** How far back TelemetrySource.at reaches: the longest pre-record buffer (--pre-record-seconds, at most 30) and a margin. */
+const HISTORY_MS = 32_000
+/** And at most this many states (an autopilot streams a few dozen messages a second). */
+const HISTORY_MAX = 4096
 
 export type TelemetryChange = 'armed' | 'mode' | 'values' | 'autopilot'
 
 /** The vehicle's telemetry: plugins/mavlink writes it, readers take snapshots and hear of changes. */
 export class TelemetrySource {
   private state: VehicleTelemetry | null = null
+  /** Every state of the last HISTORY_MS, oldest first: a recording's pre-record seconds show their own. */
+  private history: { at: number; state: VehicleTelemetry }[] = []
   private listeners = new Set<(change: TelemetryChange, now: VehicleTelemetry | null) => void>()
 
   /** The state now; null without an autopilot on the link (never heard, or silent for AUTOPILOT_TIMEOUT_MS). */
   current(now = Date.now()): VehicleTelemetry | null {
     if (!this.state || now - this.state.heartbeat_at > AUTOPILOT_TIMEOUT_MS) return null
     return { ...this.state }
+  }
+
+  /** The state as it was at `when` (Date.now() ms; the last HISTORY_MS are kept); null without an autopilot then. */
+  at(when: number): VehicleTelemetry | null {
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const { at, state } = this.history[i]!
+      if (at > when) continue
+      return when - state.heartbeat_at > AUTOPILOT_TIMEOUT_MS ? null : { ...state }
+    }
+    return null
+  }
+
+  /** When (Date.now() ms) the armed state or the mode changed after `since`, from what is kept. */
+  changesSince(since: number): number[] {
+    const at: number[] = []
+    for (let i = 1; i < this.history.length; i++) {
+      const [before, after] = [this.history[i - 1]!, this.history[i]!]
+      if (after.at > since && (before.state.armed !== after.state.armed || before.state.mode !== after.state.mode)) at.push(after.at)
+    }
+    return at
+  }
+
+  private remember(): void {
+    const now = Date.now()
+    this.history.push({ at: now, state: this.state! })
+    while (this.history.length > HISTORY_MAX || this.history[0]!.at < now - HISTORY_MS) this.history.shift()
   }
 
   /** A HEARTBEAT from the autopilot: armed and mode changes are announced as such. */
@@ -50,6 +82,7 @@ export class TelemetrySource {
     // down must still stop what arming started.
     const wasArmed = this.state?.armed ?? false
     this.state = { ...(this.state ?? emptyTelemetry()), heartbeat_at: Date.now(), armed, mode }
+    this.remember()
     if (!before) this.announce('autopilot')
     if (wasArmed !== armed) this.announce('armed')
     else if (before && before.mode !== mode) this.announce('mode')
@@ -58,6 +91,7 @@ export class TelemetrySource {
   /** Values from the other messages; kept even before the first HEARTBEAT (shown once it comes). */
   update(values: Partial<Omit<VehicleTelemetry, 'heartbeat_at' | 'armed' | 'mode'>>): void {
     this.state = { ...(this.state ?? { ...emptyTelemetry(), heartbeat_at: 0 }), ...values }
+    this.remember()
     if (this.current()) this.announce('values')
   }
 
@@ -71,6 +105,7 @@ export class TelemetrySource {
   clear(): void {
     const had = this.current()
     this.state = null
+    this.history = []
     if (had) this.announce('autopilot')
     if (had?.armed) this.announce('armed')
   }

@@ -26,6 +26,11 @@ export interface FeedOptions {
    * from RTP timestamps alone (the recorder). For the sound (feedSound): it never stops, silence fills in.
    */
   continuous?: boolean
+  /**
+   * feedSound, continuous: begin with the sound that came since then (performance.now(); the hub's
+   * pre-record buffer), each packet at its own time, silence where there was none.
+   */
+  soundSince?: number
   ended?(end: ReaderEnd): void
 }
 
@@ -120,6 +125,8 @@ export class LoopbackFeeder {
     if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), { retarget })
     const timeline = new SoundTimeline(send)
     timeline.start()
+    // Sent now and the reader added in this same turn: none lost or sent twice where they meet.
+    if (options.soundSince !== undefined && hub instanceof MediaHub) timeline.replay(options.soundSince, hub.preRecordedSound(options.soundSince))
     const ended = (end: ReaderEnd) => {
       timeline.stop()
       options.ended?.(end)

@@ -291,6 +291,11 @@ export class MediaHub implements StreamHub {
   private readonly soundSlots = new Set<Slot>()
   private soundOn: boolean
   private soundSent = { bytes: 0, packets: 0 }
+  /** The sound of the pre-record buffer's seconds, with when each packet came (performance.now()); null without one. */
+  private readonly soundRing: { at: number; packet: Uint8Array }[] | null
+  private readonly preRecordSeconds: number
+  /** The leader's last packet: its RTP timestamp and when it came (performance.now()). */
+  private lastLeader: { ts: number; at: number } | null = null
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
 
@@ -307,6 +312,8 @@ export class MediaHub implements StreamHub {
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
     const pre = options.preRecordSeconds ?? 0
     this.rings = this.encoding === 'H264' && pre > 0 ? this.cameras.map(() => new PreRecordRing(pre)) : []
+    this.preRecordSeconds = pre
+    this.soundRing = this.rings.length ? [] : null
     this.relayed = this.cameras.map(() => new Set())
     this.useRelay = options.relay ?? false
     this.soundOn = options.sound ?? false
@@ -389,6 +396,7 @@ export class MediaHub implements StreamHub {
     if (!counts) return
     counts.bytes += packet.length
     if (endsFrame(packet)) counts.frames++
+    if (member === 0 && packet.length >= 12) this.lastLeader = { ts: timestampOf(packet), at: performance.now() }
     this.gops[member]?.push(packet)
     this.rings[member]?.push(packet)
     for (const slot of this.slots[member]!) slot.offer(packet)
@@ -429,6 +437,14 @@ export class MediaHub implements StreamHub {
     this.soundOn = true
     this.soundSent.bytes += packet.length
     this.soundSent.packets++
+    const ring = this.soundRing
+    if (ring) {
+      // As far back as the video's groups of pictures may reach, trimmed once a second.
+      const at = performance.now()
+      ring.push({ at, packet })
+      const keep = at - (this.preRecordSeconds + 1) * 1000
+      if (ring[0]!.at < keep - 1000) ring.splice(0, ring.findIndex((k) => k.at >= keep))
+    }
     for (const slot of this.soundSlots) slot.offer(packet)
   }
 
@@ -447,6 +463,19 @@ export class MediaHub implements StreamHub {
     return Math.round(90_000 / Math.max(1, this.fps))
   }
 
+  /**
+   * When (performance.now()) the leader's frame stamped `ts` (90 kHz) came: from the last packet's time
+   * and the camera's clock. A file's other tracks start at its first frame's moment (recorder.ts).
+   */
+  arrivalOf(ts: number): number {
+    const last = this.lastLeader
+    const ago = last ? ((last.ts - ts) | 0) / 90 : NaN
+    // Another timeline (the camera's child restarted since), or no packet yet: now. (A little ahead: the
+    // relay's thread may send a key frame before this thread has seen it.)
+    if (!last || !(ago > -1000 && ago < 60_000)) return performance.now()
+    return last.at - ago
+  }
+
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */
   get preRecording(): boolean {
     return this.rings.length > 0
@@ -455,6 +484,11 @@ export class MediaHub implements StreamHub {
   /** Member `member`'s pre-record packets (whole groups of pictures up to now); empty without a pre-record buffer. */
   preRecorded(member: number): Uint8Array[] {
     return this.rings[member]?.packets ?? []
+  }
+
+  /** The sound that came since `since` (performance.now()), from the pre-record buffer, with when each packet came. */
+  preRecordedSound(since: number): { at: number; packet: Uint8Array }[] {
+    return this.soundRing?.filter((k) => k.at >= since) ?? []
   }
 
   lastGop(member: number): readonly Uint8Array[] {

@@ -41,13 +41,25 @@ export class SoundTimeline {
     this.timer = null
   }
 
-  /** A packet of the sound's child: restamped onto the continuous timeline. */
-  packet(packet: Uint8Array): void {
+  /**
+   * Sound that came earlier (a pre-record buffer's: each packet with when it came, performance.now()),
+   * sent now, each packet at its own time from `since` on; silence from `since` to the first one. (A
+   * muxer starts a track with its first packet: the silence keeps it beside the video's first frame.)
+   */
+  replay(since: number, kept: { at: number; packet: Uint8Array }[]): void {
+    this.childSsrc = -1
+    this.lastAt = since - FRAME_MS // the first frame of silence at `since`
+    const first = kept[0]?.at ?? this.now()
+    while (this.lastAt + 2 * FRAME_MS <= first) this.silence()
+    for (const { at, packet } of kept) this.packet(packet, at)
+  }
+
+  /** A packet of the sound's child (that came at `at`: now): restamped onto the continuous timeline. */
+  packet(packet: Uint8Array, at = this.now()): void {
     if (packet.length < 12) return
     const view = new DataView(packet.buffer, packet.byteOffset, packet.byteLength)
     const ssrc = view.getUint32(8)
     const ts = view.getUint32(4)
-    const at = this.now()
     if (ssrc !== this.childSsrc) {
       // A new child: its first packet goes on at "now" on our clock.
       this.childSsrc = ssrc
@@ -77,19 +89,22 @@ export class SoundTimeline {
       this.lastAt += (frames - 1) * FRAME_MS
       frames = 1
     }
-    while (frames-- > 0) {
-      this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
-      this.lastAt += FRAME_MS
-      const out = new Uint8Array(12 + OPUS_SILENCE.length)
-      const o = new DataView(out.buffer)
-      out[0] = 0x80
-      out[1] = PT
-      o.setUint16(2, this.nextSeq())
-      o.setUint32(4, this.ts)
-      o.setUint32(8, this.ssrc)
-      out.set(OPUS_SILENCE, 12)
-      this.send(out)
-    }
+    while (frames-- > 0) this.silence()
+  }
+
+  /** One frame of silence, FRAME_MS after the last packet. */
+  private silence(): void {
+    this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
+    this.lastAt += FRAME_MS
+    const out = new Uint8Array(12 + OPUS_SILENCE.length)
+    const o = new DataView(out.buffer)
+    out[0] = 0x80
+    out[1] = PT
+    o.setUint16(2, this.nextSeq())
+    o.setUint32(4, this.ts)
+    o.setUint32(8, this.ssrc)
+    out.set(OPUS_SILENCE, 12)
+    this.send(out)
   }
 
   private expectedTs(at: number): number {

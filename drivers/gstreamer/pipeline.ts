@@ -153,7 +153,11 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
     // The leader's track first: players take the first video track as the main one.
     tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', ...depay, '!', 'queue', '!', 'mux.video_%u')
   })
-  if (textPort !== undefined) tokens.push(...telemetryTextTokens(textPort, 'mux.subtitle_%u'))
+  // The text, stamped as the video is: from its RTP timestamps, on the video's clock (telemetry-feed.ts).
+  if (textPort !== undefined) {
+    tokens.push('udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${textPort}`, `caps=${TELEMETRY_RTP_CAPS}`)
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpgstdepay', '!', 'queue', '!', 'mux.subtitle_%u')
+  }
   // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
   // is, after the video tracks, stamped as the video is: from its RTP timestamps (mode=none), so both
   // start together whenever the child began listening (stamped on arrival, the sound came 0.4 s late in
@@ -171,23 +175,31 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
 export const RECORDER_JITTER_MS = 10
 
 export interface RecorderPipelineOptions {
-  /** The vehicle's telemetry as a subtitle track (telemetryTextTokens). */
+  /** The vehicle's telemetry as a subtitle track (TELEMETRY_RTP_CAPS). */
   textPort?: number
   /** The stream's sound as an Opus track. */
   soundPort?: number
 }
 
 /**
- * The vehicle's telemetry as a subtitle track (S_TEXT/UTF8): each UTF-8 datagram the service sends to
- * the loopback `port` is one cue, stamped on arrival with the pipeline's running time, the clock the
- * video's frames are stamped with too (from the first frame's arrival on). `into` is the muxer's
- * subtitle request pad, `mux.subtitle_%u` (splitmuxsink, the file end that cuts segments, passes it to
- * each segment's matroskamux; the recorder's is a plain matroskamux). matroskamux waits for a buffer on every pad before it writes the earlier
- * ones, a subtitle pad included: the service keeps this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts).
+ * A RECORDING stream's telemetry as a subtitle track (S_TEXT/UTF8): each UTF-8 datagram the service
+ * sends to the loopback `port` is one cue, stamped on arrival with the pipeline's running time, the
+ * clock the camera's frames are stamped with too. `into` is the muxer's subtitle request pad,
+ * `mux.subtitle_%u` (splitmuxsink passes it to each segment's matroskamux). matroskamux waits for a
+ * buffer on every pad before it writes the earlier ones, a subtitle pad included: the service keeps
+ * this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts). (The recorder's text is RTP: buildRecorderPipeline.)
  */
 export function telemetryTextTokens(port: number, into: string): string[] {
   return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', 'queue', '!', into]
 }
+
+/**
+ * The recorder's telemetry cues (telemetry-feed.ts toRtp): GStreamer's own RTP payload for any buffer
+ * (rtpgstpay/rtpgstdepay), the buffers' caps given here (base64, as rtpgstpay announces them) and not in
+ * each packet: UTF-8 text, as the subtitle pad takes it.
+ */
+export const TELEMETRY_PT = 96
+export const TELEMETRY_RTP_CAPS = `application/x-rtp,media=application,clock-rate=90000,encoding-name=X-GST,payload=${TELEMETRY_PT},capsversion=(string)0,caps=(string)"${Buffer.from('text/x-raw, format=(string)utf8').toString('base64')}"`
 
 /** The RTP of a stream's sound (drivers/gstreamer/audio.ts), for a udpsrc. */
 export const OPUS_RTP_CAPS = 'application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=111'

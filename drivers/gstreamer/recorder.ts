@@ -63,11 +63,11 @@ export const SYNC_INTERVAL_MS = 500
 const SEGMENT_CHECK_MS = 100
 /**
  * The next segment's child is started this long before the key frame expected to cut the segment (it
- * listens in ~0.1 s here, 0.5 s loaded) — not earlier: the telemetry text is stamped on arrival, so the
- * time it listens before its first frame is how late the text is in that file. Without a known
- * key-frame interval yet, this long before the segment's time is up.
+ * listens in ~0.1 s here, 0.5 s loaded): every track is stamped from its RTP timestamps, so how long it
+ * listens before its first frame changes nothing in the file. Without a known key-frame interval yet,
+ * this long before the segment's time is up.
  */
-export const SEGMENT_PREPARE_SECONDS = 0.5
+export const SEGMENT_PREPARE_SECONDS = 1
 /**
  * Byte limit: the next child starts once the segment is within this many of its largest groups of
  * pictures of the limit, and the cut is made at the key frame after it is within CUT_GOPS: the group
@@ -243,14 +243,12 @@ export class Recorder {
     this.segments.push(first)
     if (this.stopping) return
 
-    // The text pad's first cue before the first frame: the muxer waits for a buffer on every pad.
-    if (first.textPort !== undefined) this.text = new TelemetryFeed(first.textPort, this.spec.telemetry!, this.options.log)
+    // The text starts with the file's first frame, on its clock (telemetry-feed.ts toRtp).
+    if (first.textPort !== undefined) this.text = new TelemetryFeed(this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
     // The first segment's clock starts with its first key frame: the pre-record buffer's oldest, sent at once (feeder.ts), or the next.
-    if (hub instanceof MediaHub && hub.preRecording) {
-      const earlier = hub.preRecorded(0)
-      if (earlier.length) this.segmentStartTs = timestampOf(earlier[0]!)
-    }
+    const earlier = hub instanceof MediaHub && hub.preRecording && hub.members > 0 ? hub.preRecorded(0) : []
+    if (earlier.length) this.segmentStartTs = timestampOf(earlier[0]!)
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
@@ -263,16 +261,23 @@ export class Recorder {
       // at (its file is one segment).
       this.soundFeed = feeder.feedSound(hub, first.soundPort, { name: 'recorder', continuous: true })
       this.readings.push(this.soundFeed)
-    } else if (first.soundPort) {
-      // The sound starts with the video's first key frame, so both tracks start together in the file.
+    } else if (earlier.length) {
+      // The pre-record seconds were just sent: the text and the sound begin with them, each cue and
+      // sound at its own time (the hub keeps their sound too).
+      const since = this.arrivalOf(timestampOf(earlier[0]!))
+      if (first.textPort !== undefined) this.text!.toRtp(first.textPort, timestampOf(earlier[0]!), since)
+      if (first.soundPort) this.readings.push((this.soundFeed = feeder.feedSound(hub, first.soundPort, { name: 'recorder', continuous: true, soundSince: since })))
+    } else if (first.soundPort || first.textPort !== undefined) {
+      // The sound and the text start with the video's first key frame, so the tracks start together in the file.
       const watch = hub.read(0, {
         name: 'recorder-start',
         from: 'key',
-        packet: () => {
+        packet: (packet) => {
           watch.close()
           if (this.stopping || this.ended) return
-          this.soundFeed = feeder.feedSound(hub, this.current!.soundPort!, { name: 'recorder', continuous: true })
-          this.readings.push(this.soundFeed)
+          const { soundPort, textPort } = this.current!
+          if (textPort !== undefined) this.text!.toRtp(textPort, timestampOf(packet), this.arrivalOf(timestampOf(packet)))
+          if (soundPort) this.readings.push((this.soundFeed = feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true })))
         },
       })
       this.readings.push(watch)
@@ -312,6 +317,12 @@ export class Recorder {
       if (current) syncToDisk(current.path, this.options.log)
       if (++ticks % (1000 / SYNC_INTERVAL_MS) === 0) this.spec.onProgress(this)
     }, SYNC_INTERVAL_MS)
+  }
+
+  /** When the leader's frame stamped `ts` came (performance.now()): a file's text starts at its first frame's moment. */
+  private arrivalOf(ts: number): number {
+    const { hub } = this.spec
+    return hub instanceof MediaHub ? hub.arrivalOf(ts) : performance.now()
   }
 
   /** Starts the next segment's child when the segment's end is near, and cuts once it is due and the child listens. */
@@ -383,7 +394,7 @@ export class Recorder {
       this.segmentStartTs = keyTs
       segmentCuts.total++
       if (next.soundPort) this.soundFeed?.retarget(next.soundPort)
-      if (next.textPort !== undefined) this.text?.retarget(next.textPort)
+      if (next.textPort !== undefined) this.text?.toRtp(next.textPort, keyTs, this.arrivalOf(keyTs))
       let waiting = followers.length
       const moved = Promise.withResolvers<void>()
       if (!waiting) moved.resolve()

@@ -168,7 +168,10 @@ export class StreamRunner {
     }
     const child = this.child
     // Sent from now on: the first cues reach a child still starting and are lost, the next ones are not.
-    if (textPort !== undefined) this.textFeed = new TelemetryFeed(textPort, { source: this.telemetry!.source, streamState: () => this.state }, this.hooks.log)
+    if (textPort !== undefined) {
+      this.textFeed = new TelemetryFeed({ source: this.telemetry!.source, streamState: () => this.state }, this.hooks.log)
+      this.textFeed.toPlain(textPort)
+    }
     if (soundPort !== undefined) {
       const feeder = new LoopbackFeeder(this.hooks.log)
       this.soundFeed = { feeder, reading: feeder.feedSound(this.sound!.hub, soundPort, { name: 'recording', continuous: true }) }

@@ -1,10 +1,16 @@
-// The vehicle's telemetry into a recording child's text pad (pipeline.ts telemetryTextTokens): one UTF-8
-// datagram per cue to its loopback port, stamped on arrival by the child with the clock its video frames
-// are stamped with. Used by both kinds of recording: the recorder child (recorder.ts) and a RECORDING
-// stream's own child (runner.ts).
+// The vehicle's telemetry into a recording child's text pad: one cue at a time to its loopback port.
+// Two ways, one per kind of recording:
+// - a RECORDING stream's own child (runner.ts) films and muxes in one pipeline: a cue is a plain UTF-8
+//   datagram, stamped on arrival with the clock its frames are stamped with (pipeline.ts telemetryTextTokens);
+// - the recorder of a running stream (recorder.ts) gets the camera's frames as RTP and stamps them from
+//   their RTP timestamps, so a cue is RTP too, on the file's video clock (pipeline.ts TELEMETRY_RTP_CAPS):
+//   its first cue carries the timestamp of the file's first frame, the next ones that plus the time since.
+//   Stamped on arrival, the text was late by as long as a segment's child listened before its cut, and
+//   early by the pre-record buffer's seconds (which reach the child in one burst).
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../../core/log'
 import { formatTelemetryText, type TelemetrySource } from '../../core/telemetry'
+import { TELEMETRY_PT } from './pipeline'
 
 /** What a recording with telemetry reads: the vehicle's state, and the camera's stream state shown with it. */
 export interface RecordingTelemetry {
@@ -19,39 +25,99 @@ export interface RecordingTelemetry {
  */
 export const TEXT_INTERVAL_MS = 250
 
-/** Sends the telemetry line now, every TEXT_INTERVAL_MS, and at once when the armed state or the mode changes. */
+/** The RTP clock of the cues: the video's (90 kHz). */
+const CLOCK_PER_MS = 90
+
+/** Where cues go: a port, and for RTP the file's video clock (a timestamp and when, performance.now(), it was). */
+interface Target {
+  port: number
+  clock: { ts: number; at: number } | null
+}
+
+/** Sends the telemetry line every TEXT_INTERVAL_MS, and at once when the armed state or the mode changes. */
 export class TelemetryFeed {
   private socket: Socket | null = createSocket('udp4')
-  private timer: ReturnType<typeof setInterval>
+  private timer: ReturnType<typeof setInterval> | null = null
   private unsubscribe: () => void
+  private target: Target | null = null
+  private readonly ssrc = (Math.random() * 0x1_0000_0000) >>> 0
+  private seq = (Math.random() * 0x10000) & 0xffff
 
-  constructor(private port: number, private readonly telemetry: RecordingTelemetry, log: Logger) {
+  constructor(private readonly telemetry: RecordingTelemetry, log: Logger) {
     let warned = false
     // Loopback to a child of ours: refused while it starts or after it ended, logged once.
     this.socket!.on('error', (err) => {
       if (!warned) log.debug('telemetry feed: a send failed (the recording child is not listening)', { error: err.message })
       warned = true
     })
-    this.send()
-    this.timer = setInterval(() => this.send(), TEXT_INTERVAL_MS)
     this.unsubscribe = telemetry.source.onChange((change) => {
       if (change !== 'values') this.send()
     })
   }
 
-  private send(): void {
-    const text = formatTelemetryText({ vehicle: this.telemetry.source.current(), stream: this.telemetry.streamState(), utc: new Date() })
-    this.socket?.send(Buffer.from(text, 'utf8'), this.port, '127.0.0.1')
+  /** Plain datagrams to `port` from now on, stamped by the child as they arrive. */
+  toPlain(port: number): void {
+    this.begin({ port, clock: null })
   }
 
-  /** From now on to `port` (a recording's next segment), starting with a cue at once: its muxer waits for one. */
-  retarget(port: number): void {
-    this.port = port
-    this.send()
+  /**
+   * RTP to `port` from now on, on a file's video clock: `firstTs` is the RTP timestamp of the file's first
+   * frame, which came at `firstAt` (performance.now(); seconds ago for the pre-record buffer's oldest).
+   * The cues since then go at once, each with the telemetry of its time. A next segment calls this again
+   * with its own first frame.
+   */
+  toRtp(port: number, firstTs: number, firstAt: number): void {
+    const now = performance.now()
+    const from = Math.min(firstAt, now)
+    this.target = { port, clock: { ts: firstTs, at: from } }
+    // As if live: a cue every TEXT_INTERVAL_MS, and one at each change of the armed state or the mode.
+    // The first at the first frame's moment, whenever that was: the child stamps the file's first cue
+    // as its first frame, and the others from there by their timestamps.
+    const toDate = Date.now() - now
+    const dates = this.telemetry.source.changesSince(from + toDate)
+    for (let at = from; at === from || at < now - TEXT_INTERVAL_MS / 2; at += TEXT_INTERVAL_MS) dates.push(at + toDate)
+    for (const date of dates.sort((a, b) => a - b)) this.sendAt(date - toDate, date)
+    this.begin(this.target)
+  }
+
+  private begin(target: Target): void {
+    this.target = target
+    this.send() // a muxer waits for a buffer on every pad: the first cue at once
+    this.timer ??= setInterval(() => this.send(), TEXT_INTERVAL_MS)
+  }
+
+  private send(): void {
+    this.sendAt()
+  }
+
+  /**
+   * The cue for the moment `at` (performance.now()), which was `date` (Date.now()): its telemetry then,
+   * sent now. Without them, now.
+   */
+  private sendAt(at = performance.now(), date?: number): void {
+    const target = this.target
+    if (!target || !this.socket) return
+    const { source } = this.telemetry
+    const vehicle = date === undefined ? source.current() : source.at(date)
+    date ??= Date.now()
+    const text = Buffer.from(formatTelemetryText({ vehicle, stream: this.telemetry.streamState(), utc: new Date(date) }), 'utf8')
+    if (!target.clock) return void this.socket.send(text, target.port, '127.0.0.1')
+    // RTP (marker: each cue is a whole buffer) and rtpgstpay's 8-byte header, all zero: no inline caps
+    // (the child's caps carry them), not a fragment.
+    const packet = Buffer.alloc(12 + 8 + text.length)
+    packet[0] = 0x80
+    packet[1] = 0x80 | TELEMETRY_PT
+    this.seq = (this.seq + 1) & 0xffff
+    packet.writeUInt16BE(this.seq, 2)
+    packet.writeUInt32BE((target.clock.ts + Math.round((at - target.clock.at) * CLOCK_PER_MS)) >>> 0, 4)
+    packet.writeUInt32BE(this.ssrc, 8)
+    text.copy(packet, 20)
+    this.socket.send(packet, target.port, '127.0.0.1')
   }
 
   close(): void {
-    clearInterval(this.timer)
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
     this.unsubscribe()
     try {
       this.socket?.close()

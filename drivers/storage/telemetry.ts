@@ -20,13 +20,13 @@ const TRACK_NUMBER = 0xd7
 const TRACK_TYPE = 0x83
 const CODEC_ID = 0x86
 const SUBTITLE_TYPE = 0x11
-/** How the recorder's track is stored (pipeline.ts telemetryTextTokens: text/x-raw into matroskamux). */
+/** How a recording's text track is stored (UTF-8 text/x-raw into matroskamux: pipeline.ts). */
 const TEXT_CODEC = 'S_TEXT/UTF8'
 /** A Tracks element past this is not a recording's (it holds a few tracks). */
 const MAX_TRACKS_BYTES = 1 << 20
 /** Header reads while walking clusters: a block header is a few bytes, a video frame is skipped. */
 const WALK_WINDOW = 4096
-/** A cue carries no duration (the recorder stamps each on arrival); the last one lasts this long at most. */
+/** A cue carries no duration (it is sent before the next is known); the last one lasts this long at most. */
 const LAST_CUE_S = 1
 
 /**

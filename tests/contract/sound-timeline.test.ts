@@ -56,3 +56,27 @@ test('restamped, silence only after a real absence, continuous across a new chil
   // Silence and the new child's first packet, 20 ms later each, are 960 ticks (48 kHz) apart: on the clock.
   for (const h of all.slice(first)) expect((h.ts - all[all.indexOf(h) - 1]!.ts) >>> 0).toBe(960)
 })
+
+test('replay: earlier sound (a pre-record buffer\'s) placed at its own times from `since`, silence before it, and the live sound follows on', () => {
+  let now = 10_000
+  const sent: Uint8Array[] = []
+  const timeline = new SoundTimeline((p) => sent.push(p), () => now)
+  timeline.start()
+  // Kept since 400 ms ago: the child's packets from 100 ms after that, 20 ms apart, with a gap of 180 ms
+  // (its card out), the last one 20 ms ago.
+  const since = now - 400
+  const kept = [0, 1, 2, 3, 13, 14].map((i) => ({ at: since + 100 + i * FRAME_MS, packet: rtp(500 + i, 7000 + i * 960, 0xbbbb) }))
+  timeline.replay(since, kept)
+  // 100 ms of silence first (5 frames), then the kept packets, each at its own time.
+  expect(sent.slice(0, 5).every((p) => header(p).silence)).toBe(true)
+  const first = header(sent[0]!).ts
+  const out = sent.slice(5).map(header)
+  expect(out.map((h) => (h.ts - first) >>> 0)).toEqual([5, 6, 7, 8, 18, 19].map((i) => i * 960))
+  expect(new Set(sent.map((p) => header(p).ssrc)).size).toBe(1)
+  for (let i = 1; i < sent.length; i++) expect(header(sent[i]!).seq).toBe((header(sent[i - 1]!).seq + 1) & 0xffff)
+  // The live packet of the same child that comes next follows on its own clock; no silence in between.
+  timeline.fill()
+  timeline.packet(rtp(515, 7000 + 15 * 960, 0xbbbb))
+  expect((header(sent.at(-1)!).ts - first) >>> 0).toBe(20 * 960)
+  expect(header(sent.at(-2)!).silence).toBe(false)
+})

@@ -72,6 +72,41 @@ describe('the telemetry source', () => {
   })
 })
 
+describe("the telemetry's recent past (a pre-recorded start shows its own seconds' values)", () => {
+  test('at(): the state as it was then; changesSince(): when the armed state or the mode changed', () => {
+    const source = new TelemetrySource()
+    const realNow = Date.now
+    let now = 1_000_000
+    try {
+      Date.now = () => now
+      source.heartbeat(false, 'MANUAL')
+      now += 100
+      source.update({ depth_m: 2 })
+      now += 400
+      source.heartbeat(false, 'ALT_HOLD') // at 1_000_500
+      now += 500
+      source.heartbeat(true, 'ALT_HOLD') // at 1_001_000
+      now += 200
+      expect(source.at(999_999)).toBeNull() // before the autopilot was heard
+      expect(source.at(1_000_050)).toMatchObject({ mode: 'MANUAL', depth_m: null })
+      expect(source.at(1_000_499)).toMatchObject({ mode: 'MANUAL', depth_m: 2 })
+      expect(source.at(1_000_500)).toMatchObject({ mode: 'ALT_HOLD', armed: false })
+      expect(source.at(1_001_100)).toMatchObject({ mode: 'ALT_HOLD', armed: true })
+      expect(source.changesSince(1_000_000)).toEqual([1_000_500, 1_001_000])
+      expect(source.changesSince(1_000_500)).toEqual([1_001_000])
+      // The autopilot silent past its timeout: none then.
+      expect(source.at(1_001_000 + AUTOPILOT_TIMEOUT_MS + 1)).toBeNull()
+      // Kept for 32 s (the longest pre-record buffer and a margin), no more.
+      now += 40_000
+      source.heartbeat(true, 'ALT_HOLD')
+      expect(source.at(1_001_100)).toBeNull()
+      expect(source.at(now)).toMatchObject({ armed: true })
+    } finally {
+      Date.now = realNow
+    }
+  })
+})
+
 describe('record while armed', () => {
   test('is saved per camera, shown on the device, and validated', async () => {
     const dataDir = tempDir()

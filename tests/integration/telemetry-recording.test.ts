@@ -4,8 +4,8 @@
 // the result: ffprobe sees the subtitle track, ffmpeg extracts it as SubRip, mpv shows it, the sidecars
 // parse with a strict ASS parser and a CSV reader written here. Without an autopilot a recording has no text track.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { copyFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { copyFileSync, existsSync, readdirSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { listenEvents, until } from '../helpers'
 import { TestAutopilot, type AutopilotState } from '../mavlink-autopilot'
 import { GroundStation } from '../mavlink-gcs'
@@ -280,6 +280,79 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   expect(rows.some((r) => r.armed === 'true' && r.depth_m === '20.5')).toBe(true)
   expect(Math.abs(Number(csvArmed.time_s) - armedCue.start)).toBeLessThanOrEqual(0.001)
 }, 180_000)
+
+/** ffprobe's first timestamp (s) of a file's video and of its text track. */
+function startTimes(path: string): { video: number; text: number } {
+  const r = run(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_type,start_time', '-of', 'json', path])
+  expect(r.code, r.err).toBe(0)
+  const streams: { codec_type: string; start_time: string }[] = JSON.parse(r.out).streams
+  return { video: Number(streams.find((x) => x.codec_type === 'video')!.start_time), text: Number(streams.find((x) => x.codec_type === 'subtitle')!.start_time) }
+}
+
+/** The video frames of a file (ffprobe counts its packets). */
+function videoFrames(path: string): number {
+  const r = run(['ffprobe', '-v', 'error', '-select_streams', 'v', '-count_packets', '-show_entries', 'stream=nb_read_packets', '-of', 'csv=p=0', path])
+  expect(r.code, r.err).toBe(0)
+  return Number(r.out.trim())
+}
+
+test('the text and the sound are on the video\'s clock in every segment and in the pre-recorded seconds: a change made before the press and one in a later segment are as far apart as when sent', async () => {
+  const { s, autopilot } = await withAutopilot(['--record-segment-seconds', '2', '--pre-record-seconds', '2'])
+  const { bus_info, fps } = await runningStream(s)
+  // The pre-record buffer fills (2 s of whole groups of pictures), then the mode changes, then the press.
+  const runningAt = Date.now()
+  await until('3 s of stream', async () => Date.now(), (now) => now - runningAt >= 3000, 5000)
+  const modeAt = autopilot.set({ mode: 'ALT_HOLD' })
+  await until('the mode change heard', () => s.call('GET', '/api/health'), (r) => r.body.plugins.mavlink.vehicle?.mode === 'ALT_HOLD', 10_000)
+  await until('0.3 s after it', async () => Date.now(), (now) => now - modeAt >= 300, 5000)
+  const started = await s.call('POST', '/api/devices/start_recording', { bus_info })
+  expect(started.status, JSON.stringify(started.body)).toBe(200)
+  const dir = join(s.dataDir, 'recordings')
+  const stem = String(started.body.file).replace(/\.mkv$/, '')
+  // Armed in the second segment or later.
+  await until('a third segment', async () => existsSync(join(dir, `${stem}_seg003.mkv`)), (yes) => yes, 20_000)
+  const armedAt = autopilot.set({ armed: true })
+  await until('armed heard', () => s.call('GET', '/api/health'), (r) => r.body.plugins.mavlink.vehicle?.armed === true, 10_000)
+  await until('a fourth segment', async () => existsSync(join(dir, `${stem}_seg004.mkv`)), (yes) => yes, 20_000)
+  expect((await s.call('POST', '/api/devices/stop_recording', { bus_info })).status).toBe(200)
+
+  const files = readdirSync(dir).filter((f) => f.startsWith(`${stem}_seg`) && f.endsWith('.mkv')).sort().map((f) => join(dir, f))
+  expect(files.length).toBeGreaterThanOrEqual(4)
+  // Each file: its text starts with its video, within a frame (the text was 0.4 s late in later segments
+  // when stamped on arrival, and 2 s early in a pre-recorded start).
+  for (const file of files) {
+    const { video, text } = startTimes(file)
+    expect(Math.abs(text - video), `${basename(file)}: video from ${video} s, text from ${text} s`).toBeLessThanOrEqual(1 / fps)
+  }
+  // The simulated camera's microphone: in the first file too, its sound spans the video, from the oldest
+  // pre-recorded frame to the cut (stamped from the press on, it began with the live part and ended
+  // seconds before the video).
+  const pts = (path: string, kind: string) => run(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).out.split('\n').filter(Boolean).map(Number)
+  for (const file of files.slice(0, -1)) {
+    const [video, sound] = [pts(file, 'v:0'), pts(file, 'a:0')]
+    expect(Math.abs(sound[0]! - video[0]!), `${basename(file)}: the sound's start`).toBeLessThan(0.1)
+    expect(Math.abs(Math.max(...sound) - Math.max(...video)), `${basename(file)}: the sound's end`).toBeLessThan(0.1)
+  }
+  // The cues on one timeline: every frame is in exactly one file, so a file's time plus the frames before it.
+  const timeline: { at: number; text: string }[] = []
+  let before = 0
+  for (const file of files) {
+    const srt = join(tempDir('periscope-srt-'), 'out.srt')
+    const extracted = run(['ffmpeg', '-v', 'error', '-y', '-i', file, '-map', '0:s', srt])
+    expect(extracted.code, extracted.err).toBe(0)
+    // ffmpeg writes SubRip times from the file's start (its earliest track): counted here from its first frame.
+    const { video, text } = startTimes(file)
+    for (const cue of parseSrt(await Bun.file(srt).text())) timeline.push({ at: before + cue.start + Math.min(video, text) - video, text: cue.text })
+    before += videoFrames(file) / fps
+  }
+  // The first cue shows the telemetry of the file's first, pre-recorded, frame: before the mode change.
+  expect(timeline[0]!.text).toContain('MANUAL')
+  const modeCue = timeline.find((c) => c.text.includes('ALT_HOLD'))!
+  const armedCue = timeline.find((c) => /(^|\W)ARMED/.test(c.text) && !c.text.includes('DISARMED'))!
+  expect(modeCue.at).toBeGreaterThan(0) // within the pre-recorded seconds, not at the file's start
+  console.log(`pre-recorded and segmented text: mode cue at ${modeCue.at.toFixed(3)} s, armed at ${armedCue.at.toFixed(3)} s; sent ${((armedAt - modeAt) / 1000).toFixed(3)} s apart`)
+  expect(Math.abs(armedCue.at - modeCue.at - (armedAt - modeAt) / 1000)).toBeLessThanOrEqual(1 / fps)
+}, 120_000)
 
 test('without an autopilot on the link a recording has no text track, and its sidecars answer 404', async () => {
   const s = await startService({ args: ['--mavlink', `udpin:127.0.0.1:${freePort()}`] })

@@ -1,0 +1,50 @@
+// The recorder's telemetry cues (drivers/gstreamer/telemetry-feed.ts toRtp), as its child receives them:
+// RTP on the file's video clock (90 kHz), the first cue at the file's first frame with that frame's
+// timestamp and the telemetry of its time, then a cue every 250 ms and one at each change, as if live.
+import { expect, test } from 'bun:test'
+import { createSocket } from 'node:dgram'
+import { createLogger } from '../../core/log'
+import { TelemetrySource } from '../../core/telemetry'
+import { TELEMETRY_PT } from '../../drivers/gstreamer/pipeline'
+import { TEXT_INTERVAL_MS, TelemetryFeed } from '../../drivers/gstreamer/telemetry-feed'
+import { until } from '../helpers'
+
+test('toRtp: the seconds before now at once, each cue on the clock of its moment with the telemetry of then; then live', async () => {
+  const source = new TelemetrySource()
+  const realNow = Date.now
+  let shift = -1010 // the history is written just over a second ago
+  Date.now = () => realNow() + shift
+  const cues: { ts: number; pt: number; marker: boolean; text: string }[] = []
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  socket.on('message', (m) => cues.push({ ts: m.readUInt32BE(4), pt: m[1]! & 0x7f, marker: (m[1]! & 0x80) !== 0, text: m.subarray(20).toString('utf8') }))
+  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  try {
+    source.heartbeat(false, 'MANUAL') // 1010 ms ago: before the first frame
+    shift = -400
+    source.heartbeat(false, 'ALT_HOLD') // 400 ms ago
+    shift = 0
+    // The file's first frame came 1000 ms ago, stamped 4_294_000_000 (the clock wraps on the way).
+    const firstTs = 4_294_000_000
+    const firstAt = performance.now() - 1000
+    feed.toRtp(socket.address().port, firstTs, firstAt)
+    await until('the burst and a live cue', async () => cues.length, (n) => n >= 6, 5000)
+    expect(cues.every((c) => c.pt === TELEMETRY_PT && c.marker)).toBe(true)
+    const ticks = cues.map((c) => ((c.ts - firstTs) | 0) / 90) // ms since the first frame
+    expect(ticks[0]).toBe(0)
+    expect(cues[0]!.text).toContain('MANUAL')
+    // Every 250 ms from the first frame, and the mode change at its own moment (600 ms in), in order.
+    const grid = ticks.filter((t) => t % TEXT_INTERVAL_MS === 0 && t < 1000 - TEXT_INTERVAL_MS / 2)
+    expect(grid).toEqual([0, 250, 500, 750])
+    const change = cues.findIndex((c) => c.text.includes('ALT_HOLD'))
+    expect(Math.abs(ticks[change]! - 600)).toBeLessThanOrEqual(2)
+    expect(cues.slice(0, change).every((c) => c.text.includes('MANUAL'))).toBe(true)
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i]!).toBeGreaterThan(ticks[i - 1]!)
+    // Then live: the cue sent now, about 1000 ms in.
+    expect(Math.abs(ticks[5]! - 1000)).toBeLessThan(50)
+  } finally {
+    Date.now = realNow
+    feed.close()
+    socket.close()
+  }
+})
