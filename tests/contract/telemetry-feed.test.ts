@@ -37,7 +37,8 @@ test('toRtp: the seconds before now at once, each cue on the clock of its moment
     const grid = ticks.filter((t) => t % TEXT_INTERVAL_MS === 0 && t < 1000 - TEXT_INTERVAL_MS / 2)
     expect(grid).toEqual([0, 250, 500, 750])
     const change = cues.findIndex((c) => c.text.includes('ALT_HOLD'))
-    expect(Math.abs(ticks[change]! - 600)).toBeLessThanOrEqual(2)
+    // (600 ms less the moments between the heartbeat and the call: a few ms, more under emulation.)
+    expect(Math.abs(ticks[change]! - 600)).toBeLessThanOrEqual(20)
     expect(cues.slice(0, change).every((c) => c.text.includes('MANUAL'))).toBe(true)
     for (let i = 1; i < ticks.length; i++) expect(ticks[i]!).toBeGreaterThan(ticks[i - 1]!)
     // Then live: the cue sent now, about 1000 ms in.
