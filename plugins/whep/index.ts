@@ -14,7 +14,7 @@ import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readBodyText } from '../../core/validation'
-import { checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
+import { acceptBundleOnly, checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
 import { END_REASONS, OfferError, WebRtcViewer, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
 
@@ -159,6 +159,7 @@ export default definePlugin({
             if (err instanceof OfferRefused) throw refuse(err.reason, err.status, err.message)
             throw err
           }
+          offer = acceptBundleOnly(offer)
           const live = soundSource !== null ? soundOnlyLive(soundSource) : cameraLive(bus_info)
           // WHEP's and Cockpit's sessions together (both are media/webrtc viewers).
           const viewers = registry.webrtcViewers(bus_info)

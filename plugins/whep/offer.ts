@@ -62,3 +62,16 @@ export function checkOffer(offer: string, soundOnly = false): void {
     throw new OfferRefused('no_ice_credentials', 400, 'The offer has no ICE credentials (a=ice-ufrag and a=ice-pwd): without them no connectivity check can be answered; send the offer as RTCPeerConnection.createOffer() makes it')
   }
 }
+
+/**
+ * The offer as werift should read it. A section offered RFC 8843 `bundle-only` (port 0 and
+ * a=bundle-only: GStreamer's webrtcbin offers its audio so with bundle-policy max-bundle) belongs to the
+ * BUNDLE group; werift takes port 0 as a rejected section and answered it inactive, so that player got
+ * the video without the sound. Such a section is given port 9, as browsers offer a bundled one.
+ */
+export function acceptBundleOnly(offer: string): string {
+  return offer
+    .split(/(?=^m=)/m)
+    .map((section) => (/^m=\S+ 0 /.test(section) && /^a=bundle-only\r?$/m.test(section) ? section.replace(/^(m=\S+) 0 /, '$1 9 ').replace(/^a=bundle-only\r?\n/m, '') : section))
+    .join('')
+}

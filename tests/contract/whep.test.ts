@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { loadConfig } from '../../core/config'
 import { GopCache } from '../../media/hub'
 import { startsKeyFrame } from '../../media/rtp'
-import { MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES } from '../../plugins/whep/offer'
+import { acceptBundleOnly, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES } from '../../plugins/whep/offer'
 import { hostCandidates } from '../../media/webrtc/session'
 import { parseMetrics, type TestServer } from '../helpers'
 import { EHD, startContractServer } from './setup'
@@ -236,4 +236,22 @@ test("the tap's last group of pictures: from the latest key frame, without a gap
   const taken = cache.gop
   cache.push(h264(201))
   expect(taken.length).toBe(1)
+})
+
+test("an RFC 8843 bundle-only section (webrtcbin's audio with max-bundle: port 0) is read as bundled (port 9), not rejected; others untouched", () => {
+  const offer = [
+    'v=0', 'o=- 1 0 IN IP4 0.0.0.0', 's=-', 't=0 0', 'a=group:BUNDLE video0 audio1 audio2',
+    'm=video 9 UDP/TLS/RTP/SAVPF 96', 'a=mid:video0', 'a=rtpmap:96 H264/90000',
+    'm=audio 0 UDP/TLS/RTP/SAVPF 97', 'a=bundle-only', 'a=mid:audio1', 'a=rtpmap:97 OPUS/48000/2',
+    'm=audio 0 UDP/TLS/RTP/SAVPF 98', 'a=mid:audio2', 'a=rtpmap:98 opus/48000/2', // rejected: no bundle-only
+    '',
+  ]
+  for (const eol of ['\r\n', '\n']) {
+    const read = acceptBundleOnly(offer.join(eol)).split(eol)
+    expect(read.filter((l) => l.startsWith('m='))).toEqual(['m=video 9 UDP/TLS/RTP/SAVPF 96', 'm=audio 9 UDP/TLS/RTP/SAVPF 97', 'm=audio 0 UDP/TLS/RTP/SAVPF 98'])
+    expect(read).not.toContain('a=bundle-only')
+    expect(read.length).toBe(offer.length - 1)
+  }
+  const plain = offer.filter((l) => l !== 'a=bundle-only').join('\r\n')
+  expect(acceptBundleOnly(plain)).toBe(plain)
 })
