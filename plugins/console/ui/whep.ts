@@ -1,6 +1,34 @@
 // The console's WHEP client, for every live view (preview.tsx, sound.tsx): the offer of `pc` with all its
-// candidates (no trickle), the answer, and the session ended when the view goes or the page does.
+// candidates (no trickle), the answer, and the session ended when the view goes or the page does (and
+// again by the tab's next page, before it offers: see previousPageEnded).
 import { answeredLocation, ApiError, request } from './api'
+
+/** This tab's open sessions, kept across a reload (sessionStorage). */
+const OPEN_KEY = 'periscope.whep-sessions'
+function openSessions(): string[] {
+  try {
+    const list = JSON.parse(sessionStorage.getItem(OPEN_KEY) ?? '[]')
+    return Array.isArray(list) ? list.filter((s) => typeof s === 'string') : []
+  } catch {
+    return []
+  }
+}
+function setOpenSessions(list: string[]): void {
+  try {
+    sessionStorage.setItem(OPEN_KEY, JSON.stringify(list))
+  } catch {}
+}
+
+/**
+ * The sessions the tab's previous page left open, ended before this page offers any. That page ended
+ * them as it went (pagehide), but that request may reach the service after this page's offer, which
+ * would then find the camera's --max-viewers places still taken.
+ */
+const previousPageEnded: Promise<unknown> = (() => {
+  const left = openSessions()
+  setOpenSessions([])
+  return Promise.all(left.map((session) => request('DELETE', session).catch(() => {})))
+})()
 
 /** Opens a WHEP session of `pc` at `url`; returns what closes it (the connection and the session). */
 export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: string) => void): () => void {
@@ -8,6 +36,11 @@ export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: st
   let session: string | null = null
   const end = () => {
     if (session) void request('DELETE', session, undefined, { keepalive: true }).catch(() => {})
+  }
+  // Ended by the view (not by the page going): no longer this tab's to end after a reload.
+  const forget = () => {
+    end()
+    if (session) setOpenSessions(openSessions().filter((s) => s !== session))
     session = null
   }
   // A reload or a closed tab runs no cleanup: the session is ended as the page goes, or the service
@@ -21,17 +54,19 @@ export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: st
       pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve())
       setTimeout(resolve, 2000)
     })
+    await previousPageEnded
     if (closed) return
     const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
     const location = answer.headers.get('location')
     session = location ? answeredLocation(location, url) : null
-    if (closed) return void end()
+    if (session) setOpenSessions([...openSessions(), session])
+    if (closed) return void forget()
     await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
   })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
   return () => {
     closed = true
     removeEventListener('pagehide', end)
     pc.close()
-    end()
+    forget()
   }
 }
