@@ -56,8 +56,10 @@ export function startsKeyFrame(packet: Uint8Array, encoding: MediaEncoding = 'H2
 
 /**
  * Rewrites a stream's RTP so that a new timeline (the camera's child restarted: a new SSRC, sequence
- * numbers and timestamps) continues the old one, one frame interval after its last packet: a receiver that
- * stamps frames from RTP timestamps alone (the pre-recording recorder) sees one stream without a jump.
+ * numbers and timestamps) continues the old one: sequence numbers without a jump, and timestamps as far
+ * after its last packet as the camera was away (in whole frames, at least one). A receiver that stamps
+ * frames from RTP timestamps alone (the recorder) sees one stream, still in step with the sound and the
+ * telemetry text, which went on meanwhile (squeezing the absence out put them late by as much).
  * Packets of the first timeline pass unchanged (the same objects); rewritten ones are copies.
  */
 export class RtpContinuity {
@@ -66,16 +68,23 @@ export class RtpContinuity {
   private tsOffset = 0
   private lastSeq = -1
   private lastTs = 0
+  private lastAt = 0
 
-  constructor(private readonly frameTicks: number) {}
+  constructor(
+    private readonly frameTicks: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   next(packet: Uint8Array): Uint8Array {
     if (packet.length < 12) return packet
     const ssrc = ssrcOf(packet)
+    const at = this.now()
     if (this.ssrc !== -1 && ssrc !== this.ssrc) {
+      const away = Math.max(1, Math.round(((at - this.lastAt) * 90) / this.frameTicks)) * this.frameTicks
       this.seqOffset = (this.lastSeq + 1 - sequenceOf(packet)) & 0xffff
-      this.tsOffset = (this.lastTs + this.frameTicks - timestampOf(packet)) >>> 0
+      this.tsOffset = (this.lastTs + away - timestampOf(packet)) >>> 0
     }
+    this.lastAt = at
     this.ssrc = ssrc
     const seq = (sequenceOf(packet) + this.seqOffset) & 0xffff
     const ts = (timestampOf(packet) + this.tsOffset) >>> 0

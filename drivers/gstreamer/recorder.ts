@@ -136,6 +136,7 @@ export class Recorder {
    */
   private segmentStartTs: number | null = null
   private latestTs = 0
+  private latestAt = 0
   private latestSsrc = -1
   /** The largest group of pictures of the leader seen (RTP bytes), and the one growing now. */
   private maxGop = 0
@@ -290,12 +291,16 @@ export class Recorder {
         from: 'now',
         packet: (packet) => {
           const ts = timestampOf(packet)
+          const at = performance.now()
           if (ssrcOf(packet) !== this.latestSsrc && this.segmentStartTs !== null && this.latestSsrc >= 0) {
-            // The camera's child restarted (a new RTP timeline): the segment's clock goes on from where it was.
-            this.segmentStartTs = (ts - Math.max(0, (this.latestTs - this.segmentStartTs) | 0)) >>> 0
+            // The camera's child restarted (a new RTP timeline): the segment's clock goes on from where it
+            // was, past the time the camera was away (as the file's does: rtp.ts RtpContinuity).
+            const away = Math.round((at - this.latestAt) * 90)
+            this.segmentStartTs = (ts - Math.max(0, (this.latestTs - this.segmentStartTs) | 0) - away) >>> 0
           }
           this.latestSsrc = ssrcOf(packet)
           this.latestTs = ts
+          this.latestAt = at
           if (startsKeyFrame(packet, hub.encoding)) {
             this.gopBytes = 0
             if (this.lastKeyTs !== null) {

@@ -75,8 +75,9 @@ test('the pre-record ring: whole groups of pictures from a key frame, spanning a
   expect(big.packets[0]![12]).toBe(0x67)
 })
 
-test('RTP continuity: a new timeline (a restarted camera child) is rewritten to follow the old one a frame later; the first passes untouched', () => {
-  const c = new RtpContinuity(3000)
+test('RTP continuity: a new timeline (a restarted camera child) is rewritten to follow the old one as long after as the camera was away (a frame at least); the first passes untouched', () => {
+  let now = 0
+  const c = new RtpContinuity(3000, () => now)
   const seqOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint16(2)
   const tsOf = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint32(4)
   const first = h264(65534, 10)
@@ -89,6 +90,10 @@ test('RTP continuity: a new timeline (a restarted camera child) is rewritten to 
   expect([seqOf(restarted), tsOf(restarted)]).toEqual([500, 7777 * 3000]) // the hub's copy is not touched
   const after = c.next(h264(501, 7778, { ssrc: 99 }))
   expect([seqOf(after), tsOf(after)]).toEqual([1, 13 * 3000])
+  // Restarted again, after 2 s without a packet (60 frames at 30 fps, 3000 ticks each): 2 s later.
+  now += 2000
+  const late = c.next(h264(9, 100, { ssrc: 7 }))
+  expect([seqOf(late), tsOf(late)]).toEqual([2, (13 + 60) * 3000])
 })
 
 test("a recorder segment's file end: a plain matroskamux with the crash-safe settings (250 ms clusters, unbuffered writes, offset to zero), no splitmuxsink; one video pad per member", () => {

@@ -53,7 +53,7 @@ test(`with --pre-record-seconds ${PRE}, the file starts 2–${PRE} s before the 
   }
 }, 120_000)
 
-test("a camera child restart during a pre-recorded recording: the file goes on past it, one frame interval apart (the timeline is continued)", async () => {
+test("a camera child restart during a pre-recorded recording: the file goes on past it, the camera's absence a gap in its timeline (as long as it was away), one frame interval apart elsewhere", async () => {
   const { streamer } = testStreamer({ preRecordSeconds: 2 })
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'UDP', fps: FPS })
   try {
@@ -63,8 +63,10 @@ test("a camera child restart during a pre-recorded recording: the file goes on p
     await streamer.startRecording(job.bus_info)
     const camera = streamer.pid(job.bus_info)!
     await waitFor('a first segment', () => readdirSync(job.recordings_dir).length > 0, 20_000)
+    const killedAt = performance.now()
     process.kill(camera, 'SIGKILL')
     await waitFor('the camera child restarted and running', () => streamer.pid(job.bus_info) !== camera && streamer.status(job.bus_info).state === 'running', 30_000)
+    const away = (performance.now() - killedAt) / 1000 // at most: it ran before it was seen running
     const hub = streamer.live(job.bus_info)!.hub
     const restarted = hub.sent(0).frames
     await waitFor('2 s after the restart', () => hub.sent(0).frames - restarted >= 2 * FPS, 20_000)
@@ -75,7 +77,13 @@ test("a camera child restart during a pre-recorded recording: the file goes on p
     const pts = probe(['-select_streams', 'v:0', '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', join(job.recordings_dir, files[0]!)]).split('\n').map(Number)
     // 1–2 s before the press (whole groups of pictures), up to the kill, and 2 s after the restart.
     expect(pts.at(-1)! - pts[0]!).toBeGreaterThan(3 - 1 / FPS)
-    for (let i = 1; i < pts.length; i++) expect(Math.abs(pts[i]! - pts[i - 1]! - 1 / FPS)).toBeLessThan(0.5 / FPS)
+    const steps = pts.slice(1).map((t, i) => t - pts[i]!)
+    const gaps = steps.filter((d) => Math.abs(d - 1 / FPS) >= 0.5 / FPS)
+    // One gap: the camera's absence (the file's sound and text went on meanwhile), a frame interval elsewhere.
+    expect(gaps).toHaveLength(1)
+    expect(gaps[0]!).toBeGreaterThan(0)
+    expect(gaps[0]!).toBeLessThan(away + 0.5)
+    console.log(`camera restart: a gap of ${gaps[0]!.toFixed(3)} s in the file's video timeline (seen running again ${away.toFixed(3)} s after the kill)`)
   } finally {
     await streamer.stopAll()
   }

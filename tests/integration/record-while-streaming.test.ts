@@ -3,7 +3,7 @@
 // every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
 // child or a stopped stream all leave a playable file and no process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
@@ -334,6 +334,38 @@ test('kill -9 of the service takes the recorder child along and leaves a playabl
     await service.kill()
   }
 }, 90_000)
+
+test("the camera's child restarting while recording with sound: the sound stays in step (the camera's absence a gap in the video, not squeezed out of it)", async () => {
+  const { service, dev, endpoint, call, device, configure, dir } = await serviceWithStream()
+  try {
+    expect((await configure(true)).status).toBe(200)
+    await until('the stream running', device, (d) => d?.stream_status?.state === 'running', 20_000)
+    // The simulated camera's microphone (docs/sound.md): the recording gets its Opus track.
+    await until('the sound running', () => call('GET', '/api/audio/streams'), (r) => r.body?.find((a: any) => a.bus_info === dev.bus_info)?.state === 'running', 30_000)
+    const started = await call('POST', '/api/devices/start_recording', { bus_info: dev.bus_info })
+    expect(started.status).toBe(200)
+    const path = segmentFile(dir, started.body.file)
+    await until('a second recorded', () => playableSecondsNow(path), (s) => s > 1, 30_000)
+    const writesFile = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('matroskamux')
+    const camera = gstChildrenOf(service.proc.pid).find((pid) => !writesFile(pid))!
+    process.kill(camera, 'SIGKILL')
+    await until('the camera child back and running', async () => ({ d: await device(), children: gstChildrenOf(service.proc.pid) }), ({ d, children }) => d?.stream_status?.state === 'running' && children.length === 2 && !children.includes(camera), 30_000)
+    const back = await playableSecondsNow(path)
+    await until('2 s more recorded', () => playableSecondsNow(path), (s) => s > back + 2, 30_000)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(200)
+
+    const pts = (kind: string) => Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).stdout.toString().split('\n').filter(Boolean).map(Number)
+    const [video, sound] = [pts('v:0'), pts('a:0')]
+    const gap = Math.max(...video.slice(1).map((t, i) => t - video[i]!))
+    console.log(`camera restart while recording: the video's longest step ${gap.toFixed(3)} s; sound ends ${(Math.max(...sound) - Math.max(...video)).toFixed(3)} s after the video`)
+    expect(gap).toBeGreaterThan(0.2) // the absence is in the file's timeline
+    // The sound went on meanwhile: both still end together (squeezed, the video ended a whole absence early).
+    expect(Math.abs(Math.max(...sound) - Math.max(...video))).toBeLessThan(0.15)
+  } finally {
+    endpoint.close()
+    await service.kill()
+  }
+}, 120_000)
 
 test('over HTTP, a group: start_recording with the follower records one file with both cameras; leader and follower show the same recording', async () => {
   const service = await startService()
