@@ -373,9 +373,11 @@ test('without an autopilot on the link a recording has no text track, and its si
   expect((await s.call('GET', '/api/recordings/no-such-recording.mkv/telemetry.csv')).status).toBe(404)
 }, 120_000)
 
-test('record while armed: the autopilot arming starts a recording of the camera, disarming stops it; the events say so', async () => {
-  const { s, autopilot } = await withAutopilot()
+test('record while armed: the autopilot arming starts a recording of the camera, with the pre-record seconds before it; disarming stops it; the events say so', async () => {
+  const { s, autopilot } = await withAutopilot(['--pre-record-seconds', '2'])
   const { bus_info } = await runningStream(s)
+  const runningAt = Date.now()
+  await until('the pre-record buffer filled (3 s of stream)', async () => Date.now(), (now) => now - runningAt >= 3000, 5000)
   const events = listenEvents(`${s.url}/api/events`)
   try {
     await events.ready
@@ -398,11 +400,16 @@ test('record while armed: the autopilot arming starts a recording of the camera,
     const stopped = await until('the stopped event', async () => events.events.filter((e) => e.type === 'record_while_armed'), (list) => list.length >= 2, 10_000)
     expect(stopped[1]!.data).toMatchObject({ bus_info, armed: false, action: 'stopped', file: recording.recording.file })
 
-    // The file holds the armed stretch, its track says ARMED, and it ends as the vehicle disarms.
+    // The file begins with the seconds before arming (whole groups of pictures, a key frame every
+    // second: 1 to 2 s), its track says DISARMED there and ARMED from the arming on.
     const csv = await fetch(`${s.url}/api/recordings/${recording.recording.file}/telemetry.csv`)
     expect(csv.status).toBe(200)
     const rows = parseCsv(await csv.text())
-    expect(rows[0]!.armed).toBe('true')
+    expect(rows[0]!.armed).toBe('false')
+    const armedAt = Number(rows.find((r) => r.armed === 'true')!.time_s)
+    console.log(`record while armed: armed ${armedAt.toFixed(2)} s into the file`)
+    expect(armedAt).toBeGreaterThan(0.9)
+    expect(armedAt).toBeLessThan(2.2)
     expect(streamsOf(segmentFile(join(s.dataDir, 'recordings'), recording.recording.file)).map((x) => x.codec_type).sort()).toEqual(['audio', 'subtitle', 'video'])
 
     // Switched off, arming records nothing.
