@@ -13,7 +13,10 @@ import { UdpTransport } from 'werift'
 type OnError = (err: Error) => void
 
 const gathering = new AsyncLocalStorage<OnError>()
-/** Errors of a socket opened outside any session's gathering (none are known): said, never fatal. */
+/**
+ * Errors of a socket opened outside any session's gathering (none are known): said, never fatal. One
+ * for the process (the WHEP and Cockpit plugins each give one; a socket of no session is neither's).
+ */
 let orphan: OnError = () => {}
 let installed = false
 

@@ -75,7 +75,7 @@ export default definePlugin({
     const ended = Object.fromEntries(END_REASONS.map((r) => [r, 0])) as Record<EndReason, number>
     const idleMs = config.whepIdleTimeoutSeconds * 1000
 
-    guardWeriftSockets((err) => log.warn('cockpit: an error on a WebRTC socket of no session', { error: String(err) }))
+    guardWeriftSockets((err) => log.warn('an error on a WebRTC socket of no session (WHEP or Cockpit)', { error: String(err) }))
 
     const live = (bus_info: string) => registry.get('streamer')?.live(bus_info) ?? null
     const context: SignallingContext = {

@@ -49,7 +49,7 @@ export default definePlugin({
     const idleMs = config.whepIdleTimeoutSeconds * 1000
     const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
 
-    guardWeriftSockets((err) => log.warn('whep: an error on a WebRTC socket of no session', { error: String(err) }))
+    guardWeriftSockets((err) => log.warn('an error on a WebRTC socket of no session (WHEP or Cockpit)', { error: String(err) }))
 
     const onEnd = (session: WebRtcViewer, reason: EndReason, detail?: string) => {
       sessions.delete(session.id)
