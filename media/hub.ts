@@ -294,8 +294,9 @@ export class MediaHub implements StreamHub {
   /** The sound of the pre-record buffer's seconds, with when each packet came (performance.now()); null without one. */
   private readonly soundRing: { at: number; packet: Uint8Array }[] | null
   private readonly preRecordSeconds: number
-  /** The leader's last packet: its RTP timestamp and when it came (performance.now()). */
-  private lastLeader: { ts: number; at: number } | null = null
+  /** The leader's last packet: its RTP timestamp and when it came (performance.now(); -1: none yet). */
+  private lastLeaderTs = 0
+  private lastLeaderAt = -1
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
 
@@ -396,7 +397,10 @@ export class MediaHub implements StreamHub {
     if (!counts) return
     counts.bytes += packet.length
     if (endsFrame(packet)) counts.frames++
-    if (member === 0 && packet.length >= 12) this.lastLeader = { ts: timestampOf(packet), at: performance.now() }
+    if (member === 0 && packet.length >= 12) {
+      this.lastLeaderTs = timestampOf(packet)
+      this.lastLeaderAt = performance.now()
+    }
     this.gops[member]?.push(packet)
     this.rings[member]?.push(packet)
     for (const slot of this.slots[member]!) slot.offer(packet)
@@ -468,12 +472,11 @@ export class MediaHub implements StreamHub {
    * and the camera's clock. A file's other tracks start at its first frame's moment (recorder.ts).
    */
   arrivalOf(ts: number): number {
-    const last = this.lastLeader
-    const ago = last ? ((last.ts - ts) | 0) / 90 : NaN
+    const ago = ((this.lastLeaderTs - ts) | 0) / 90
     // Another timeline (the camera's child restarted since), or no packet yet: now. (A little ahead: the
     // relay's thread may send a key frame before this thread has seen it.)
-    if (!last || !(ago > -1000 && ago < 60_000)) return performance.now()
-    return last.at - ago
+    if (this.lastLeaderAt < 0 || !(ago > -1000 && ago < 60_000)) return performance.now()
+    return this.lastLeaderAt - ago
   }
 
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */
