@@ -153,8 +153,9 @@ describe.each(ENCODINGS)('%s', (encode_type) => {
       expect(sprop.split(',').map((b64) => Buffer.from(b64, 'base64')[0]! & 0x1f)).toEqual([NAL.SPS, NAL.PPS])
       const results: Record<string, Decoded> = {}
       await Promise.all(Object.keys(inputs).map(async (name) => (results[name] = await decode(name))))
-      // A loaded machine may drop a datagram at ffprobe's socket, and then a check says nothing: once more.
-      for (const name of Object.keys(inputs)) if (lostPackets(results[name]!)) results[name] = await decode(name)
+      // A loaded machine may drop a datagram at ffprobe's socket (a gap in the sequence numbers, or a
+      // frame ffmpeg had to conceal), and then a check says nothing: once more. A fault of ours repeats.
+      for (const name of Object.keys(inputs)) if (lostPackets(results[name]!) || decodeProblems(results[name]!, FRAMES).length) results[name] = await decode(name)
       const verdict = (name: string) => ({ lost: lostPackets(results[name]!), problems: decodeProblems(results[name]!, FRAMES) })
       expect(Object.fromEntries(Object.keys(inputs).map((name) => [name, verdict(name)]))).toEqual(Object.fromEntries(Object.keys(inputs).map((name) => [name, { lost: false, problems: [] }])))
 

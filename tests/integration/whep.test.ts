@@ -169,17 +169,23 @@ test('every well-formed offer is answered and plays: audio first, max-bundle, ba
     { kinds: ['data', 'video'], policy: 'balanced' },
     { kinds: ['video', 'video'], policy: 'max-bundle' },
   ]
+  let open: string | undefined
   try {
     for (const [i, shape] of shapes.entries()) {
       const key = `shape${i}`
       const opened = await openOffer(page, whepPath(cam.bus_info), key, shape.kinds, shape.policy)
+      open = opened.location
       const what = `${shape.kinds.join('+')} ${shape.policy}`
       expect({ what, status: opened.status, error: opened.error, detail: opened.detail }).toEqual({ what, status: 201, error: undefined, detail: undefined })
-      const v = await watch(page, key, (v) => v.framesDecoded > 0, 20_000)
+      // The frame's size comes in the stats a moment after the first decoded frame (0 was seen once).
+      const v = await watch(page, key, (v) => v.framesDecoded > 0 && v.width > 0, 20_000)
       expect([what, v.width, v.height]).toEqual([what, cam.width, cam.height])
       expect((await fetch(service.url + opened.location!, { method: 'DELETE' })).status).toBe(200)
+      open = undefined
     }
   } finally {
+    // A failure leaves no session behind for the next test to count.
+    if (open) await fetch(service.url + open, { method: 'DELETE' })
     await page.close()
   }
 }, 180_000)
