@@ -32,6 +32,19 @@ export const ssrcOf = (packet: Uint8Array): number => ((packet[8]! << 24) | (pac
 export const endsFrame = (packet: Uint8Array): boolean => packet.length > 1 && (packet[1]! & 0x80) !== 0
 
 /** The RTP header fields a viewer follows: the SSRC changes when the camera's child restarts. */
+/** An RTP packet (version 2, no CSRC or extension) of `payload`; `marker`: the last packet of a frame or buffer. */
+export function rtpPacket(pt: number, seq: number, ts: number, ssrc: number, payload: Uint8Array, marker = false): Uint8Array {
+  const out = new Uint8Array(12 + payload.length)
+  const view = new DataView(out.buffer)
+  out[0] = 0x80
+  out[1] = (marker ? 0x80 : 0) | pt
+  view.setUint16(2, seq & 0xffff)
+  view.setUint32(4, ts >>> 0)
+  view.setUint32(8, ssrc >>> 0)
+  out.set(payload, 12)
+  return out
+}
+
 export function rtpHeader(packet: Uint8Array): { ssrc: number; sequenceNumber: number; timestamp: number } {
   return { sequenceNumber: sequenceOf(packet), timestamp: timestampOf(packet), ssrc: ssrcOf(packet) }
 }

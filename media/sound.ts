@@ -2,6 +2,8 @@
 // numbers without a jump) across restarts of the sound's child, with silence while there is no sound
 // (its card is unplugged, its child restarts). A muxer waits for every track, so a recording whose
 // sound stopped would stop too; a WebRTC or RTSP track that goes quiet is taken for a stall.
+import { rtpPacket } from './rtp'
+
 const OPUS_CLOCK = 48_000
 /** One 20 ms Opus frame of silence (TOC 0xF8: CELT, full band, 20 ms, mono; then the coded silence). */
 export const OPUS_SILENCE = new Uint8Array([0xf8, 0xff, 0xfe])
@@ -96,15 +98,7 @@ export class SoundTimeline {
   private silence(): void {
     this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
     this.lastAt += FRAME_MS
-    const out = new Uint8Array(12 + OPUS_SILENCE.length)
-    const o = new DataView(out.buffer)
-    out[0] = 0x80
-    out[1] = PT
-    o.setUint16(2, this.nextSeq())
-    o.setUint32(4, this.ts)
-    o.setUint32(8, this.ssrc)
-    out.set(OPUS_SILENCE, 12)
-    this.send(out)
+    this.send(rtpPacket(PT, this.nextSeq(), this.ts, this.ssrc, OPUS_SILENCE))
   }
 
   private expectedTs(at: number): number {

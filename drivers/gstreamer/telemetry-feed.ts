@@ -10,6 +10,7 @@
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../../core/log'
 import { formatTelemetryText, type TelemetrySource } from '../../core/telemetry'
+import { rtpPacket } from '../../media/rtp'
 import { TELEMETRY_PT } from './pipeline'
 
 /** What a recording with telemetry reads: the vehicle's state, and the camera's stream state shown with it. */
@@ -104,15 +105,11 @@ export class TelemetryFeed {
     if (!target.clock) return void this.socket.send(text, target.port, '127.0.0.1')
     // RTP (marker: each cue is a whole buffer) and rtpgstpay's 8-byte header, all zero: no inline caps
     // (the child's caps carry them), not a fragment.
-    const packet = Buffer.alloc(12 + 8 + text.length)
-    packet[0] = 0x80
-    packet[1] = 0x80 | TELEMETRY_PT
+    const payload = new Uint8Array(8 + text.length)
+    payload.set(text, 8)
     this.seq = (this.seq + 1) & 0xffff
-    packet.writeUInt16BE(this.seq, 2)
-    packet.writeUInt32BE((target.clock.ts + Math.round((at - target.clock.at) * CLOCK_PER_MS)) >>> 0, 4)
-    packet.writeUInt32BE(this.ssrc, 8)
-    text.copy(packet, 20)
-    this.socket.send(packet, target.port, '127.0.0.1')
+    const ts = target.clock.ts + Math.round((at - target.clock.at) * CLOCK_PER_MS)
+    this.socket.send(rtpPacket(TELEMETRY_PT, this.seq, ts, this.ssrc, payload, true), target.port, '127.0.0.1')
   }
 
   close(): void {
