@@ -68,8 +68,13 @@ test('an H.264 hub keeps the last group of pictures: it opens on the latest key 
         if (startsKeyFrame(packet, 'H264')) keyFrames.add(timestamp(packet))
       },
     })
-    // Past a second key frame, the kept group is that one's (and holds a few frames).
-    await waitFor('a second key frame and frames after it', () => keyFrames.size >= 2 && new Set(hub.lastGop(0).map(timestamp)).size >= 3, 20_000)
+    // Past a second key frame, the kept group is that one's (and holds a few frames). The reader drains
+    // in its own turn, so the check waits for a moment it has caught up with the hub (between frames).
+    await waitFor(
+      'a second key frame, frames after it, and the reader caught up',
+      () => keyFrames.size >= 2 && new Set(hub.lastGop(0).map(timestamp)).size >= 3 && hub.lastGop(0).at(-1) === newest,
+      20_000,
+    )
     expect(timestamp(hub.lastGop(0)[0]!)).toBe([...keyFrames].at(-1)!)
     const gop = hub.lastGop(0)
     reading.close()
