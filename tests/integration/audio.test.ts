@@ -8,7 +8,7 @@ import { loadPlugin } from '../../core/loader'
 import type { GstStreamer } from '../../drivers/gstreamer/streamer'
 import { launchBrowser, openOffer, watch, withPage } from './browser'
 import { startTestServer, tempDir, type TestServer } from '../helpers'
-import { eachLine, freePort, freeTcpPort, requireGStreamer, requireRtspClients, RtpCounter, segmentFile, waitFor } from './gstreamer.helpers'
+import { eachLine, freePort, freeTcpPort, packetTimes, requireGStreamer, requireRtspClients, RtpCounter, segmentFile, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1'
 let s: TestServer
@@ -150,10 +150,7 @@ test('a recording made while streaming has the sound as an Opus track, starting 
     expect(audio?.codec_name).toBe('opus')
     expect(Math.abs(audio.start_time - video.start_time)).toBeLessThan(0.05)
     // Both tracks run the whole recording: the last video frame and the last sound are as late.
-    const last = (kind: string) => {
-      const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file]).stdout.toString()
-      return Math.max(...out.split('\n').filter(Boolean).map(Number))
-    }
+    const last = (kind: string) => Math.max(...packetTimes(file, kind))
     expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.3)
   } finally {
     await configure(port, false)
@@ -360,10 +357,7 @@ test("the sound detached mid-recording: the file grows on, the sound track goes 
     expect((await s.call('POST', '/api/devices/stop_recording', { bus_info: EHD })).status).toBe(200)
     // The sound track runs to the end of the video (silence after the detach).
     const file = segmentFile(join(s.dataDir, 'recordings'), (started.body as any).file)
-    const last = (kind: string) => {
-      const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file]).stdout.toString()
-      return Math.max(...out.split('\n').filter(Boolean).map(Number))
-    }
+    const last = (kind: string) => Math.max(...packetTimes(file, kind))
     expect(last('v')).toBeGreaterThan(3)
     expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.5)
   } finally {
@@ -396,9 +390,6 @@ test('a RECORDING stream has the sound as an Opus track too, starting with the v
   const peak = Number(/Peak level dB:\s*(-?[\d.]+)/.exec(stats.slice(stats.lastIndexOf('Overall')))?.[1])
   expect(peak).toBeGreaterThan(-8)
   expect(peak).toBeLessThan(-4)
-  const last = (kind: string) => {
-    const out = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', file!]).stdout.toString()
-    return Math.max(...out.split('\n').filter(Boolean).map(Number))
-  }
+  const last = (kind: string) => Math.max(...packetTimes(file!, kind))
   expect(Math.abs(last('a') - last('v'))).toBeLessThan(0.3)
 }, 90_000)

@@ -305,6 +305,12 @@ export function udpReceiveDrops(port: number): number {
   throw new Error(`no UDP socket bound to 127.0.0.1:${port} in /proc/net/udp`)
 }
 
+/** Each packet's presentation time (s) in one stream of a file, in file order, as ffprobe reads it. */
+export function packetTimes(path: string, stream = 'v:0'): number[] {
+  const r = Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', stream, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path], { timeout: 60_000, killSignal: 'SIGKILL' })
+  return r.stdout.toString().split('\n').filter(Boolean).map(Number)
+}
+
 export interface Discovered { codec: string; width: number; height: number; durationS: number; videoStreams: number }
 
 export function discover(path: string): Discovered {

@@ -4,7 +4,7 @@
 import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { freePort, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { freePort, packetTimes, requireGStreamer, RtpCounter, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
 
 beforeAll(() => requireGStreamer())
 
@@ -37,7 +37,7 @@ test(`with --pre-record-seconds ${PRE}, the file starts 2–${PRE} s before the 
     const path = join(job.recordings_dir, files[0]!)
     const key = probe(['-select_streams', 'v:0', '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).split('\n')[0]?.split(',')[0]
     expect(key).toBe('1')
-    const pts = probe(['-select_streams', 'v:0', '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).split('\n').map(Number)
+    const pts = packetTimes(path)
     for (let i = 1; i < pts.length; i++) expect(pts[i]! - pts[i - 1]!).toBeGreaterThan(0)
     const decoded = Number(probe(['-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', path]))
     // Whole groups of pictures (a key frame each second) spanning at most PRE s: 2 to PRE s before the press.
@@ -74,7 +74,7 @@ test("a camera child restart during a pre-recorded recording: the file goes on p
 
     const files = readdirSync(job.recordings_dir)
     expect(files).toHaveLength(1)
-    const pts = probe(['-select_streams', 'v:0', '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', join(job.recordings_dir, files[0]!)]).split('\n').map(Number)
+    const pts = packetTimes(join(job.recordings_dir, files[0]!))
     // 1–2 s before the press (whole groups of pictures), up to the kill, and 2 s after the restart.
     expect(pts.at(-1)! - pts[0]!).toBeGreaterThan(3 - 1 / FPS)
     const steps = pts.slice(1).map((t, i) => t - pts[i]!)

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const { streamer, events } = testStreamer()
@@ -354,8 +354,7 @@ test("the camera's child restarting while recording with sound: the sound stays 
     await until('2 s more recorded', () => playableSecondsNow(path), (s) => s > back + 2, 30_000)
     expect((await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })).status).toBe(200)
 
-    const pts = (kind: string) => Bun.spawnSync(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).stdout.toString().split('\n').filter(Boolean).map(Number)
-    const [video, sound] = [pts('v:0'), pts('a:0')]
+    const [video, sound] = [packetTimes(path, 'v:0'), packetTimes(path, 'a:0')]
     const gap = Math.max(...video.slice(1).map((t, i) => t - video[i]!))
     console.log(`camera restart while recording: the video's longest step ${gap.toFixed(3)} s; sound ends ${(Math.max(...sound) - Math.max(...video)).toFixed(3)} s after the video`)
     expect(gap).toBeGreaterThan(0.2) // the absence is in the file's timeline

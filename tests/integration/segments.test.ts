@@ -15,7 +15,7 @@ import { segmentCuts } from '../../media/segment-cuts'
 import { MediaHub } from '../../media/hub'
 import { RecordingStore } from '../../drivers/storage/recordings'
 import { until } from '../helpers'
-import { alive, freePort, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, freePort, packetTimes, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { startService } from './service.helpers'
 
 beforeAll(() => requireGStreamer())
@@ -234,9 +234,8 @@ test("a recording made while streaming with sound, in 2 s segments: each segment
     expect((await call('POST', '/api/devices/stop_recording', { bus_info: device.bus_info })).status).toBe(200)
     const files = readdirSync(dir).filter((f) => f.endsWith('.mkv')).sort().map((f) => join(dir, f))
     expect(files.length).toBeGreaterThanOrEqual(4)
-    const pts = (path: string, kind: string) => run(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).out.split('\n').filter(Boolean).map(Number)
     for (const f of files.slice(0, -1)) {
-      const [video, sound] = [pts(f, 'v:0'), pts(f, 'a:0')]
+      const [video, sound] = [packetTimes(f, 'v:0'), packetTimes(f, 'a:0')]
       expect(sound.length).toBeGreaterThan(0)
       // Both start together (a next segment's child listens seconds before its cut: stamped on arrival, its sound came that much late).
       expect(Math.abs(sound[0]! - video[0]!)).toBeLessThan(0.1)

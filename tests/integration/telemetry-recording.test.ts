@@ -9,7 +9,7 @@ import { basename, join } from 'node:path'
 import { listenEvents, until } from '../helpers'
 import { TestAutopilot, type AutopilotState } from '../mavlink-autopilot'
 import { GroundStation } from '../mavlink-gcs'
-import { freePort, playableSecondsNow, requireGStreamer, segmentFile, tempDir } from './gstreamer.helpers'
+import { freePort, packetTimes, playableSecondsNow, requireGStreamer, segmentFile, tempDir } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const services: Service[] = []
@@ -327,9 +327,8 @@ test('the text and the sound are on the video\'s clock in every segment and in t
   // The simulated camera's microphone: in the first file too, its sound spans the video, from the oldest
   // pre-recorded frame to the cut (stamped from the press on, it began with the live part and ended
   // seconds before the video).
-  const pts = (path: string, kind: string) => run(['ffprobe', '-v', 'error', '-select_streams', kind, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]).out.split('\n').filter(Boolean).map(Number)
   for (const file of files.slice(0, -1)) {
-    const [video, sound] = [pts(file, 'v:0'), pts(file, 'a:0')]
+    const [video, sound] = [packetTimes(file, 'v:0'), packetTimes(file, 'a:0')]
     expect(Math.abs(sound[0]! - video[0]!), `${basename(file)}: the sound's start`).toBeLessThan(0.1)
     expect(Math.abs(Math.max(...sound) - Math.max(...video)), `${basename(file)}: the sound's end`).toBeLessThan(0.1)
   }
