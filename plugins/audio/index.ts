@@ -15,11 +15,9 @@ import { MixerError, readCaptureMixer, setCaptureMixer, type CaptureMixer } from
 import { AudioRunner, audioPortOffset, type AudioPipeline } from '../../drivers/gstreamer/audio'
 import { parentDeathPrefix } from '../../media/children'
 import { SoundTimeline } from '../../media/sound'
-import { soundOnlyRtspPath } from '../rtsp/mounts'
-import { sdpSoundOnly } from '../../drivers/gstreamer/sdp'
-import { safeLabel } from '../../core/naming'
-import { StreamEndpointModel } from '../../core/schemas'
-import { MAX_SOUND_ONLY, SOUND_ONLY_NS, SoundOnlyStreams, type SoundOnlySettings } from './sound-only'
+import { Level, SoundState, GAIN_MAX_DB, GAIN_MIN_DB, channelsOf, rateOf } from './model'
+import { SoundOnlyStreams } from './sound-only'
+import { soundOnlyApi } from './sound-only-api'
 
 const NS = 'audio'
 
@@ -33,11 +31,6 @@ interface AudioSettings {
 }
 
 const DEFAULTS: AudioSettings = { source: 'auto', rate: null, gain_db: 0, muted: false }
-/** Gain limits (dB): enough to lift a quiet hydrophone, not enough to make noise of nothing. */
-export const GAIN_MIN_DB = -40
-export const GAIN_MAX_DB = 40
-/** The rate asked of a source when none is chosen: Opus's own. */
-const PREFERRED_RATE = 48000
 
 const AttachRequest = t.Object({
   bus_info: t.String({ description: "The camera whose stream carries the sound (a group's leader: one sound per group)" }),
@@ -75,7 +68,6 @@ const MixerRequest = t.Object({
   capture: t.Optional(t.Boolean({ description: "The card's capture switch" })),
 })
 
-const Level = t.Union([t.Object({ peak_db: t.Number(), rms_db: t.Number() }), t.Null()])
 const AudioSourceModel = t.Object({
   id: t.String(),
   name: t.String(),
@@ -90,7 +82,7 @@ const AudioSourceModel = t.Object({
 const AudioStreamModel = t.Object({
   bus_info: t.String(),
   source: t.Union([t.String(), t.Null()]),
-  state: t.Union(['off', 'starting', 'running', 'gone', 'backoff', 'error'].map((s) => t.Literal(s))),
+  state: SoundState,
   error: t.Union([t.String(), t.Null()]),
   rate: t.Integer(),
   channels: t.Integer(),
@@ -102,41 +94,6 @@ const AudioStreamModel = t.Object({
   not_sent_to: t.Array(t.String(), { description: "Endpoints (host:port) the sound is not sent to: another stream's video goes there" }),
 })
 
-const SoundOnlyRequest = t.Object({
-  source: t.String({ description: 'The source (GET /api/audio/sources): one that no camera\'s stream carries' }),
-  endpoints: t.Array(StreamEndpointModel, { maxItems: 16, description: 'Where the Opus RTP goes: each endpoint\'s own port (payload type 111)' }),
-  enabled: t.Optional(t.Boolean({ description: 'Runs while true (default true)' })),
-  rate: t.Optional(t.Union([t.Integer({ minimum: 8000, maximum: 192000 }), t.Null()], { description: 'Capture rate in Hz; absent or null: 48000 when the source offers it, else its highest' })),
-  gain_db: t.Optional(t.Number({ minimum: GAIN_MIN_DB, maximum: GAIN_MAX_DB, description: 'Gain in dB (software, in the encoder)' })),
-  muted: t.Optional(t.Boolean()),
-})
-const SoundOnlySourceRequest = t.Object({ source: t.String({ description: 'The sound-only stream\'s source id' }) })
-const SoundOnlyRecordingModel = t.Union([
-  t.Object({
-    active: t.Boolean(),
-    file: t.Union([t.String(), t.Null()], { description: 'The recording as GET /api/recordings lists it' }),
-    started: t.Union([t.String(), t.Null()]),
-    bytes: t.Integer(),
-    error: t.Union([t.String(), t.Null()]),
-  }),
-  t.Null(),
-])
-const SoundOnlyModel = t.Object({
-  source: t.String(),
-  name: t.Union([t.String(), t.Null()], { description: "The source's name; null while it is unplugged" }),
-  enabled: t.Boolean(),
-  endpoints: t.Array(StreamEndpointModel),
-  state: t.Union(['off', 'starting', 'running', 'gone', 'backoff', 'error'].map((s) => t.Literal(s))),
-  error: t.Union([t.String(), t.Null()]),
-  rate: t.Integer(),
-  channels: t.Integer(),
-  gain_db: t.Number(),
-  muted: t.Boolean(),
-  level: Level,
-  rtsp_path: t.Union([t.String(), t.Null()], { description: 'The RTSP path while it runs (rtsp://<host>:<rtsp port><rtsp_path>)' }),
-  whep_path: t.Union([t.String(), t.Null()], { description: 'Where a browser hears it over WebRTC while it runs (WHEP; an offer with an audio section)' }),
-  recording: SoundOnlyRecordingModel,
-})
 
 /** A running sound child with its loopback tap (the service's own copy of the RTP). */
 interface Running {
@@ -164,18 +121,11 @@ export default definePlugin({
 
     const sources = (): AudioSource[] => registry.audioBackends().flatMap((b) => b.list())
     const backendOf = (id: string) => registry.audioBackends().find((b) => b.list().some((s) => s.id === id))
-    const soundOnlySettingsOf = (source: string) => store.get<SoundOnlySettings>(SOUND_ONLY_NS, source)
     /** A plugged-in sound source, or 404 naming where they are listed. */
     const sourceOr404 = (id: string): AudioSource => {
       const source = sources().find((s) => s.id === id)
       if (!source) throw notFound(`No sound source '${id}' is plugged in (GET /api/audio/sources lists them)`)
       return source
-    }
-    /** A sound-only stream's settings, or 404 naming where they are listed. */
-    const soundOnlyOr404 = (source: string): SoundOnlySettings => {
-      const settings = soundOnlySettingsOf(source)
-      if (!settings) throw notFound(`No sound-only stream of '${source}' (GET /api/audio/sound_only lists them)`)
-      return settings
     }
     const settingsOf = (bus_info: string): AudioSettings => ({ ...DEFAULTS, ...(store.get<Partial<AudioSettings>>(NS, bus_info) ?? {}) })
     /** The source a camera's stream carries: its choice, or its own microphone. */
@@ -183,16 +133,10 @@ export default definePlugin({
     const ownMicrophone = new Map<string, string>()
     const sourceIdOf = (bus_info: string, settings = settingsOf(bus_info)): string | null => {
       if (settings.source !== 'auto') return settings.source
-      const own = sources().find((s) => s.usb_port === bus_info && !soundOnlySettingsOf(s.id)?.enabled)?.id
+      const own = sources().find((s) => s.usb_port === bus_info && !soundOnly.settings(s.id)?.enabled)?.id
       if (own) ownMicrophone.set(bus_info, own)
       return own ?? ownMicrophone.get(bus_info) ?? null
     }
-    const rateOf = (source: AudioSource | undefined, settings: Pick<AudioSettings, 'rate'>): number => {
-      if (settings.rate) return settings.rate
-      if (!source?.rates || source.rates.includes(PREFERRED_RATE)) return PREFERRED_RATE
-      return source.rates.at(-1)!
-    }
-    const channelsOf = (source: AudioSource | undefined) => Math.min(2, source?.channels ?? 1)
     const jobOf = (bus_info: string): StreamJob | undefined => {
       const streamer = registry.get('streamer')
       if (!streamer?.job) return undefined
@@ -364,6 +308,7 @@ export default definePlugin({
 
     const soundOnly = new SoundOnlyStreams<Running>({
       log,
+      store,
       recordingsDir: () => config.recordingsDir,
       gstLaunch,
       prefix,
@@ -371,35 +316,6 @@ export default definePlugin({
       stopSound: (run) => stopSound(run),
       emit: (type, data) => events.emit(type, data),
     })
-    const soundOnlyAll = () => store.list<SoundOnlySettings>(SOUND_ONLY_NS)
-    // One reconcile at a time per sound-only stream, as for the cameras'.
-    const soundOnlyQueue = new Map<string, Promise<void>>()
-    const scheduleSoundOnly = (source: string) => {
-      const next = (soundOnlyQueue.get(source) ?? Promise.resolve()).then(() => soundOnly.reconcile(source, soundOnlySettingsOf(source) ?? null)).catch((err) => log.warn('sound-only reconcile failed', { source, err }))
-      soundOnlyQueue.set(source, next)
-      void next.then(() => soundOnlyQueue.get(source) === next && soundOnlyQueue.delete(source))
-      return next
-    }
-    function soundOnlyStatus(source: string, settings: SoundOnlySettings) {
-      const found = sources().find((s) => s.id === source)
-      const run = soundOnly.run(source)
-      return {
-        source,
-        name: found?.name ?? null,
-        enabled: settings.enabled,
-        endpoints: settings.endpoints,
-        state: run?.runner.state ?? 'off',
-        error: run?.runner.error ?? (settings.enabled && !gstLaunch ? 'GStreamer (gst-launch-1.0) is not installed' : null),
-        rate: rateOf(found, settings),
-        channels: channelsOf(found),
-        gain_db: settings.gain_db,
-        muted: settings.muted,
-        level: run?.runner.state === 'running' ? run.level : null,
-        rtsp_path: soundOnly.hub(source) ? soundOnlyRtspPath(source) : null,
-        whep_path: soundOnly.hub(source) ? `/api/streams/${encodeURIComponent(`sound:${source}`)}/whep` : null,
-        recording: soundOnly.recording(source),
-      }
-    }
     /** The camera whose stream carries (or is set to carry) this source, or undefined. */
     const cameraCarrying = (source: string, except?: string) =>
       [...keys()].find((b) => b !== except && sourceIdOf(b) === source && (running.has(b) || settingsOf(b).source === source))
@@ -455,7 +371,7 @@ export default definePlugin({
         sweeper = setInterval(() => void reconcileAll(), 2000)
         sweeper.unref?.()
         void reconcileAll()
-        for (const { key } of soundOnlyAll()) void scheduleSoundOnly(key)
+        for (const { key } of soundOnly.all()) void soundOnly.schedule(key)
         void applySavedMixers()
       },
       async stop() {
@@ -509,9 +425,9 @@ export default definePlugin({
           const id = sourceIdOf(body.bus_info, next)
           if (body.source !== null && body.source !== 'auto') {
             const source = sourceOr404(body.source)
-            const other = [...keys()].find((b) => b !== body.bus_info && sourceIdOf(b) === source.id && (running.has(b) || settingsOf(b).source === source.id))
+            const other = cameraCarrying(source.id, body.bus_info)
             if (other) throw conflict(`The sound source '${source.id}' is in use by the stream of ${other}; attach another source there first (or null)`)
-            if (soundOnlySettingsOf(source.id)?.enabled) throw conflict(`The sound source '${source.id}' is streamed on its own (GET /api/audio/sound_only); disable that first`)
+            if (soundOnly.settings(source.id)?.enabled) throw conflict(`The sound source '${source.id}' is streamed on its own (GET /api/audio/sound_only); disable that first`)
           }
           const source = id ? sources().find((s) => s.id === id) : undefined
           if (body.rate && source?.rates && !source.rates.includes(body.rate))
@@ -566,101 +482,16 @@ export default definePlugin({
           }),
         },
       )
-      .get('/api/audio/sound_only', () => soundOnlyAll().map(({ key, value }) => soundOnlyStatus(key, value)), {
-        ...docs({ tag, summary: 'Sound-only streams (a hydrophone with no camera): each one\'s endpoints, state, level, RTSP path and recording', ok: t.Array(SoundOnlyModel) }),
-      })
-      .post(
-        '/api/audio/sound_only/configure',
-        typed({ body: SoundOnlyRequest }, async ({ body }) => {
-          const source = sourceOr404(body.source)
-          const camera = cameraCarrying(source.id)
-          if (camera) throw conflict(`The sound source '${source.id}' is in use by the stream of ${camera}; attach another source there first (POST /api/audio/attach with null)`)
-          const before = soundOnlySettingsOf(source.id)
-          if (!before && soundOnlyAll().length >= MAX_SOUND_ONLY) {
-            registry.limitHit('sound_only_streams')
-            throw unavailable(`There are ${MAX_SOUND_ONLY} sound-only streams already, the most there may be; remove one first (POST /api/audio/sound_only/remove)`)
-          }
-          if (body.rate && source.rates && !source.rates.includes(body.rate))
-            throw conflict(`The sound source '${source.id}' (${source.name}) captures at ${source.rates.join(', ')} Hz, not ${body.rate} Hz`)
-          const taken = otherVideoPorts('')
-          const clash = body.endpoints.find((e) => taken.has(`${e.host}:${e.port}`))
-          if (clash) throw conflict(`A camera's video goes to ${clash.host}:${clash.port}; give the sound-only stream another port`)
-          const next: SoundOnlySettings = {
-            endpoints: body.endpoints.map((e) => ({ host: e.host, port: e.port })),
-            enabled: body.enabled ?? true,
-            rate: body.rate ?? null,
-            gain_db: body.gain_db ?? before?.gain_db ?? 0,
-            muted: body.muted ?? before?.muted ?? false,
-          }
-          store.set(SOUND_ONLY_NS, source.id, next)
-          await scheduleSoundOnly(source.id)
-          return soundOnlyStatus(source.id, next)
+      .use(
+        soundOnlyApi({
+          soundOnly,
+          gstLaunch,
+          sources,
+          sourceOr404,
+          cameraCarrying: (source) => cameraCarrying(source),
+          videoPorts: () => otherVideoPorts(''),
+          limitHit: (limit) => registry.limitHit(limit),
         }),
-        {
-          ...docs({
-            tag,
-            summary: 'Stream a sound source on its own (saved): Opus RTP to each endpoint, an RTSP mount, recordable, heard in the console',
-            description: "One per source. A source a camera's stream carries is refused (409), as is a port where a camera's video goes. docs/sound.md.",
-            body: SoundOnlyRequest,
-            ok: SoundOnlyModel,
-            errors: [404, 409, 503, 507],
-          }),
-        },
-      )
-      .post(
-        '/api/audio/sound_only/remove',
-        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          soundOnlyOr404(body.source)
-          store.delete(SOUND_ONLY_NS, body.source)
-          await scheduleSoundOnly(body.source)
-          return { success: true }
-        }),
-        { ...docs({ tag, summary: 'Stop and forget a sound-only stream (its recording, if any, is closed and kept)', body: SoundOnlySourceRequest, ok: t.Object({ success: t.Boolean() }), errors: [404, 507] }) },
-      )
-      .post(
-        '/api/audio/sound_only/start_recording',
-        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          soundOnlyOr404(body.source)
-          const state = await soundOnly.startRecording(body.source, safeLabel(body.source))
-          if (!state) throw conflict(`The sound-only stream of '${body.source}' is not running: enable it first (POST /api/audio/sound_only/configure)`)
-          return state
-        }),
-        {
-          ...docs({
-            tag,
-            summary: 'Record a sound-only stream: a Matroska file with its Opus track, listed by GET /api/recordings',
-            body: SoundOnlySourceRequest,
-            ok: SoundOnlyRecordingModel,
-            errors: [404, 409, 507],
-          }),
-        },
-      )
-      .post(
-        '/api/audio/sound_only/stop_recording',
-        typed({ body: SoundOnlySourceRequest }, async ({ body }) => {
-          soundOnlyOr404(body.source)
-          return (await soundOnly.stopRecording(body.source)) ?? soundOnly.recording(body.source)
-        }),
-        { ...docs({ tag, summary: "Stop a sound-only stream's recording (the file is closed and kept)", body: SoundOnlySourceRequest, ok: SoundOnlyRecordingModel, errors: [404] }) },
-      )
-      .get(
-        '/api/audio/sound_only/sdp',
-        typed({ query: SoundOnlySourceRequest }, ({ query }) => {
-          const settings = soundOnlyOr404(query.source)
-          const endpoint = settings.endpoints[0]
-          if (!endpoint) throw conflict(`The sound-only stream of '${query.source}' has no endpoint`)
-          const found = sources().find((s) => s.id === query.source)
-          return new Response(sdpSoundOnly(endpoint, channelsOf(found), query.source), { headers: { 'content-type': 'application/sdp' } })
-        }),
-        {
-          ...docs({
-            tag,
-            summary: 'SDP description of a sound-only stream (its first endpoint), for VLC or GStreamer',
-            query: SoundOnlySourceRequest,
-            ok: { content: { 'application/sdp': { schema: { type: 'string' } } } },
-            errors: [404, 409],
-          }),
-        },
       )
       .post(
         '/api/audio/set',

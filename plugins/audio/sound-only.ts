@@ -6,6 +6,7 @@
 // the console listens to it over WHEP. The sound's child is the camera streams' one (drivers/gstreamer/audio.ts).
 import type { DeviceRecording, Endpoint, StreamHub } from '../../core/types'
 import type { Logger } from '../../core/log'
+import type { SettingsStore } from '../../core/store'
 import { reserveRecordingPath } from '../../drivers/gstreamer/child'
 import { Recorder } from '../../drivers/gstreamer/recorder'
 import { MediaHub } from '../../media/hub'
@@ -34,6 +35,7 @@ export interface SoundRun {
 
 export interface SoundOnlyDeps<R extends SoundRun> {
   log: Logger
+  store: SettingsStore
   recordingsDir: () => string
   gstLaunch: string | null
   prefix: string[]
@@ -49,8 +51,33 @@ export class SoundOnlyStreams<R extends SoundRun> {
   private readonly runs = new Map<string, { run: R; hub: MediaHub }>()
   private readonly recorders = new Map<string, Recorder>()
   private readonly lastRecording = new Map<string, SoundOnlyRecording>()
+  /** One reconcile at a time per stream, as for the cameras' sound. */
+  private readonly queue = new Map<string, Promise<void>>()
 
   constructor(private readonly deps: SoundOnlyDeps<R>) {}
+
+  /** The saved settings of one sound-only stream (undefined: there is none). */
+  settings(source: string): SoundOnlySettings | undefined {
+    return this.deps.store.get<SoundOnlySettings>(SOUND_ONLY_NS, source)
+  }
+
+  /** Every saved sound-only stream, by its source's id. */
+  all(): { key: string; value: SoundOnlySettings }[] {
+    return this.deps.store.list<SoundOnlySettings>(SOUND_ONLY_NS)
+  }
+
+  save(source: string, settings: SoundOnlySettings | null): void {
+    if (settings) this.deps.store.set(SOUND_ONLY_NS, source, settings)
+    else this.deps.store.delete(SOUND_ONLY_NS, source)
+  }
+
+  /** Brings one stream in line with its saved settings, after any reconcile of it still running. */
+  schedule(source: string): Promise<void> {
+    const next = (this.queue.get(source) ?? Promise.resolve()).then(() => this.reconcile(source, this.settings(source) ?? null)).catch((err) => this.deps.log.warn('sound-only reconcile failed', { source, err }))
+    this.queue.set(source, next)
+    void next.then(() => this.queue.get(source) === next && this.queue.delete(source))
+    return next
+  }
 
   runsNow(): R[] {
     return [...this.runs.values()].map((r) => r.run)
@@ -71,7 +98,7 @@ export class SoundOnlyStreams<R extends SoundRun> {
   }
 
   /** Starts, restarts or stops one sound-only stream so that it matches its settings (null: none). */
-  async reconcile(source: string, settings: SoundOnlySettings | null): Promise<void> {
+  private async reconcile(source: string, settings: SoundOnlySettings | null): Promise<void> {
     const current = this.runs.get(source)
     const wanted = settings?.enabled && this.deps.gstLaunch ? settings : null
     const key = JSON.stringify(wanted)
