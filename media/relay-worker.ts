@@ -12,6 +12,8 @@ export type RelayCommand =
   | { op: 'unfeed'; id: number; target: number }
   /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target, timestamp } (the key frame's RTP timestamp). */
   | { op: 'retarget'; id: number; target: number; port: number }
+  /** Answered { settled: n } once every command posted before it is carried out. */
+  | { op: 'settle'; n: number }
 
 interface Target {
   port: number
@@ -63,6 +65,7 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
 
 parentPort!.on('message', (command: RelayCommand) => {
   if (command.op === 'open') return open(command)
+  if (command.op === 'settle') return parentPort!.postMessage({ settled: command.n })
   const input = inputs.get(command.id)
   if (!input) return
   if (command.op === 'close') {

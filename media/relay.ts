@@ -15,12 +15,17 @@ export class Relay {
   private readonly opening = new Map<number, (port: number) => void>()
   /** Targets retargeted and not yet switched: who to tell when the thread switches them. */
   private readonly switching = new Map<number, (timestamp: number) => void>()
+  private readonly settling = new Map<number, () => void>()
   private next = 1
 
   private constructor(private readonly log: Logger) {
     this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
     this.worker.unref() // never keeps the process alive
-    this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number }) => {
+    this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number } | { settled: number }) => {
+      if ('settled' in m) {
+        this.settling.get(m.settled)?.()
+        return this.settling.delete(m.settled)
+      }
       if ('switched' in m) {
         const switched = this.switching.get(m.switched)
         this.switching.delete(m.switched)
@@ -34,6 +39,8 @@ export class Relay {
       if (shared === this) shared = null
       for (const reject of this.opening.values()) reject(-1)
       this.opening.clear()
+      for (const resolve of this.settling.values()) resolve()
+      this.settling.clear()
       this.log.error('the media relay thread failed: streams fed through it stop until they restart', { error: String(err) })
     })
   }
@@ -62,6 +69,18 @@ export class Relay {
         else resolve({ id, port })
       })
       this.post({ op: 'open', id, encoding, hubPort })
+    })
+  }
+
+  /**
+   * Resolves once the thread has carried out every command posted before (a feed is in place: packets
+   * reach the socket and the commands the thread by different ways, so a packet can overtake a feed).
+   */
+  settled(): Promise<void> {
+    const n = this.next++
+    return new Promise((resolve) => {
+      this.settling.set(n, resolve)
+      this.post({ op: 'settle', n })
     })
   }
 

@@ -10,6 +10,7 @@ import { createLogger } from '../../core/log'
 import { buildRecorderPipeline, FAT_SEGMENT_BYTES, matroskaFileTokens, matroskaSegmentTokens } from '../../drivers/gstreamer/pipeline'
 import { LoopbackFeeder } from '../../media/feeder'
 import { MediaHub, PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
+import { Relay } from '../../media/relay'
 import { RtpContinuity } from '../../media/rtp'
 
 test('segment names: <stem>_seg001.mkv …, read back to their recording; a stem is free only when neither file nor segments exist', () => {
@@ -123,6 +124,8 @@ for (const relay of [true, false]) {
     const feeder = new LoopbackFeeder(log)
     try {
       const feed = feeder.feed(hub, 0, receivers[0]!.port, { name: 'recorder', from: 'key' })
+      // The relay's thread gets the feed by message and the packets by socket: a packet can overtake it.
+      if (relay) await Relay.shared(log).settled()
       const got = () => receivers[0]!.seqs.length + receivers[1]!.seqs.length
       // One packet at a time, each waited for: the order is the test's, not the scheduler's.
       const send = async (seq: number, key: boolean) => {
@@ -134,6 +137,7 @@ for (const relay of [true, false]) {
       for (let seq = 2; seq <= 5; seq++) await send(seq, false)
       let switched = 0
       feed.retarget(receivers[1]!.port, () => switched++)
+      if (relay) await Relay.shared(log).settled()
       for (let seq = 6; seq <= 9; seq++) await send(seq, false) // not key frames: still the old port
       await send(10, true)
       for (let seq = 11; seq <= 14; seq++) await send(seq, false)
