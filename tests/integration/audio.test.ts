@@ -208,16 +208,24 @@ test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, i
     // one frame interval (the server's parser holds a frame: 67 ms at 15 fps) plus one sound packet (20 ms)
     // behind the sound that arrives with it, and never ahead. (ffprobe's start_time is rather when the first
     // whole video frame came: a viewer joins mid-GOP.)
-    const packets = JSON.parse(await probe(['-read_intervals', '%+4', '-show_entries', 'packet=stream_index,pts_time'])).packets as any[]
-    let lastSound: number | null = null
-    const skews: number[] = []
-    for (const p of packets) {
-      const t = Number(p.pts_time)
-      if (Number.isNaN(t)) continue
-      if (p.stream_index === audio.index) lastSound = t
-      else if (lastSound !== null) skews.push(t - lastSound)
+    // A loaded machine once gave a read with no frame after a sound packet (what it held was not kept): it
+    // reads again, up to three times, and says what each read held. A sound out of step fails every read.
+    const skewsOfOneRead = async () => {
+      const packets = ((await probe(['-read_intervals', '%+4', '-show_entries', 'packet=stream_index,pts_time']).then(JSON.parse).catch(() => ({}))).packets ?? []) as any[]
+      let lastSound: number | null = null
+      const skews: number[] = []
+      for (const p of packets) {
+        const t = Number(p.pts_time)
+        if (Number.isNaN(t)) continue
+        if (p.stream_index === audio.index) lastSound = t
+        else if (lastSound !== null) skews.push(t - lastSound)
+      }
+      const count = (index: number) => packets.filter((p) => p.stream_index === index).length
+      if (skews.length <= 30) console.log(`RTSP sound in step: a read of ${count(video.index)} video and ${count(audio.index)} sound packets gave ${skews.length} frames after a sound packet`)
+      return skews.sort((a, b) => a - b)
     }
-    skews.sort((a, b) => a - b)
+    let skews = await skewsOfOneRead()
+    for (let read = 2; read <= 3 && skews.length <= 30; read++) skews = await skewsOfOneRead()
     expect(skews.length).toBeGreaterThan(30)
     const frame = 1 / 15
     expect(skews[Math.floor(skews.length * 0.05)]!).toBeGreaterThan(-(frame + 0.025))

@@ -263,6 +263,8 @@ test('over HTTP: 404 and 409 refusals, the device\'s recording object, in progre
     const early = await until('bytes on disk', device, (d) => d.recording.bytes > 0, 15_000)
     await until('bytes growing in GET /api/devices', device, (d) => d.recording.bytes > early.recording.bytes, 15_000)
     await waitFor('2 s of frames at the endpoint', () => endpoint.frames.length - firstFrame >= 2 * dev.fps, 20_000)
+    // The file begins at the first key frame after the press: on a loaded machine that can be most of those 2 s.
+    await until('more than a second in the file', () => playableSecondsNow(segmentFile(dir, file)), (seconds) => seconds > 1.2, 20_000)
 
     const stopped = await call('POST', '/api/devices/stop_recording', { bus_info: dev.bus_info })
     expect(stopped.status).toBe(200)
