@@ -129,6 +129,8 @@ export class Recorder {
   private cutting = false
   /** Old segments whose children are being ended. */
   private closing = new Set<Promise<void>>()
+  /** Those segments: their muxers still write (the index, at the end) until their children exit. */
+  private closingSegments = new Set<Segment>()
   /**
    * The segment's length so far, on the camera's clock (the leader's RTP timestamps: a camera slower
    * than its nominal rate makes no shorter files): the RTP timestamp its first key frame had (null: the
@@ -168,6 +170,15 @@ export class Recorder {
   /** The child writing the current segment. */
   get pid(): number | null {
     return this.current?.child.pid ?? null
+  }
+
+  /**
+   * Every file this recording still writes: the current segment and any old one still being closed. (The
+   * current one may not have its name on disk yet: it is written under a hidden name until its first bytes.)
+   */
+  get files(): string[] {
+    if (this.ended) return []
+    return [this.path, ...[...this.closingSegments].map((s) => s.path)]
   }
 
   /** Bytes of every segment together. */
@@ -404,9 +415,13 @@ export class Recorder {
       const moved = Promise.withResolvers<void>()
       if (!waiting) moved.resolve()
       followers.forEach((feed, i) => feed.retarget(next.ports[i + 1]!, () => --waiting === 0 && moved.resolve()))
+      this.closingSegments.add(old)
       const closed = this.closeSegment(old, moved.promise, at)
       this.closing.add(closed)
-      void closed.finally(() => this.closing.delete(closed))
+      void closed.finally(() => {
+        this.closing.delete(closed)
+        this.closingSegments.delete(old)
+      })
     })
   }
 

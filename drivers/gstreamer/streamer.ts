@@ -130,7 +130,7 @@ export class GstStreamer implements Streamer {
 
   activeRecordings(): string[] {
     const streams = [...this.runners.values()].map((r) => r.activeRecording).filter((p): p is string => p !== null)
-    return [...streams, ...[...this.recorders.values()].map((r) => r.path)]
+    return [...streams, ...[...this.recorders.values()].flatMap((r) => r.files)]
   }
 
   startRecording(bus_info: string): Promise<DeviceRecording | null> {

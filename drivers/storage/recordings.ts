@@ -128,6 +128,12 @@ export const formatSize = (bytes: number) => `${(bytes / 1048576).toFixed(2)} MB
 /** File-system calls in flight at once while listing: enough to hide each call's latency. */
 const PARALLEL = 16
 
+/** The recording a segment file belongs to, as the listing names it (`<stem>.<ext>`); null for a file that is no segment. */
+function groupOf(fileName: string): string | null {
+  const segment = segmentOf(fileName)
+  return segment ? `${segment.stem}.${segment.ext}` : null
+}
+
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R> | R): Promise<R[]> {
   const out = new Array<R>(items.length)
   let next = 0
@@ -195,6 +201,19 @@ export class RecordingStore {
       }
     }
     return names
+  }
+
+  /**
+   * The file being written among `files`, by its name. When they are a segmented recording taken whole, a
+   * segment of it being written counts too, though it is not on disk under its name yet (a next segment
+   * is written under a hidden name until its first bytes).
+   */
+  private writingAmong(files: RecordingFile[], whole: boolean): string | undefined {
+    const active = this.inProgress()
+    const found = files.find((f) => active.has(f.fileName))
+    if (found || !whole) return found?.fileName
+    const groups = new Set(files.map((f) => groupOf(f.fileName)).filter((g) => g !== null))
+    return [...active].find((name) => groups.has(groupOf(name)!))
   }
 
   /** Every recording file: regular files (not symlinks) with a recording extension. */
@@ -274,7 +293,7 @@ export class RecordingStore {
         createdMs: first.createdMs,
         segments: order.map(({ f, s: secs, t }) => ({ file: f.fileName, duration: formatDuration(secs), size: formatSize(f.size), ...(active.has(f.fileName) && { in_progress: true as const }), ...(t && { telemetry: true as const }) })),
       }
-      if (order.some((o) => active.has(o.f.fileName))) rec.in_progress = true
+      if ([...active].some((name) => groupOf(name) === key)) rec.in_progress = true
       if (order[0]!.t) rec.telemetry = true
       out.push(rec)
     }
@@ -403,10 +422,10 @@ export class RecordingStore {
       const format = sources[0]!.format
       if (newExt !== format)
         throw new RecordingError('invalid', `the extension cannot change ('.${format}' to '.${newExt}')`, 'new_name', newName)
-      const writing = sources.find((f) => this.inProgress().has(f.fileName))
-      if (writing) throw new RecordingError('conflict', `'${writing.fileName}' is still being recorded; stop the recording first`)
       // A segmented recording named by its recording name moves as a whole; a file named exactly moves alone.
       const whole = sources.length > 1 || sources[0]!.fileName !== oldName
+      const writing = this.writingAmong(sources, whole)
+      if (writing) throw new RecordingError('conflict', `'${writing}' is still being recorded; stop the recording first`)
       const newStem = newName.slice(0, -newExt.length - 1)
       const moves: [RecordingFile, string][] = sources.map((f) => {
         const seg = whole ? segmentOf(f.fileName) : null
@@ -433,8 +452,8 @@ export class RecordingStore {
   async remove(name: string): Promise<RecordingFile[]> {
     return this.exclusive(async () => {
       const files = await this.findAll(name, 'recording_path')
-      const writing = files.find((f) => this.inProgress().has(f.fileName))
-      if (writing) throw new RecordingError('conflict', `'${writing.fileName}' is still being recorded; stop the recording first`)
+      const writing = this.writingAmong(files, files.length > 1 || files[0]!.fileName !== name)
+      if (writing) throw new RecordingError('conflict', `'${writing}' is still being recorded; stop the recording first`)
       for (const file of files) {
         await unlink(file.path) // unlink never follows a symlink, and findAll() only answers regular files
         this.durations.delete(file.path)
