@@ -100,8 +100,11 @@ test('recording while streaming in 2 s segments: one recording in the API, only 
     expect(started.file).toMatch(/^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?\.mkv$/)
     const stem = started.file!.replace(/\.mkv$/, '')
     await waitFor('a third segment', () => streamer.activeRecordings()[0]?.endsWith('_seg003.mkv'), 30_000)
-
-    const listed = await store.list()
+    // From the cut on, the recording is in progress whatever its files are doing: the old segment's muxer
+    // still closes it, the new one is under a hidden name until its first bytes.
+    expect((await store.list())[0]?.in_progress).toBe(true)
+    // Once the second is closed and the third named: only the third in progress.
+    const listed = await until('the third segment alone in progress', () => store.list(), (list) => list[0]?.segments?.map((s) => s.in_progress ?? false).join() === 'false,false,true', 20_000)
     expect(listed).toHaveLength(1)
     const [rec] = listed
     expect(rec).toMatchObject({ name: stem, format: 'mkv', path: join(store.directory, started.file!), in_progress: true })
