@@ -1,7 +1,9 @@
 // The supervisor of the RTSP helper (server.py: GStreamer's RTSP server run by Debian's python3-gi):
 // one child per service, spoken to in JSON lines, restarted with backoff 1, 2, 4 … 30 s when it dies,
 // killed with the service (media/children.ts: the parent-death signal and the children registry's exit guard).
-// When the helper's packages are missing it is not restarted: the plugin reports itself down.
+// When the helper's packages are missing it is not restarted: the plugin reports itself down. A helper
+// whose main loop stops answering (no 'pong' to a 'ping' within PING_TIMEOUT_MS) is killed and restarted
+// like one that died: it would otherwise accept no client and add no mount while it looks alive.
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
@@ -18,6 +20,9 @@ const TOKEN_ENV = 'PERISCOPE_RTSP_TOKEN'
 /** The user name RTSP clients give with the token as password (server.py's RTSP_USER). */
 export const RTSP_USER = 'periscope'
 const STABLE_MS = 60_000
+/** A ready helper is asked every PING_EVERY_MS, and killed when it has not answered for PING_TIMEOUT_MS. */
+const PING_EVERY_MS = 2_000
+const PING_TIMEOUT_MS = 8_000
 
 export type HelperEvent =
   | { event: 'ready'; port: number }
@@ -28,6 +33,7 @@ export type HelperEvent =
   | { event: 'refused'; why: 'viewers' | 'connections' | 'idle' }
   | { event: 'error'; message: string }
   | { event: 'wrong_token' }
+  | { event: 'pong' }
 
 export type HelperState = 'stopped' | 'starting' | 'ready' | 'backoff' | 'missing'
 
@@ -37,6 +43,9 @@ export class RtspHelper {
   private failures = 0
   private readySince = 0
   private timer: ReturnType<typeof setTimeout> | null = null
+  private pinger: ReturnType<typeof setInterval> | null = null
+  /** When the helper last said anything (performance.now()). */
+  private heardAt = 0
   state: HelperState = 'stopped'
   /** Why the helper is not ready (its last error), for health. */
   error: string | null = null
@@ -80,6 +89,7 @@ export class RtspHelper {
     this.wanted = false
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    this.stopPinging()
     const child = this.child
     this.child = null
     this.state = 'stopped'
@@ -93,6 +103,26 @@ export class RtspHelper {
       await child.exited
     }
     children.delete(child.pid)
+  }
+
+  private startPinging(child: Subprocess<'pipe', 'pipe', 'pipe'>): void {
+    this.stopPinging()
+    this.heardAt = performance.now()
+    this.pinger = setInterval(() => {
+      if (this.child !== child) return this.stopPinging()
+      const silent = performance.now() - this.heardAt
+      if (silent < PING_TIMEOUT_MS) return this.send({ op: 'ping' })
+      this.stopPinging()
+      this.error = `it stopped answering (nothing for ${Math.round(silent / 1000)} s)`
+      this.log.error('rtsp helper stopped answering: killed, to be restarted', { pid: child.pid, silent_ms: Math.round(silent) })
+      child.kill('SIGKILL') // its exit restarts it, as any exit does
+    }, PING_EVERY_MS)
+    this.pinger.unref?.()
+  }
+
+  private stopPinging(): void {
+    if (this.pinger) clearInterval(this.pinger)
+    this.pinger = null
   }
 
   private launch(): void {
@@ -115,16 +145,19 @@ export class RtspHelper {
     let stderr = ''
     void pumpLines(child.stdout as ReadableStream<Uint8Array>, (line) => {
       if (this.child !== child) return
+      this.heardAt = performance.now()
       let event: HelperEvent
       try {
         event = JSON.parse(line) as HelperEvent
       } catch {
         return
       }
+      if (event.event === 'pong') return
       if (event.event === 'ready') {
         this.state = 'ready'
         this.error = null
         this.readySince = Date.now()
+        this.startPinging(child)
       } else if (event.event === 'error') {
         this.error = event.message
         this.log.warn('rtsp helper error', { message: event.message })
@@ -136,6 +169,7 @@ export class RtspHelper {
       children.delete(child.pid)
       if (this.child !== child) return
       this.child = null
+      this.stopPinging()
       if (!this.wanted) return
       if (code === MISSING) {
         this.state = 'missing'

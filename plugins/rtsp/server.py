@@ -383,6 +383,9 @@ def main():
     def command(line):
         try:
             cmd = json.loads(line)
+            if cmd["op"] == "ping":  # the supervisor's liveness check: answered from this main loop
+                say(event="pong")
+                return
             path = cmd["path"]
             if cmd["op"] == "add":
                 if path in mounts:

@@ -341,7 +341,7 @@ test('--max-viewers: a client beyond the cap on a camera gets 503 at DESCRIBE or
   }
 }, 90_000)
 
-test('the helper is supervised: killed, it comes back with every mount; the plugin stopped, no helper is left', async () => {
+test('the helper is supervised: killed, or stuck (no answer to its pings), it comes back with every mount; the plugin stopped, no helper is left', async () => {
   const own = await startService()
   let serving: number[] = []
   try {
@@ -364,6 +364,15 @@ test('the helper is supervised: killed, it comes back with every mount; the plug
     await until('the helper back', () => own.server.call('GET', '/api/health'), (r) => r.body.plugins.rtsp.state === 'ok' && r.body.plugins.rtsp.restarts === 1, 15_000)
     const probed = await ffprobe(`rtsp://127.0.0.1:${own.rtspPort}/${EHD}`, 'tcp')
     expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
+    // A helper that stops answering (its main loop stuck, here stopped with SIGSTOP) looks alive but accepts
+    // no client: it is killed and restarted as well.
+    const [stuck] = helperPids(own.rtspPort)
+    process.kill(stuck!, 'SIGSTOP')
+    await until('the stuck helper replaced', () => own.server.call('GET', '/api/health'), (r) => r.body.plugins.rtsp.state === 'ok' && r.body.plugins.rtsp.restarts === 2, 30_000)
+    expect(alive(stuck!)).toBe(false)
+    await until('the mount again', () => own.server.call('GET', '/api/rtsp'), (r) => r.body.mounts.length > 0, 15_000)
+    const again = await ffprobe(`rtsp://127.0.0.1:${own.rtspPort}/${EHD}`, 'tcp')
+    expect(again.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
     serving = helperPids(own.rtspPort)
     expect(serving.length).toBe(1)
   } finally {
