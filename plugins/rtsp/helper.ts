@@ -22,7 +22,7 @@ export const RTSP_USER = 'periscope'
 const STABLE_MS = 60_000
 /** A ready helper is asked every PING_EVERY_MS, and killed when it has not answered for PING_TIMEOUT_MS. */
 const PING_EVERY_MS = 2_000
-const PING_TIMEOUT_MS = 8_000
+const PING_TIMEOUT_MS = 12_000
 
 export type HelperEvent =
   | { event: 'ready'; port: number }
