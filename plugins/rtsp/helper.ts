@@ -108,9 +108,14 @@ export class RtspHelper {
   private startPinging(child: Subprocess<'pipe', 'pipe', 'pipe'>): void {
     this.stopPinging()
     this.heardAt = performance.now()
+    let tickAt = performance.now()
     this.pinger = setInterval(() => {
       if (this.child !== child) return this.stopPinging()
-      const silent = performance.now() - this.heardAt
+      const now = performance.now()
+      // This loop itself was held up: the helper's answers may be waiting unread, so it is not judged now.
+      if (now - tickAt > 2 * PING_EVERY_MS) this.heardAt = now
+      tickAt = now
+      const silent = now - this.heardAt
       if (silent < PING_TIMEOUT_MS) return this.send({ op: 'ping' })
       this.stopPinging()
       this.error = `it stopped answering (nothing for ${Math.round(silent / 1000)} s)`
