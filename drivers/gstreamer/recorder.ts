@@ -127,10 +127,8 @@ export class Recorder {
   private prepareAfter = 0
   /** A cut was asked for and the leader's key frame not yet seen. */
   private cutting = false
-  /** Old segments whose children are being ended. */
-  private closing = new Set<Promise<void>>()
-  /** Those segments: their muxers still write (the index, at the end) until their children exit. */
-  private closingSegments = new Set<Segment>()
+  /** Old segments whose children are being ended (their muxers still write, the index at the end), and each one's closing. */
+  private closing = new Map<Segment, Promise<void>>()
   /**
    * The segment's length so far, on the camera's clock (the leader's RTP timestamps: a camera slower
    * than its nominal rate makes no shorter files): the RTP timestamp its first key frame had (null: the
@@ -178,7 +176,7 @@ export class Recorder {
    */
   get files(): string[] {
     if (this.ended) return []
-    return [this.path, ...[...this.closingSegments].map((s) => s.path)]
+    return [this.path, ...[...this.closing.keys()].map((s) => s.path)]
   }
 
   /** Bytes of every segment together. */
@@ -415,13 +413,9 @@ export class Recorder {
       const moved = Promise.withResolvers<void>()
       if (!waiting) moved.resolve()
       followers.forEach((feed, i) => feed.retarget(next.ports[i + 1]!, () => --waiting === 0 && moved.resolve()))
-      this.closingSegments.add(old)
       const closed = this.closeSegment(old, moved.promise, at)
-      this.closing.add(closed)
-      void closed.finally(() => {
-        this.closing.delete(closed)
-        this.closingSegments.delete(old)
-      })
+      this.closing.set(old, closed)
+      void closed.finally(() => this.closing.delete(old))
     })
   }
 
@@ -504,7 +498,7 @@ export class Recorder {
     this.next = null
     const current = this.current
     if (current) current.ending = true
-    await Promise.all([...(current ? [endChild(current.child, 'SIGINT', this.options.stopTimeoutMs)] : []), ...(next ? [this.discard(next)] : []), ...this.closing])
+    await Promise.all([...(current ? [endChild(current.child, 'SIGINT', this.options.stopTimeoutMs)] : []), ...(next ? [this.discard(next)] : []), ...this.closing.values()])
     // Stopped just after a cut: the new segment named now, or removed if nothing reached it.
     if (current && current.writing !== current.path) {
       if (sizeOf(current.writing) > 0) this.nameWhenWritten(current)
