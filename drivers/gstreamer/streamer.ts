@@ -1,4 +1,5 @@
 // The Streamer backed by gst-launch-1.0 children: one supervised child per job (a group is one job).
+import { KeyedSerial } from '../../core/serial'
 import type { Logger } from '../../core/log'
 import type { TelemetrySource } from '../../core/telemetry'
 import type { DeviceRecording, Stream, StreamHub, StreamJob, StreamMember, StreamStatus, Streamer } from '../../core/types'
@@ -36,7 +37,7 @@ export class GstStreamer implements Streamer {
   /** Per running job, its hub (readers read here; media/hub.ts). */
   private hubs = new Map<string, MediaHub>()
   /** Per job, the start/stop in progress: calls for one bus_info run one after the other. */
-  private pending = new Map<string, Promise<unknown>>()
+  private readonly serials = new KeyedSerial()
   /** Per job, the recording made while it streams (recorder.ts). */
   private recorders = new Map<string, Recorder>()
   /** Per camera (member bus_info), its last recording once ended: GET /api/devices still shows where it went. */
@@ -248,11 +249,7 @@ export class GstStreamer implements Streamer {
   }
 
   private serial<T>(bus_info: string, fn: () => Promise<T>): Promise<T> {
-    const next = (this.pending.get(bus_info) ?? Promise.resolve()).then(fn, fn)
-    const settled = next.catch(() => {})
-    this.pending.set(bus_info, settled)
-    void settled.then(() => this.pending.get(bus_info) === settled && this.pending.delete(bus_info))
-    return next
+    return this.serials.run(bus_info, fn)
   }
 
   /** The board triggers the group that streams (the first, should there be several); 0 stops it. */

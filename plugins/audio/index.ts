@@ -8,6 +8,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
+import { KeyedSerial } from '../../core/serial'
 import { typed } from '../../core/validation'
 import type { AudioService, AudioSource, AudioStreamStatus, Endpoint, StreamJob } from '../../core/types'
 import { AlsaBackend } from '../../drivers/alsa/backend'
@@ -332,13 +333,8 @@ export default definePlugin({
       return new Set([...devices, ...running.keys()])
     }
     // One reconcile at a time per job: events come in bursts (a restart is stopped, starting, running).
-    const queue = new Map<string, Promise<void>>()
-    const schedule = (bus_info: string) => {
-      const next = (queue.get(bus_info) ?? Promise.resolve()).then(() => reconcile(bus_info)).catch((err) => log.warn('audio reconcile failed', { bus_info, err }))
-      queue.set(bus_info, next)
-      void next.then(() => queue.get(bus_info) === next && queue.delete(bus_info))
-      return next
-    }
+    const reconciles = new KeyedSerial()
+    const schedule = (bus_info: string) => reconciles.run(bus_info, () => reconcile(bus_info)).catch((err) => log.warn('audio reconcile failed', { bus_info, err }))
     const reconcileAll = () => Promise.all([...keys()].map(schedule))
 
     const onSources = () => {

@@ -6,6 +6,7 @@
 // the console listens to it over WHEP. The sound's child is the camera streams' one (drivers/gstreamer/audio.ts).
 import type { DeviceRecording, Endpoint, StreamHub } from '../../core/types'
 import type { Logger } from '../../core/log'
+import { KeyedSerial } from '../../core/serial'
 import type { SettingsStore } from '../../core/store'
 import { reserveRecordingPath } from '../../drivers/gstreamer/child'
 import { Recorder } from '../../drivers/gstreamer/recorder'
@@ -52,7 +53,7 @@ export class SoundOnlyStreams<R extends SoundRun> {
   private readonly recorders = new Map<string, Recorder>()
   private readonly lastRecording = new Map<string, SoundOnlyRecording>()
   /** One reconcile at a time per stream, as for the cameras' sound. */
-  private readonly queue = new Map<string, Promise<void>>()
+  private readonly reconciles = new KeyedSerial()
 
   constructor(private readonly deps: SoundOnlyDeps<R>) {}
 
@@ -73,10 +74,7 @@ export class SoundOnlyStreams<R extends SoundRun> {
 
   /** Brings one stream in line with its saved settings, after any reconcile of it still running. */
   schedule(source: string): Promise<void> {
-    const next = (this.queue.get(source) ?? Promise.resolve()).then(() => this.reconcile(source, this.settings(source) ?? null)).catch((err) => this.deps.log.warn('sound-only reconcile failed', { source, err }))
-    this.queue.set(source, next)
-    void next.then(() => this.queue.get(source) === next && this.queue.delete(source))
-    return next
+    return this.reconciles.run(source, () => this.reconcile(source, this.settings(source) ?? null)).catch((err) => this.deps.log.warn('sound-only reconcile failed', { source, err }))
   }
 
   runsNow(): R[] {
