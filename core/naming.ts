@@ -44,6 +44,12 @@ export function segmentOf(fileName: string): { stem: string; index: number; ext:
   return m ? { stem: m[1]!, index: Number(m[2]), ext: m[3]!.toLowerCase() } : null
 }
 
+/** The recording a file belongs to as GET /api/recordings names it: `<stem>.<ext>` for a segment, else the file's own name. */
+export function recordingNameOf(fileName: string): string {
+  const segment = segmentOf(fileName)
+  return segment ? `${segment.stem}.${segment.ext}` : fileName
+}
+
 /** A recording stem (`<label>_<timestamp>`) taken by no file in `dir`, neither as a single file nor as segments. */
 export function segmentedRecordingStem(dir: string, label: string, ext: string, when = new Date(), exists = (p: string) => existsSync(p)): string {
   const base = `${safeLabel(label)}_${timestamp(when)}`

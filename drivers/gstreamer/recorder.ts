@@ -20,7 +20,7 @@ import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder
 import { MediaHub } from '../../media/hub'
 import { segmentCuts } from '../../media/segment-cuts'
 import { ssrcOf, startsKeyFrame, timestampOf } from '../../media/rtp'
-import { DISK_FULL, segmentPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, diskFullStop, segmentPath, syncProblem, syncToDisk } from './child'
 import { parseChildLine } from './monitor'
 import { buildRecorderPipeline, DEFAULT_SEGMENTS, RECORDING_EXT, shellCommand, type SegmentLimits } from './pipeline'
 import { type RecordingTelemetry, TelemetryFeed } from './telemetry-feed'
@@ -482,7 +482,7 @@ export class Recorder {
 
   private endReason(segment: Segment): string {
     const code = segment.child.signalCode ?? `code ${segment.child.exitCode}`
-    if (segment.lastError && DISK_FULL.test(segment.lastError)) return `disk full: recording stopped, ${basename(segment.path)} kept`
+    if (segment.lastError && DISK_FULL.test(segment.lastError)) return diskFullStop(basename(segment.path))
     return `the recorder stopped by itself (${segment.lastError ?? `gst-launch-1.0 exited, ${code}`}); ${basename(segment.path)} is kept`
   }
 

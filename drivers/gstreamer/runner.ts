@@ -13,7 +13,7 @@ import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { LoopbackFeeder } from '../../media/feeder'
 import { BUSY, describeHolders, holdersOf } from './holders'
-import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, diskFullStop, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -242,7 +242,7 @@ export class StreamRunner {
     if (this.recording && DISK_FULL.test(reason)) {
       this.wanted = false
       this.clearTimers()
-      return this.setState('error', `disk full: recording stopped, ${this.segment ?? segmentPath(this.recording, 1)} kept`)
+      return this.setState('error', diskFullStop(this.segment ?? segmentPath(this.recording, 1)))
     }
     const missing = this.missingDevice()
     if (missing) return this.waitForDevice(missing)

@@ -11,7 +11,7 @@ import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
 import { hasTelemetryTrack } from './telemetry'
-import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, segmentFileName, segmentOf, unsafeNameReason } from '../../core/naming'
+import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, recordingNameOf, segmentFileName, segmentOf, unsafeNameReason } from '../../core/naming'
 
 export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
 
@@ -130,8 +130,8 @@ const PARALLEL = 16
 
 /** The recording a segment file belongs to, as the listing names it (`<stem>.<ext>`); null for a file that is no segment. */
 function groupOf(fileName: string): string | null {
-  const segment = segmentOf(fileName)
-  return segment ? `${segment.stem}.${segment.ext}` : null
+  const recording = recordingNameOf(fileName)
+  return recording === fileName ? null : recording
 }
 
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R> | R): Promise<R[]> {

@@ -13,8 +13,8 @@ import { DiskModel, KeptModel, RecordingModel, RetentionPolicyModel, RetentionSt
 import { RecordingError, RecordingStore, type RecordingFile } from '../../drivers/storage/recordings'
 import { ZipError, ZipJobs } from '../../drivers/storage/zipjobs'
 import { readTextTrack, toAss, toCsv } from '../../drivers/storage/telemetry'
-import { Retention } from './retention'
-import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, timestamp } from '../../core/naming'
+import { isKept, Retention } from './retention'
+import { MAX_NAME_BYTES, NEW_RECORDING_NAME_PATTERN, RECORDING_NAME_PATTERN, recordingNameOf, timestamp } from '../../core/naming'
 
 const RecordingList = t.Array(RecordingModel, {
   description: "Newest first. A recording still being written also carries `in_progress: true`; one the pilot marked kept, `kept: true`; one with the vehicle's telemetry as a subtitle track, `telemetry: true` (its sidecars: GET /api/recordings/{name}/telemetry.ass and .csv).",
@@ -207,8 +207,8 @@ export default definePlugin({
       const kept = retention.kept()
       return (await (await dir()).list()).map((r) => {
         if (!r.segments) return kept.has(r.path.slice(r.path.lastIndexOf('/') + 1)) ? { ...r, kept: true as const } : r
-        // A segmented recording is kept when each of its files is (keep marks them all).
-        const segments = r.segments.map((seg) => (kept.has(seg.file) ? { ...seg, kept: true as const } : seg))
+        // A segmented recording is kept when each of its files is (a mark on the recording covers them all).
+        const segments = r.segments.map((seg) => (isKept(kept, seg.file) ? { ...seg, kept: true as const } : seg))
         return { ...r, segments, ...(segments.every((seg) => seg.kept) && { kept: true as const }) }
       })
     }
@@ -216,11 +216,19 @@ export default definePlugin({
       const free = await dir().then((s) => s.disk().free, () => null)
       return retention.state(free)
     }
+    /** A segmented recording named as a whole: its recording name (`<stem>.mkv`), the key of a mark covering every segment. */
+    const wholeRecording = (name: string, files: RecordingFile[]) => {
+      const recording = recordingNameOf(files[0]!.fileName)
+      return recording !== files[0]!.fileName && (files.length > 1 || files[0]!.fileName !== name) ? recording : null
+    }
     const keep = (name: string, kept: boolean) =>
       mapped(async () => {
         const files = await (await dir()).findAll(name, 'recording_path')
-        for (const file of files) retention.setKept(file.fileName, kept)
-        return { name: files.length === 1 ? files[0]!.fileName : name, kept }
+        // One mark on the recording: the segments cut after it are kept too (a press while recording).
+        const recording = wholeRecording(name, files)
+        if (recording) retention.setKept(recording, kept, files.map((f) => f.fileName))
+        else for (const file of files) retention.setKept(file.fileName, kept)
+        return { name: recording ?? (files.length === 1 ? files[0]!.fileName : name), kept }
       })
     const links = (token: string) => ({ status_url: `/api/recordings/zip/${token}`, download_url: `/api/recordings/zip/download?token=${token}` })
     const zipStatus = (token: string) => ({ ...jobs.status(token), ...links(token) })
@@ -380,7 +388,7 @@ export default definePlugin({
       .post('/api/recordings/:recording_path/keep', ({ params }) => keep(params.recording_path, true), {
         ...docs({
           tag: 'recordings',
-          summary: 'Mark a recording kept: the retention policy never deletes it (the pilot still can)',
+          summary: 'Mark a recording kept: the retention policy never deletes it (the pilot still can); a segmented recording named whole is kept whole, segments cut later included',
           ok: KeptModel,
           errors: [404, 409, 503, 507],
           pathParams: { recording_path: RecordingName },
@@ -461,7 +469,10 @@ export default definePlugin({
         '/api/recordings/:recording_path',
         ({ params }) =>
           mapped(async () => {
-            for (const gone of await (await dir()).remove(params.recording_path)) retention.deleted(gone.fileName, gone.size, 'manual', 'deleted by request (DELETE /api/recordings)')
+            const removed = await (await dir()).remove(params.recording_path)
+            for (const gone of removed) retention.deleted(gone.fileName, gone.size, 'manual', 'deleted by request (DELETE /api/recordings)')
+            const recording = removed.length ? wholeRecording(params.recording_path, removed) : null
+            if (recording) retention.forget(recording)
             return list()
           }),
         {

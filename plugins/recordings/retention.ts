@@ -3,12 +3,17 @@
 // the free-space rule is on (statfs only, so a long mission on a small card keeps recording: the
 // oldest finished file goes, never the current one). Each deletion is logged (warn: GET /api/logs),
 // evented (`recording_deleted`) and remembered for GET /api/recordings/retention. Also holds the
-// pilot's "kept" marks (the settings store, by file name).
+// pilot's "kept" marks (the settings store): by file name, or by recording name (`<stem>.mkv`) for a
+// segmented recording, which then covers every segment, the ones cut after the mark too. A recording
+// the disk filled up under is kept by itself (said in the log and a `recording_kept` event).
+import { basename } from 'node:path'
 import type { EventBus } from '../../core/events'
 import type { Logger } from '../../core/log'
 import type { SettingsStore } from '../../core/store'
 import type { RecordingStore } from '../../drivers/storage/recordings'
 import { DEFAULT_POLICY, GB, planRetention, type RetentionPolicy } from '../../drivers/storage/retention'
+import { DISK_FULL_STOP } from '../../drivers/gstreamer/child'
+import { recordingNameOf } from '../../core/naming'
 
 const POLICY_NAMESPACE = 'recordings.retention'
 const KEPT_NAMESPACE = 'recordings.kept'
@@ -18,6 +23,9 @@ export const WATCH_MS = 2_000
 export const DELETIONS_SHOWN = 50
 
 export type DeletionCause = 'max_age' | 'min_free' | 'manual'
+
+/** Whether a file is kept: marked itself, or the recording it is a segment of is. */
+export const isKept = (kept: Set<string>, fileName: string) => kept.has(fileName) || kept.has(recordingNameOf(fileName))
 export interface DeletionRecord {
   name: string
   size: number
@@ -34,6 +42,8 @@ export class Retention {
   private unsubscribe: (() => void) | null = null
   private lastRun: string | null = null
   private shortBytes = 0
+  /** Marks the settings store could not save (a full card holding it): held for as long as the service runs. */
+  private held = new Set<string>()
 
   constructor(
     private readonly o: {
@@ -63,37 +73,70 @@ export class Retention {
     return { ...this.policy(), free, short_bytes: this.shortBytes, last_run: this.lastRun, deletions: [...this.deletions].reverse() }
   }
 
+  /** The marks: file names, and recording names (`<stem>.mkv`) that cover every segment. Read with isKept(). */
   kept(): Set<string> {
-    return new Set(this.o.settings.list<boolean>(KEPT_NAMESPACE).filter((e) => e.value === true).map((e) => e.key))
+    const marks = new Set(this.o.settings.list<boolean>(KEPT_NAMESPACE).filter((e) => e.value === true).map((e) => e.key))
+    for (const name of this.held) marks.add(name)
+    return marks
   }
 
-  setKept(fileName: string, kept: boolean): void {
-    if (kept) this.o.settings.set(KEPT_NAMESPACE, fileName, true)
-    else this.o.settings.delete(KEPT_NAMESPACE, fileName)
-    this.o.events.emit('recording_kept', { name: fileName, kept })
+  /**
+   * Marks (or unmarks) `name`: a file, or a segmented recording by its recording name, which then covers
+   * every segment, those cut later included. Unmarking a recording also takes off its segments' own marks.
+   */
+  setKept(name: string, kept: boolean, segments: string[] = []): void {
+    if (kept) this.o.settings.set(KEPT_NAMESPACE, name, true)
+    else for (const key of [name, ...segments]) this.o.settings.delete(KEPT_NAMESPACE, key)
+    if (!kept) this.held.delete(name)
+    this.o.events.emit('recording_kept', { name, kept })
     if (!kept) this.run('a kept mark removed') // the file may be what the policy needs to go now
   }
 
-  /** A rename carries the mark; a deleted file's mark goes (best effort: a full card may refuse the write). */
+  /** A rename carries the mark, the file's own and its recording's (best effort: a full card may refuse the write). */
   renamed(from: string, to: string): void {
-    if (!this.kept().has(from)) return
-    try {
-      this.o.settings.set(KEPT_NAMESPACE, to, true)
-      this.o.settings.delete(KEPT_NAMESPACE, from)
-    } catch (e) {
-      this.o.log.warn('could not carry the kept mark over a rename', { from, to, error: (e as Error).message })
+    const kept = this.kept()
+    for (const [a, b] of [[from, to], [recordingNameOf(from), recordingNameOf(to)]] as const) {
+      if (!kept.has(a) || a === b) continue
+      try {
+        this.o.settings.set(KEPT_NAMESPACE, b, true)
+        this.o.settings.delete(KEPT_NAMESPACE, a)
+      } catch (e) {
+        this.o.log.warn('could not carry the kept mark over a rename', { from: a, to: b, error: (e as Error).message })
+      }
+      if (this.held.delete(a)) this.held.add(b)
     }
+  }
+
+  /** A mark whose recording is gone (deleted whole by the pilot): dropped, best effort. */
+  forget(name: string): void {
+    this.held.delete(name)
+    try {
+      this.o.settings.delete(KEPT_NAMESPACE, name)
+    } catch {
+      // a stale mark on a name that no longer exists harms nothing
+    }
+  }
+
+  /**
+   * A recording the disk filled up under is what the pilot was filming when it stopped: kept, so the
+   * policy never makes room by deleting it unseen. Said at warn and as a `recording_kept` event; the
+   * pilot takes the mark off to let it go. Held in memory when the settings store cannot be written.
+   */
+  private keepStoppedByFullDisk(name: string): void {
+    if (this.kept().has(name)) return
+    try {
+      this.o.settings.set(KEPT_NAMESPACE, name, true)
+    } catch {
+      this.held.add(name)
+    }
+    const detail = `${name} was stopped by a full disk: it is kept, so the retention policy never deletes it; take the mark off (DELETE /api/recordings/${name}/keep) to let it`
+    this.o.log.warn('a recording stopped by a full disk is kept', { file: name, detail })
+    this.o.events.emit('recording_kept', { name, kept: true, reason: 'disk_full', detail })
   }
 
   /** A deletion the pilot asked for: listed and evented like the policy's. */
   deleted(fileName: string, size: number, reason: DeletionCause, detail: string): void {
-    if (reason === 'manual') {
-      try {
-        this.o.settings.delete(KEPT_NAMESPACE, fileName)
-      } catch {
-        // a stale mark on a name that no longer exists harms nothing
-      }
-    }
+    if (reason === 'manual') this.forget(fileName)
     const record: DeletionRecord = { name: fileName, size, reason, detail, time: new Date().toISOString() }
     this.deletions.push(record)
     if (this.deletions.length > DELETIONS_SHOWN) this.deletions.shift()
@@ -108,7 +151,11 @@ export class Retention {
     this.timers.push(setInterval(() => this.run('periodic'), this.o.intervalSeconds * 1000))
     this.timers.push(setInterval(() => void this.watch(), WATCH_MS))
     this.unsubscribe = this.o.events.subscribe((e) => {
-      if (e.type === 'recording' && (e.data as { active?: boolean }).active === false) this.run('a recording finished')
+      // A recording made while streaming ends ('recording'), or a RECORDING stream fails ('stream_error'): the disk may have filled up.
+      const data = e.data as { active?: boolean; error?: unknown }
+      const full = (e.type === 'recording' || e.type === 'stream_error') && typeof data.error === 'string' ? DISK_FULL_STOP.exec(data.error) : null
+      if (full) this.keepStoppedByFullDisk(recordingNameOf(basename(full[1]!)))
+      if ((e.type === 'recording' && data.active === false) || full) this.run('a recording finished')
     })
     this.run('start')
   }
@@ -163,14 +210,13 @@ export class Retention {
     const now = Date.now()
     const plan = planRetention(
       policy,
-      files.map((f) => ({ fileName: f.fileName, size: f.size, mtimeMs: f.mtimeMs, kept: kept.has(f.fileName), active: active.has(f.fileName) })),
+      files.map((f) => ({ fileName: f.fileName, size: f.size, mtimeMs: f.mtimeMs, kept: isKept(kept, f.fileName), active: active.has(f.fileName) })),
       store.disk().free,
       now,
     )
-    this.lastRun = new Date(now).toISOString()
     for (const d of plan.deletions) {
       // Checked again at the moment of deletion: a mark or a recording may have started since the plan.
-      const gone = await store.removeIf(d.fileName, () => !this.kept().has(d.fileName))
+      const gone = await store.removeIf(d.fileName, () => !isKept(this.kept(), d.fileName))
       if (gone) this.deleted(d.fileName, gone.size, d.reason, d.detail)
     }
     const short = plan.shortBytes > 0
@@ -181,5 +227,7 @@ export class Retention {
         missing_bytes: plan.shortBytes,
       })
     this.shortBytes = plan.shortBytes
+    // Set once the pass is done: a pass that began at or after last_run has made its deletions.
+    this.lastRun = new Date(now).toISOString()
   }
 }

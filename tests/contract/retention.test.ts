@@ -2,10 +2,15 @@
 // kept one or one being written, and only as many as the rule needs; then its API on real files (kept
 // marks, the policy saved and applied, deletions evented with their reason).
 import { describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { Elysia } from 'elysia'
 import type { PeriscopeEvent } from '../../core/events'
-import { tempDir, until } from '../helpers'
+import { loadPlugin } from '../../core/loader'
+import { definePlugin } from '../../core/plugin'
+import type { Streamer } from '../../core/types'
+import { diskFullStop } from '../../drivers/gstreamer/child'
+import { startTestServer, tempDir, until } from '../helpers'
 import { startContractServer } from './setup'
 import { DAY_MS, DEFAULT_POLICY, GB, planRetention, RECENT_WRITE_MS, type RetentionCandidate } from '../../drivers/storage/retention'
 
@@ -71,13 +76,15 @@ describe('retention policy', () => {
   })
 })
 
+/** A finished recording file last written `ageDays` ago. */
+const recording = (dir: string, name: string, ageDays: number) => {
+  writeFileSync(join(dir, name), Buffer.alloc(4096, 1))
+  const when = new Date(Date.now() - ageDays * DAY_MS)
+  utimesSync(join(dir, name), when, when)
+}
+
 describe('retention over the API', () => {
   const start = (dataDir: string) => startContractServer({ plugins: ['recordings', 'metrics'], dataDir })
-  const recording = (dir: string, name: string, ageDays: number) => {
-    writeFileSync(join(dir, name), Buffer.alloc(4096, 1))
-    const when = new Date(Date.now() - ageDays * DAY_MS)
-    utimesSync(join(dir, name), when, when)
-  }
 
   test('kept marks: set, listed, carried by a rename, taken off; refusals in the contract shapes', async () => {
     const dataDir = tempDir()
@@ -156,6 +163,110 @@ describe('retention over the API', () => {
       off = () => {}
       expect((await s.call('GET', '/api/recordings/retention')).body).toMatchObject({ enabled: true, min_free_gb: 0, max_age_days: 7 })
       expect((await s.call('GET', '/api/recordings')).body.find((r: any) => r.name === 'oldest-kept').kept).toBe(true)
+    } finally {
+      off()
+      await s.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('kept means kept: a segmented recording, and one the disk filled up under', () => {
+  /** Stands in for the GStreamer plugin: only which files are being written, which the test says. */
+  let writing: string[] = []
+  const streamerStandIn = definePlugin({
+    name: 'streamer-stand-in',
+    setup({ registry }) {
+      registry.provide('streamer', { name: 'stand-in', activeRecordings: () => writing } as unknown as Streamer, 'streamer-stand-in')
+      return new Elysia({ name: 'periscope:streamer-stand-in' })
+    },
+  })
+  const start = async (dataDir: string) => startTestServer({ plugins: [streamerStandIn, ...(await Promise.all(['recordings', 'metrics'].map(loadPlugin)))], dataDir, config: { simulate: 'default' } })
+  /** A finished segment, last written a day ago: the policy may delete it unless it is kept. */
+  const segment = (dir: string, name: string) => {
+    writeFileSync(join(dir, name), Buffer.alloc(4096, 1))
+    const when = new Date(Date.now() - DAY_MS)
+    utimesSync(join(dir, name), when, when)
+  }
+  /** Saves the policy and waits for a whole pass begun after it (last_run is set when a pass is done). */
+  const applied = async (s: Awaited<ReturnType<typeof start>>, policy: object) => {
+    const asked = new Date().toISOString()
+    expect((await s.call('POST', '/api/recordings/retention', policy)).status).toBe(200)
+    await until('a whole pass', async () => (await s.call('GET', '/api/recordings/retention')).body.last_run, (at) => at !== null && at >= asked)
+  }
+  const STEM = 'cam_2026-11-27_10-00-00'
+  const seg = (n: number) => `${STEM}_seg00${n}.mkv`
+
+  test('keep pressed while recording keeps every segment, the ones cut after the press too: the policy deletes only the rest', async () => {
+    const dataDir = tempDir()
+    const s = await start(dataDir)
+    try {
+      const dir = s.ctx.config.recordingsDir
+      mkdirSync(dir, { recursive: true })
+      recording(dir, 'other.mkv', 1)
+      for (const n of [1, 2]) segment(dir, seg(n))
+      writing = [join(dir, seg(3))]
+      segment(dir, seg(3))
+      // The console's Keep: the recording's name as listed (its path's last part).
+      const listed = (await s.call('GET', '/api/recordings')).body.find((r: any) => r.name === STEM)
+      expect(listed).toMatchObject({ in_progress: true })
+      const kept = await s.call('POST', `/api/recordings/${encodeURIComponent(listed.path.split('/').pop())}/keep`)
+      expect(kept).toMatchObject({ status: 200, body: { name: `${STEM}.mkv`, kept: true } })
+      // Three more cuts after the press; then the recording ends.
+      for (const n of [4, 5, 6]) {
+        writing = [join(dir, seg(n))]
+        segment(dir, seg(n - 1))
+        segment(dir, seg(n))
+      }
+      writing = []
+      expect((await s.call('GET', '/api/recordings')).body.find((r: any) => r.name === STEM)).toMatchObject({ kept: true, segments: Array.from({ length: 6 }, (_, i) => expect.objectContaining({ file: seg(i + 1), kept: true })) })
+      // A policy that would delete every finished file: only the unkept one goes.
+      await applied(s, { enabled: true, min_free_gb: 1_048_576 })
+      expect(existsSync(join(dir, 'other.mkv'))).toBe(false)
+      for (let n = 1; n <= 6; n++) expect(existsSync(join(dir, seg(n))), seg(n)).toBe(true)
+      expect((await s.call('GET', '/api/recordings/retention')).body.short_bytes).toBeGreaterThan(0)
+
+      // The mark follows a rename of the whole recording; taken off, it frees every segment.
+      const renamed = await s.call('PATCH', `/api/recordings/${STEM}.mkv/dive.mkv`)
+      expect(renamed.body.find((r: any) => r.name === 'dive')).toMatchObject({ kept: true })
+      expect(await s.call('DELETE', '/api/recordings/dive.mkv/keep')).toMatchObject({ status: 200, body: { name: 'dive.mkv', kept: false } })
+      await until('every segment deleted', async () => readdirSync(dir).filter((f) => f.startsWith('dive_seg')), (left) => left.length === 0)
+    } finally {
+      writing = []
+      await s.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  test('a recording stopped by a full disk is kept (the pilot is told, by a warning and an event); the policy deletes others, never it', async () => {
+    const dataDir = tempDir()
+    const s = await start(dataDir)
+    const events: PeriscopeEvent[] = []
+    const off = s.ctx.events.subscribe((e) => events.push(e))
+    try {
+      const dir = s.ctx.config.recordingsDir
+      mkdirSync(dir, { recursive: true })
+      recording(dir, 'older.mkv', 3)
+      expect((await s.call('POST', '/api/recordings/retention', { enabled: true, max_age_days: 0, min_free_gb: 0 })).status).toBe(200)
+      for (const n of [1, 2]) segment(dir, seg(n))
+      // A recording made while streaming ends on a full disk, as the recorder says it (drivers/gstreamer/recorder.ts);
+      // a RECORDING stream's end is a stream_error with the same sentence.
+      s.ctx.events.emit('recording', { bus_info: 'usb-1', active: false, file: `${STEM}.mkv`, started: new Date().toISOString(), bytes: 8192, error: diskFullStop(seg(2)) })
+      s.ctx.events.emit('stream_error', { bus_info: 'usb-2', state: 'error', error: diskFullStop(join(dir, 'rec_2026-11-27_11-00-00_seg001.mkv')), restarts: 0 })
+      segment(dir, 'rec_2026-11-27_11-00-00_seg001.mkv')
+      const told = events.filter((e) => e.type === 'recording_kept').map((e) => e.data)
+      expect(told).toEqual([
+        { name: `${STEM}.mkv`, kept: true, reason: 'disk_full', detail: expect.stringContaining('stopped by a full disk') },
+        { name: 'rec_2026-11-27_11-00-00.mkv', kept: true, reason: 'disk_full', detail: expect.stringContaining('retention policy never deletes it') },
+      ])
+      expect(s.logs.filter((l) => l.msg === 'a recording stopped by a full disk is kept').map((l) => l.file)).toEqual([`${STEM}.mkv`, 'rec_2026-11-27_11-00-00.mkv'])
+      const list = (await s.call('GET', '/api/recordings')).body
+      expect(list.find((r: any) => r.name === STEM)).toMatchObject({ kept: true })
+      expect(list.find((r: any) => r.name === 'rec_2026-11-27_11-00-00')).toMatchObject({ kept: true })
+      // The policy must now make room: it deletes the older recording, never the stopped ones.
+      await applied(s, { enabled: true, min_free_gb: 1_048_576 })
+      expect(existsSync(join(dir, 'older.mkv'))).toBe(false)
+      for (const f of [seg(1), seg(2), 'rec_2026-11-27_11-00-00_seg001.mkv']) expect(existsSync(join(dir, f)), f).toBe(true)
     } finally {
       off()
       await s.stop()
