@@ -1,5 +1,5 @@
 // Recording file names, in one place for the streamer (which writes them), the recordings plugin
-// (which renames them) and MAVLink stills (which name them): `<label>_<YYYY-MM-DD_HH-MM-SS>.<ext>`, no colons (FAT/exFAT sticks), unique.
+// (which renames them) and stills (which name them): `<label>_<YYYY-MM-DD_HH-MM-SS>`, a still's to the millisecond; no colons (FAT/exFAT sticks), unique.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -20,13 +20,23 @@ export function timestamp(when: Date): string {
   return `${when.getFullYear()}-${pad(when.getMonth() + 1)}-${pad(when.getDate())}_${pad(when.getHours())}-${pad(when.getMinutes())}-${pad(when.getSeconds())}`
 }
 
-/** A file name that does not exist yet in `dir`: a suffix _2, _3 … resolves collisions. */
-export function recordingFileName(dir: string, label: string, ext: string, when = new Date(), exists = (p: string) => existsSync(p)): string {
-  const stem = `${safeLabel(label)}_${timestamp(when)}`
-  let name = `${stem}.${ext}`
-  for (let i = 2; exists(join(dir, name)); i++) name = `${stem}_${i}.${ext}`
-  return name
+/**
+ * A still's file name, `<label>_<YYYY-MM-DD_HH-MM-SS-mmm>.jpg`: to the millisecond, so it never shares a
+ * name with a recording of the same second (theirs end in the seconds); `taken` says whether a stem is
+ * in use (on disk, being written, or handed out), and a suffix _2, _3 … resolves what is left.
+ */
+export function stillFileName(label: string, when: Date, taken: (stem: string) => boolean): string {
+  const base = `${safeLabel(label)}_${timestamp(when)}-${String(when.getMilliseconds()).padStart(3, '0')}`
+  let stem = base
+  for (let i = 2; taken(stem); i++) stem = `${base}_${i}`
+  return `${stem}.${STILL_EXTENSION}`
 }
+
+/** Stills (MAVLink's IMAGE_START_CAPTURE, POST /api/devices/capture_still) are JPEG files among the recordings. */
+export const STILL_EXTENSION = 'jpg'
+
+/** What GET /api/recordings calls a file: a still, or a recording (video, or sound alone). */
+export const kindOf = (fileName: string): 'still' | 'recording' => (extensionOf(fileName) === STILL_EXTENSION ? 'still' : 'recording')
 
 /**
  * A recording written in segments (the recorder cuts every N seconds and before 4 GiB: drivers/gstreamer/pipeline.ts)

@@ -53,7 +53,7 @@ const ERROR_TEXT: Record<number, string> = {
   502: 'The device or a daemon refused or failed: the errno is in `detail`',
   503: 'A backend is absent (no streamer, no NetworkManager): `detail` says which',
   504: 'The device did not answer in time',
-  507: 'The disk is full or read-only: a setting not saved, or a recording not started (`detail` says which and what to do)',
+  507: 'The disk is full or read-only: a setting not saved, or a recording or still not started (`detail` says which and what to do)',
 }
 
 /**

@@ -195,6 +195,9 @@ export const RecordingModel = t.Object({
   duration: t.String({ description: 'HH:MM:SS' }),
   size: t.String({ description: "'12.34 MB' (bytes / 1048576)" }),
   created: t.String({ description: 'YYYY-MM-DD HH:MM:SS' }),
+  kind: t.Union([t.Literal('recording'), t.Literal('still')], {
+    description: "Beyond the spec: 'still' for a JPEG taken by MAVLink's IMAGE_START_CAPTURE or POST /api/devices/capture_still (its name to the millisecond: `<camera>_<YYYY-MM-DD_HH-MM-SS-mmm>`), 'recording' for a video or sound recording.",
+  }),
   segments: t.Optional(
     t.Array(
       t.Object({

@@ -10,6 +10,8 @@ export const CLIENT_LIMITS = {
   zip_prepare: { burst: 8, everySeconds: 5, what: 'zip archives prepared' },
   snapshot_stopped: { burst: 10, everySeconds: 1, what: 'snapshots of a stopped camera (each starts it)' },
   whep_session: { burst: 20, everySeconds: 0.5, what: 'WebRTC (WHEP) sessions opened' },
+  // Per HTTP client and per MAVLink peer (system/component id): each still is a file on the card.
+  still: { burst: 10, everySeconds: 1, what: 'stills taken' },
 } as const
 
 export type LimitedKind = keyof typeof CLIENT_LIMITS
@@ -29,13 +31,18 @@ export class ClientLimits {
 
   private buckets = new Map<string, { tokens: number; at: number }>()
   /** Refusals so far, by kind. */
-  readonly refused: Record<LimitedKind, number> = { zip_prepare: 0, snapshot_stopped: 0, whep_session: 0 }
+  readonly refused: Record<LimitedKind, number> = { zip_prepare: 0, snapshot_stopped: 0, whep_session: 0, still: 0 }
 
   /** Takes one of the client's tokens for `kind`; throws a 429 when it has none left. */
   take(kind: LimitedKind, request: Request): void {
+    this.takeFor(kind, callerAddress(request) ?? 'unknown')
+  }
+
+  /** As take(), for a client known otherwise than by an HTTP request (a MAVLink peer: `mavlink <sysid>/<compid>`). */
+  takeFor(kind: LimitedKind, client: string): void {
     if (!this.enabled) return
     const { burst, everySeconds, what } = CLIENT_LIMITS[kind]
-    const key = `${kind} ${callerAddress(request) ?? 'unknown'}`
+    const key = `${kind} ${client}`
     const now = performance.now() / 1000
     let bucket = this.buckets.get(key)
     if (bucket) this.buckets.delete(key)

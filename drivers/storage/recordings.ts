@@ -11,7 +11,7 @@ import { diskUsage, type DiskUsage } from '../../core/disk'
 import type { Recording } from '../../core/types'
 import { readDuration, formatDuration } from './duration'
 import { hasTelemetryTrack } from './telemetry'
-import { badNewNameReason, extensionOf, RECORDING_EXTENSIONS, recordingNameOf, segmentFileName, segmentOf, unsafeNameReason } from '../../core/naming'
+import { badNewNameReason, extensionOf, kindOf, RECORDING_EXTENSIONS, recordingNameOf, segmentFileName, segmentOf, unsafeNameReason } from '../../core/naming'
 
 export type RecordingErrorKind = 'invalid' | 'not_found' | 'conflict'
 
@@ -43,6 +43,8 @@ export interface RecordingFile {
 export const fileIdentity = (s: Stats) => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`
 
 export interface ListedRecording extends Recording {
+  /** A still (a JPEG taken by IMAGE_START_CAPTURE or capture_still) or a recording (video, or sound alone). */
+  kind: 'recording' | 'still'
   /** Present (true) only while the streamer is still writing the file. */
   in_progress?: true
   /** Present (true) only when the pilot marked the file kept: the retention policy never deletes it. */
@@ -270,6 +272,7 @@ export class RecordingStore {
         path: f.path,
         name: f.fileName.slice(0, dot),
         format: f.format,
+        kind: kindOf(f.fileName),
         duration: formatDuration(seconds[i]!),
         size: formatSize(f.size),
         created: localTime(f.createdMs),
@@ -287,6 +290,7 @@ export class RecordingStore {
         path: join(this.dir, key),
         name: key.slice(0, key.lastIndexOf('.')),
         format: first.format,
+        kind: 'recording',
         duration: formatDuration(known.length ? known.reduce((sum, o) => sum + o.s!, 0) : null),
         size: formatSize(order.reduce((sum, o) => sum + o.f.size, 0)),
         created: localTime(first.createdMs),

@@ -1,8 +1,7 @@
 // The device logic, once, above any CameraBackend: identity and settings restore, controls, streams,
 // leader/follower groups, external management. Mutations run one at a time (a queue), reads never wait.
 import type { Static } from '@sinclair/typebox'
-import { statfsSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { belowFloor, freeBytes, noRoomDetail } from '../../core/disk'
 import { conflict, fromDeviceError, notFound, valueError, HttpError } from '../../core/errors'
 import type { PluginContext, PluginHealth } from '../../core/plugin'
 import { readPreferences } from '../../core/preferences'
@@ -25,21 +24,9 @@ import type {
 import { DeviceError } from '../../core/types'
 import { checkStreamFormat, defaultStream, sourcePixelFormat } from './formats'
 
-const MiB = 1 << 20
 /** The recorder's words for a full disk (GStreamer's filesink: "No space left on device"). */
 const DISK_FULL = /No space left/i
 
-/** Bytes an unprivileged writer may still use where `dir` (or its nearest existing parent) lives; null when unknown. */
-function freeBytes(dir: string): number | null {
-  for (let at = dir; ; at = dirname(at)) {
-    try {
-      const s = statfsSync(at)
-      return s.bavail * s.bsize
-    } catch {
-      if (dirname(at) === at) return null
-    }
-  }
-}
 
 /** What is remembered about a device, keyed by its identity (serial when it has one, else bus_info). */
 export interface DeviceSettings {
@@ -486,14 +473,13 @@ export class DeviceManager implements DeviceDirectory {
 
   /** 507 when the recordings disk has less free than --min-free-to-record (unknown: let the recorder try). */
   private roomToRecord(): void {
-    const free = freeBytes(this.ctx.config.recordingsDir)
-    if (free !== null && free < this.ctx.config.minFreeToRecordMiB * MiB) throw this.noRoom(free)
+    const free = belowFloor(this.ctx.config.recordingsDir, this.ctx.config.minFreeToRecordMiB)
+    if (free !== null) throw this.noRoom(free)
   }
 
   private noRoom(free = freeBytes(this.ctx.config.recordingsDir) ?? 0): HttpError {
     this.ctx.registry.limitHit('recording_disk_full')
-    const mb = (free / MiB).toFixed(free < 10 * MiB ? 1 : 0)
-    return new HttpError(507, `The recordings disk has ${mb} MB free; a recording needs at least ${this.ctx.config.minFreeToRecordMiB} MB to start (--min-free-to-record). Delete recordings (DELETE /api/recordings/{name}), then start it again`)
+    return new HttpError(507, noRoomDetail(free, this.ctx.config.minFreeToRecordMiB, 'a recording'))
   }
 
   async stopRecording(bus_info: string): Promise<DeviceRecording> {

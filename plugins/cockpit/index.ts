@@ -23,10 +23,10 @@ import { hostnameOf, servedHost } from '../../core/http/hosts'
 import { bearerOf, cookieToken } from '../../core/http/token'
 import { END_REASONS, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
-import { captureStill } from '../mavlink/capture'
+import { stillsOf } from '../mavlink/capture'
 import { VERSION } from '../../core/version'
 import { BusInfoRequest } from '../../core/schemas'
-import { conflict, notFound, unavailable } from '../../core/errors'
+import { conflict, notFound } from '../../core/errors'
 import { typed } from '../../core/validation'
 import { EXTRAS_PATH, extras, WIDGET_ICON } from './extras'
 import { PLAYER_PATH, PLAYER_SCRIPT, widgetPage, WIDGET_POLICY } from './widget'
@@ -66,6 +66,7 @@ export default definePlugin({
   setup({ config, registry, log, lifecycle, refusals, flags }) {
     const wantedPort = (flags['cockpit-port'] as number | null | undefined) ?? null
     const connections = new Set<Connection>()
+    const stills = stillsOf({ registry, config, refusals })
     const sessions = new Map<string, CockpitSession>()
     let opened = 0
     let ownPort: number | null = null
@@ -258,23 +259,27 @@ export default definePlugin({
       .get('/cockpit-widget-icon.svg', () => page(WIDGET_ICON, 'image/svg+xml'), { ...docs({ tag: 'cameras', summary: "The widget's icon in Cockpit's widget list", ok: { description: 'An SVG image', content: { 'image/svg+xml': { schema: { type: 'string' } } } } }) })
       .post(
         '/api/devices/capture_still',
-        typed({ body: BusInfoRequest }, async ({ body }) => {
+        typed({ body: BusInfoRequest }, async ({ body, request }) => {
           const device = registry.deviceDirectory().device(body.bus_info)
           if (!device) throw notFound(`No device with bus_info '${body.bus_info}' is connected`)
+          // Refusals (503, 507, 429) before anything is taken; what fails after is a 409 with why.
+          const pending = stills.begin(device, request)
           try {
-            return { file: await captureStill(registry, config, device) }
+            return { file: await pending.take() }
           } catch (err) {
-            const message = (err as Error).message
-            if (/no snapshot service/.test(message)) throw unavailable(`No still can be taken: ${message}`)
-            throw conflict(`No still of '${body.bus_info}' could be taken: ${message}`)
+            throw conflict(`No still of '${body.bus_info}' could be taken: ${(err as Error).message}`)
           }
         }),
         {
           ...docs({
             tag: 'cameras',
             summary: 'Take a still (JPEG) of a camera into the recordings directory, as MAVLink IMAGE_START_CAPTURE does (Cockpit\'s action): answers its file name',
+            description:
+              'The name is `<camera>_<YYYY-MM-DD_HH-MM-SS-mmm>.jpg`, never shared; GET /api/recordings lists it with `kind: "still"`. ' +
+              '429 past the client\'s rate (10 at once, then one a second; --client-limits), 507 below the free-space floor (--min-free-to-record), ' +
+              '503 without a snapshot service or while 64 stills are being taken; nothing is written then. 409 when the picture could not be taken.',
             body: BusInfoRequest,
-            errors: [404, 409, 503],
+            errors: [404, 409, 429, 503, 507],
           }),
         },
       )

@@ -11,6 +11,7 @@ import { common, type MavLinkData } from 'mavlink-mappings'
 import type { MavLinkPacket } from 'node-mavlink'
 import type { Config } from '../../core/config'
 import { HttpError } from '../../core/errors'
+import type { Refusals } from '../../core/http/refusals'
 import type { EventBus } from '../../core/events'
 import type { Logger } from '../../core/log'
 import type { PluginHealth, Registry } from '../../core/plugin'
@@ -18,7 +19,7 @@ import type { Device, DeviceDirectory, StreamHub } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
 import { cameraDefinition, cameraNames, definitionPath } from './camdef'
-import { canCapture, captureStill, imageCaptured, type Position } from './capture'
+import { canCapture, imageCaptured, stillsOf, type PendingStill, type Position } from './capture'
 import { endpointText, MavlinkLink } from './link'
 import * as msg from './messages'
 import { CameraParams } from './params'
@@ -60,6 +61,8 @@ export interface MavlinkContext {
   registry: Registry
   events: EventBus
   log: Logger
+  /** The per-client limits (a still's rate, per system/component id). */
+  refusals: Refusals
 }
 
 const isLoopback = (address: string) => address.startsWith('127.') || address === '::1' || address === '::ffff:127.0.0.1'
@@ -584,9 +587,11 @@ export class MavlinkService {
 
   /**
    * IMAGE_START_CAPTURE (param1 camera id, param2 interval, param3 total images, param4 sequence number):
-   * one image at a time (param3 1), acknowledged first, then CAMERA_IMAGE_CAPTURED once the file is
-   * saved (capture_result 0 when it could not be). A retransmission (confirmation > 0) is acknowledged
-   * again, not taken twice. Series (param3 ≠ 1) are UNSUPPORTED.
+   * one image at a time (param3 1). ACCEPTED only for a still that will be written: every check of
+   * Stills.begin comes first (the free-space floor and the sender's rate, per system/component id: DENIED;
+   * too many stills at once: TEMPORARILY_REJECTED; no snapshot service: DENIED). Then CAMERA_IMAGE_CAPTURED
+   * once the file is saved (capture_result 0 when it could not be). A retransmission (confirmation > 0)
+   * is answered as the first was, not taken twice. Series (param3 ≠ 1) are UNSUPPORTED.
    */
   private async still(component: Component, device: Device, command: common.CommandLong, from: Sender): Promise<void> {
     const key = `${component.compid}/${from.sysid}/${from.compid}/${command.command}`
@@ -596,7 +601,15 @@ export class MavlinkService {
     const cameraId = param(command._param1)
     if (cameraId !== 0 && cameraId !== component.compid) return this.ack(component, command.command, Result.DENIED, from)
     if (param(command._param3) !== 1) return this.ack(component, command.command, Result.UNSUPPORTED, from)
-    if (!canCapture(this.ctx.registry, device.bus_info, this.ctx.config)) return this.ack(component, command.command, Result.DENIED, from)
+    let pending: PendingStill
+    try {
+      pending = stillsOf(this.ctx).begin(device, `mavlink ${from.sysid}/${from.compid}`)
+    } catch (e) {
+      // Counted (/metrics), not logged: a flood of commands must not flood the log too.
+      const result = e instanceof HttpError && e.status === 503 && e.retryAfter ? Result.TEMPORARILY_REJECTED : Result.DENIED
+      this.recent.set(key, { done: true, result, at: Date.now() })
+      return this.ack(component, command.command, result, from)
+    }
     this.recent.set(key, { done: true, result: Result.ACCEPTED, at: Date.now() })
     this.ack(component, command.command, Result.ACCEPTED, from)
     const index = this.stills.get(device.bus_info) ?? 0
@@ -604,7 +617,7 @@ export class MavlinkService {
     let fileUrl = ''
     let ok = true
     try {
-      const name = await captureStill(this.ctx.registry, this.ctx.config, device)
+      const name = await pending.take()
       const host = isIP(this.address) === 6 ? `[${this.address}]` : this.address
       fileUrl = `http://${host}:${this.ctx.config.port}/api/recordings/${encodeURIComponent(name)}`
       this.ctx.log.info('MAVLink still saved', { bus_info: device.bus_info, file: name })

@@ -61,6 +61,7 @@ describe('listing', () => {
         duration,
         size: `${(size / 1048576).toFixed(2)} MB`,
         created: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+        kind: 'recording',
       })
     }
   })
