@@ -226,6 +226,10 @@ export default definePlugin({
         const files = await (await dir()).findAll(name, 'recording_path')
         // One mark on the recording: the segments cut after it are kept too (a press while recording).
         const recording = wholeRecording(name, files)
+        const whole = files.length === 1 ? recordingNameOf(files[0]!.fileName) : null
+        // One segment cannot be unmarked while the mark on its recording covers it: say so rather than answer kept: false.
+        if (!kept && !recording && whole !== null && whole !== files[0]!.fileName && retention.kept().has(whole))
+          throw conflict(`'${files[0]!.fileName}' is kept because its recording '${whole}' is: take the mark off the recording (DELETE /api/recordings/${whole}/keep)`)
         if (recording) retention.setKept(recording, kept, files.map((f) => f.fileName))
         else for (const file of files) retention.setKept(file.fileName, kept)
         return { name: recording ?? (files.length === 1 ? files[0]!.fileName : name), kept }

@@ -226,6 +226,9 @@ describe('kept means kept: a segmented recording, and one the disk filled up und
       for (let n = 1; n <= 6; n++) expect(existsSync(join(dir, seg(n))), seg(n)).toBe(true)
       expect((await s.call('GET', '/api/recordings/retention')).body.short_bytes).toBeGreaterThan(0)
 
+      // One segment cannot be unmarked alone while its recording is kept: 409 saying what to do.
+      const alone = await s.call('DELETE', `/api/recordings/${seg(2)}/keep`)
+      expect(alone).toMatchObject({ status: 409, body: { detail: expect.stringContaining(`its recording '${STEM}.mkv' is`) } })
       // The mark follows a rename of the whole recording; taken off, it frees every segment.
       const renamed = await s.call('PATCH', `/api/recordings/${STEM}.mkv/dive.mkv`)
       expect(renamed.body.find((r: any) => r.name === 'dive')).toMatchObject({ kept: true })
