@@ -9,6 +9,7 @@ import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
 import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
+import { DISK_FULL_STOP } from '../../drivers/gstreamer/child'
 
 const { streamer, events } = testStreamer()
 const services: Service[] = []
@@ -196,6 +197,8 @@ test('a full disk ends the recording (error says so, file kept); the stream runs
       return !r.active && r
     }, 30_000)
     expect(ended.error).toMatch(/^disk full: recording stopped, .*\.mkv kept$/)
+    // What the retention policy reads to keep this recording (plugins/recordings/retention.ts): its last segment.
+    expect(DISK_FULL_STOP.exec(ended.error!)?.[1]).toBe(started!.file!.replace(/\.mkv$/, '_seg001.mkv'))
     expect(ended.file).toBe(started!.file)
     expect(readdirSync(dir)).toEqual([started!.file!.replace(/\.mkv$/, '_seg001.mkv')])
     expect(ended.bytes).toBeGreaterThan(100_000)
