@@ -155,7 +155,7 @@ export function RecordingsPage() {
                       <input type="checkbox" data-select aria-label={`Select ${name}`} title={busy} disabled={!!busy} checked={selected.has(name)} onChange={(e) => toggle(name, e.currentTarget.checked)} />
                     </td>
                     <td class="name">
-                      {name} {r.in_progress && <span class="tag live">recording</span>} {segments && <span class="tag" data-segment-count>{segments.length} segments</span>}
+                      {name} {r.kind === 'still' && <span class="tag" data-kind="still">still</span>} {r.in_progress && <span class="tag live">recording</span>} {segments && <span class="tag" data-segment-count>{segments.length} segments</span>}
                       {r.telemetry && (
                         <div>
                           <TelemetryLinks fileName={playName} />
