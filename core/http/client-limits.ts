@@ -12,6 +12,8 @@ export const CLIENT_LIMITS = {
   whep_session: { burst: 20, everySeconds: 0.5, what: 'WebRTC (WHEP) sessions opened' },
   // Per HTTP client and per MAVLink peer (system/component id): each still is a file on the card.
   still: { burst: 10, everySeconds: 1, what: 'stills taken' },
+  // Every MAVLink sender together: a sender's ids cost nothing to forge, so one link cannot have a fresh bucket per forged id.
+  still_mavlink: { burst: 20, everySeconds: 0.5, what: 'stills taken over MAVLink (all senders together)' },
 } as const
 
 export type LimitedKind = keyof typeof CLIENT_LIMITS
@@ -31,7 +33,7 @@ export class ClientLimits {
 
   private buckets = new Map<string, { tokens: number; at: number }>()
   /** Refusals so far, by kind. */
-  readonly refused: Record<LimitedKind, number> = { zip_prepare: 0, snapshot_stopped: 0, whep_session: 0, still: 0 }
+  readonly refused: Record<LimitedKind, number> = { zip_prepare: 0, snapshot_stopped: 0, whep_session: 0, still: 0, still_mavlink: 0 }
 
   /** Takes one of the client's tokens for `kind`; throws a 429 when it has none left. */
   take(kind: LimitedKind, request: Request): void {

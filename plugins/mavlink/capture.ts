@@ -81,8 +81,10 @@ export class Stills {
       throw new LimitError(503, `${MAX_STILLS_AT_ONCE} stills are being taken now, the most at once; try again in 1 s`, 1)
     }
     // Last, so a still refused above costs the client no token.
-    if (typeof client === 'string') refusals.limits.takeFor('still', client)
-    else refusals.limits.take('still', client)
+    if (typeof client === 'string') {
+      refusals.limits.takeFor('still', client)
+      refusals.limits.takeFor('still_mavlink', 'link')
+    } else refusals.limits.take('still', client)
     const dir = config.recordingsDir
     const file = stillFileName(device.nickname || device.name || device.bus_info, new Date(), (stem) =>
       this.reserved.has(stem) || existsSync(join(dir, `${stem}.${STILL_EXTENSION}`)) || existsSync(join(dir, `.${stem}.${STILL_EXTENSION}.part`)),

@@ -213,6 +213,16 @@ test('MAVLink: a peer past its rate is DENIED, another peer is not; ACCEPTED onl
   expect(files(dir)).toHaveLength(accepted + 1)
 }, 60_000)
 
+test('MAVLink: senders with forged ids, each new, still share the link\'s rate: DENIED past it', async () => {
+  const { gcs, compid } = await mavlinkService()
+  const { burst } = CLIENT_LIMITS.still_mavlink
+  const results: number[] = []
+  // A new system id each time, so no sender's own rate is ever reached (at most 60: 20 at once, then two a second).
+  for (let sysid = 2; results.length < 60 && !results.includes(MAV.RESULT_DENIED); sysid++) results.push(await shoot(gcs, compid, { sysid, compid: 190 }))
+  expect(results.at(-1)).toBe(MAV.RESULT_DENIED)
+  expect(results.filter((r) => r === MAV.RESULT_ACCEPTED).length).toBeGreaterThanOrEqual(burst)
+}, 60_000)
+
 test('MAVLink: below the free-space floor a still is DENIED and nothing is written', async () => {
   const { s, gcs, compid, dir, served } = await mavlinkService()
   mkdirSync(dir, { recursive: true })
