@@ -7,7 +7,7 @@
 // Everything that can refuse a still is checked before it is promised (an HTTP answer, MAVLink's
 // ACCEPTED): the snapshot service, the free-space floor (--min-free-to-record), the stills in flight
 // over every client, and the client's own rate (per HTTP client address, per MAVLink system/component
-// id; core/http/client-limits.ts). Each still's name is its own: to the millisecond, and held from the
+// id, and the MAVLink link's as a whole; core/http/client-limits.ts). Each still's name is its own: to the millisecond, and held from the
 // press until the file is in place, so two stills of one moment never share (or race for) a name.
 import { existsSync } from 'node:fs'
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises'
