@@ -26,8 +26,12 @@ export interface RecordingTelemetry {
  * waits before it reaches the disk (plus the 250 ms clusters: well within the second a kill -9 may lose).
  */
 export const TEXT_INTERVAL_MS = TEXT_CUE_MS
-/** A beat's cue this late (a busy event loop) is stamped when sent, not on the beat. */
-const LATE_MS = TEXT_INTERVAL_MS / 2
+/**
+ * A beat's cue late by less than this (a busy event loop) is still stamped on the beat, and the beats
+ * missed meanwhile follow at once: the cues go on ending where the next begins. Later than this, the
+ * beat starts again from now (the file shows a gap rather than a burst of stale cues).
+ */
+const LATE_MS = 2000
 
 /** The RTP clock of the cues: the video's (90 kHz). */
 const CLOCK_PER_MS = 90
@@ -111,13 +115,14 @@ export class TelemetryFeed {
     this.schedule()
   }
 
-  /** The next cue on the beat: stamped on it (a timer fires a little late), unless it is far behind. */
+  /** The next cue on the beat: an RTP one stamped on it (a timer fires late), unless it is LATE_MS behind. */
   private schedule(): void {
     if (this.timer) clearTimeout(this.timer)
     const due = this.beatAt + TEXT_INTERVAL_MS
     this.timer = setTimeout(() => {
       const now = performance.now()
-      this.beat(now - due > LATE_MS ? now : due)
+      // Plain cues are stamped as they arrive: a burst of missed ones would only pile up at one moment.
+      this.beat(this.target?.clock && now - due <= LATE_MS ? due : now)
     }, Math.max(0, due - performance.now()))
   }
 
