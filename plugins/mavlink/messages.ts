@@ -132,6 +132,8 @@ export function cameraSettings(mode: CameraMode): common.CameraSettings {
 
 const streamFlags = (stream: StreamFacts) => (stream.running ? common.VideoStreamStatusFlags.RUNNING : (0 as common.VideoStreamStatusFlags))
 
+/** VIDEO_STREAM_INFORMATION's name is a char[32]: one byte is left for the NUL that ends it. */
+export const STREAM_NAME_BYTES = 31
 /** How each kind of stream is named in a ground station's list, after the camera's name. */
 const STREAM_KINDS = { RTSP: 'RTSP', RTPUDP: 'RTP', WHEP: 'WebRTC' }
 
@@ -144,9 +146,8 @@ const STREAM_KINDS = { RTSP: 'RTSP', RTPUDP: 'RTP', WHEP: 'WebRTC' }
 export function streamName(camera: Pick<CameraFacts, 'streamName'>, stream: Pick<StreamFacts, 'uri'>): string {
   const kind = ` ${STREAM_KINDS[stream.uri.type]}`
   const base = Buffer.from(utf8Bytes(camera.streamName.trim(), STREAM_NAME_BYTES - Buffer.byteLength(kind))).toString('utf8').trimEnd()
-  return base + kind
+  return (base || 'Camera') + kind
 }
-export const STREAM_NAME_BYTES = 31
 
 export function videoStreamInformation(camera: CameraFacts, stream: StreamFacts): common.VideoStreamInformation {
   const msg = withStreamFacts(new common.VideoStreamInformation(), stream)

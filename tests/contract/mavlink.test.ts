@@ -255,4 +255,5 @@ test("stream names: the camera's name and the stream's kind, within 31 bytes (QG
   expect(Buffer.byteLength(wide)).toBeLessThanOrEqual(31)
   expect(wide).not.toContain('\ufffd')
   expect(wide).toEndWith(' WebRTC')
+  expect(streamName({ streamName: '   ' }, rtsp)).toBe('Camera RTSP')
 })
