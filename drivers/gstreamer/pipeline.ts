@@ -156,7 +156,7 @@ export function buildRecorderPipeline(encoding: 'H264' | 'JPEG', ports: number[]
   // The text, stamped as the video is: from its RTP timestamps, on the video's clock (telemetry-feed.ts).
   if (textPort !== undefined) {
     tokens.push('udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${textPort}`, `caps=${TELEMETRY_RTP_CAPS}`)
-    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpgstdepay', '!', 'queue', '!', 'mux.subtitle_%u')
+    tokens.push('!', 'rtpjitterbuffer', `latency=${RECORDER_JITTER_MS}`, 'mode=none', '!', 'rtpgstdepay', '!', ...cueDurationTokens(), '!', 'queue', '!', 'mux.subtitle_%u')
   }
   // The sound (the hub's Opus track, silence while its card is out: a muxer waits for every track) as it
   // is, after the video tracks, stamped as the video is: from its RTP timestamps (mode=none), so both
@@ -190,7 +190,25 @@ export interface RecorderPipelineOptions {
  * this pad fed (TEXT_INTERVAL_MS, telemetry-feed.ts). (The recorder's text is RTP: buildRecorderPipeline.)
  */
 export function telemetryTextTokens(port: number, into: string): string[] {
-  return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', 'queue', '!', into]
+  return ['udpsrc', 'name=telemetry', 'address=127.0.0.1', `port=${port}`, 'caps=text/x-raw,format=utf8', '!', ...cueDurationTokens(), '!', 'queue', '!', into]
+}
+
+/**
+ * How often the service sends a telemetry cue (telemetry-feed.ts), and how long each one lasts in the
+ * file: the next one begins as it ends (a change of the armed state or the mode comes at once, and
+ * restarts the beat).
+ */
+export const TEXT_CUE_MS = 250
+
+/**
+ * Gives each cue its duration, TEXT_CUE_MS, which matroskamux writes as the block's BlockDuration. A cue
+ * without one lasts no time for ffmpeg: its `subtitles` filter burnt in nothing and an SRT export had only
+ * empty cues. No 1.22 element sets a buffer's duration, and an RTP cue carries none, so the cue goes
+ * through SubRip and back: srtenc writes it with its own timestamp and this duration (used when the buffer
+ * has none), subparse reads that back into a UTF-8 buffer with both, in the same segment.
+ */
+export function cueDurationTokens(): string[] {
+  return ['srtenc', `duration=${TEXT_CUE_MS * 1_000_000}`, '!', 'subparse']
 }
 
 /**

@@ -11,7 +11,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../../core/log'
 import { formatTelemetryText, type TelemetrySource } from '../../core/telemetry'
 import { rtpPacket } from '../../media/rtp'
-import { TELEMETRY_PT } from './pipeline'
+import { TELEMETRY_PT, TEXT_CUE_MS } from './pipeline'
 
 /** What a recording with telemetry reads: the vehicle's state, and the camera's stream state shown with it. */
 export interface RecordingTelemetry {
@@ -20,11 +20,18 @@ export interface RecordingTelemetry {
 }
 
 /**
- * How often the text track gets a cue while nothing changes. matroskamux writes a frame only once
- * every pad, the text pad too, has a later buffer queued: this bounds how long video waits before it
- * reaches the disk (plus the 250 ms clusters: well within the second a kill -9 may lose).
+ * How often the text track gets a cue while nothing changes, and how long each cue lasts in the file
+ * (pipeline.ts cueDurationTokens): cues on this beat end where the next begins. matroskamux writes a
+ * frame only once every pad, the text pad too, has a later buffer queued: this bounds how long video
+ * waits before it reaches the disk (plus the 250 ms clusters: well within the second a kill -9 may lose).
  */
-export const TEXT_INTERVAL_MS = 250
+export const TEXT_INTERVAL_MS = TEXT_CUE_MS
+/**
+ * A beat's cue late by less than this (a busy event loop) is still stamped on the beat, and the beats
+ * missed meanwhile follow at once: the cues go on ending where the next begins. Later than this, the
+ * beat starts again from now (the file shows a gap rather than a burst of stale cues).
+ */
+const LATE_MS = 2000
 
 /** The RTP clock of the cues: the video's (90 kHz). */
 const CLOCK_PER_MS = 90
@@ -35,10 +42,16 @@ interface Target {
   clock: { ts: number; at: number } | null
 }
 
-/** Sends the telemetry line every TEXT_INTERVAL_MS, and at once when the armed state or the mode changes. */
+/**
+ * Sends the telemetry line every TEXT_INTERVAL_MS, and at once when the armed state or the mode changes;
+ * a change starts the beat again from its cue. Each cue lasts TEXT_INTERVAL_MS in the file, so on the
+ * beat one ends where the next begins; only the cue before a change overlaps it (for less than a beat).
+ */
 export class TelemetryFeed {
   private socket: Socket | null = createSocket('udp4')
-  private timer: ReturnType<typeof setInterval> | null = null
+  private timer: ReturnType<typeof setTimeout> | null = null
+  /** When (performance.now()) the last cue was stamped: the beat goes on from there. */
+  private beatAt = 0
   private unsubscribe: () => void
   private target: Target | null = null
   private readonly ssrc = (Math.random() * 0x1_0000_0000) >>> 0
@@ -52,7 +65,7 @@ export class TelemetryFeed {
       warned = true
     })
     this.unsubscribe = telemetry.source.onChange((change) => {
-      if (change !== 'values') this.send()
+      if (change !== 'values' && this.target) this.beat(performance.now())
     })
   }
 
@@ -74,21 +87,43 @@ export class TelemetryFeed {
     // As if live: a cue every TEXT_INTERVAL_MS, and one at each change of the armed state or the mode.
     // The first at the first frame's moment, whenever that was: the child stamps the file's first cue
     // as its first frame, and the others from there by their timestamps.
+    // Each change starts the beat again, as it does live.
     const toDate = Date.now() - now
-    const dates = this.telemetry.source.changesSince(from + toDate)
-    for (let at = from; at === from || at < now - TEXT_INTERVAL_MS / 2; at += TEXT_INTERVAL_MS) dates.push(at + toDate)
-    for (const date of dates.sort((a, b) => a - b)) this.sendAt(date - toDate, date)
-    this.begin(this.target)
+    const changes = this.telemetry.source.changesSince(from + toDate).map((date) => date - toDate).sort((a, b) => a - b)
+    let at = from
+    this.sendAt(at, at + toDate)
+    for (;;) {
+      const change = changes.find((c) => c > at)
+      const next = change !== undefined && change < at + TEXT_INTERVAL_MS ? change : at + TEXT_INTERVAL_MS
+      if (next > now) break
+      this.sendAt(next, next + toDate)
+      at = next
+    }
+    this.beatAt = at
+    this.schedule()
   }
 
   private begin(target: Target): void {
     this.target = target
-    this.send() // a muxer waits for a buffer on every pad: the first cue at once
-    this.timer ??= setInterval(() => this.send(), TEXT_INTERVAL_MS)
+    this.beat(performance.now()) // a muxer waits for a buffer on every pad: the first cue at once
   }
 
-  private send(): void {
-    this.sendAt()
+  /** A cue stamped `at`, and the beat on from there. */
+  private beat(at: number): void {
+    this.sendAt(at)
+    this.beatAt = at
+    this.schedule()
+  }
+
+  /** The next cue on the beat: an RTP one stamped on it (a timer fires late), unless it is LATE_MS behind. */
+  private schedule(): void {
+    if (this.timer) clearTimeout(this.timer)
+    const due = this.beatAt + TEXT_INTERVAL_MS
+    this.timer = setTimeout(() => {
+      const now = performance.now()
+      // Plain cues are stamped as they arrive: a burst of missed ones would only pile up at one moment.
+      this.beat(this.target?.clock && now - due <= LATE_MS ? due : now)
+    }, Math.max(0, due - performance.now()))
   }
 
   /**
@@ -113,7 +148,7 @@ export class TelemetryFeed {
   }
 
   close(): void {
-    if (this.timer) clearInterval(this.timer)
+    if (this.timer) clearTimeout(this.timer)
     this.timer = null
     this.unsubscribe()
     try {

@@ -26,7 +26,7 @@ const TEXT_CODEC = 'S_TEXT/UTF8'
 const MAX_TRACKS_BYTES = 1 << 20
 /** Header reads while walking clusters: a block header is a few bytes, a video frame is skipped. */
 const WALK_WINDOW = 4096
-/** A cue carries no duration (it is sent before the next is known); the last one lasts this long at most. */
+/** Cues end where the next begins (files made before cues carried a duration have none); the last lasts this long at most. */
 const LAST_CUE_S = 1
 
 /**

@@ -19,6 +19,14 @@ export interface CameraFacts {
   stills: boolean
 }
 
+/**
+ * The camera's mode (CAMERA_SETTINGS mode_id, MAV_CMD_SET_CAMERA_MODE). Both modes do both things here
+ * (a still is a snapshot of the running stream, a recording a copy of it): the mode only tells a ground
+ * station what its one shutter button does. QGroundControl's button records in video mode and calls
+ * takePhoto only in image mode (PhotoVideoControl.qml), so a pilot who wants stills switches to image.
+ */
+export type CameraMode = 'image' | 'video'
+
 /** The stream as it runs now. */
 export interface StreamFacts {
   running: boolean
@@ -92,8 +100,7 @@ export function cameraInformation(camera: CameraFacts): common.CameraInformation
   msg.resolutionH = camera.sensor.width
   msg.resolutionV = camera.sensor.height
   msg.lensId = 0
-  // A video stream, and video capture: recording while streaming (POST /api/devices/start_recording).
-  msg.flags = common.CameraCapFlags.HAS_VIDEO_STREAM | common.CameraCapFlags.CAPTURE_VIDEO | (camera.stills ? common.CameraCapFlags.CAPTURE_IMAGE : 0)
+  msg.flags = cameraFlags(camera)
   msg.camDefinitionVersion = camera.definition.version
   msg.camDefinitionUri = charField(camera.definition.uri, 140)
   msg.gimbalDeviceId = 0
@@ -101,10 +108,22 @@ export function cameraInformation(camera: CameraFacts): common.CameraInformation
   return msg
 }
 
-export function cameraSettings(): common.CameraSettings {
+/**
+ * A video stream, and video capture: recording while streaming (POST /api/devices/start_recording). With
+ * stills: image capture in either mode, and two modes to choose between (QGroundControl shows its
+ * photo/video switch only with HAS_MODES; VehicleCameraControl::takePhoto refuses in video mode without
+ * CAN_CAPTURE_IMAGE_IN_VIDEO_MODE, startVideoRecording in image mode without CAN_CAPTURE_VIDEO_IN_IMAGE_MODE).
+ */
+export function cameraFlags(camera: Pick<CameraFacts, 'stills'>): common.CameraCapFlags {
+  const F = common.CameraCapFlags
+  const video = F.HAS_VIDEO_STREAM | F.CAPTURE_VIDEO
+  return (camera.stills ? video | F.CAPTURE_IMAGE | F.HAS_MODES | F.CAN_CAPTURE_IMAGE_IN_VIDEO_MODE | F.CAN_CAPTURE_VIDEO_IN_IMAGE_MODE : video) as common.CameraCapFlags
+}
+
+export function cameraSettings(mode: CameraMode): common.CameraSettings {
   const msg = new common.CameraSettings()
   msg.timeBootMs = timeBootMs()
-  msg.modeId = common.CameraMode.VIDEO
+  msg.modeId = mode === 'image' ? common.CameraMode.IMAGE : common.CameraMode.VIDEO
   msg.zoomLevel = NaN
   msg.focusLevel = NaN
   msg.cameraDeviceId = 0
@@ -113,11 +132,28 @@ export function cameraSettings(): common.CameraSettings {
 
 const streamFlags = (stream: StreamFacts) => (stream.running ? common.VideoStreamStatusFlags.RUNNING : (0 as common.VideoStreamStatusFlags))
 
+/** VIDEO_STREAM_INFORMATION's name is a char[32]: one byte is left for the NUL that ends it. */
+export const STREAM_NAME_BYTES = 31
+/** How each kind of stream is named in a ground station's list, after the camera's name. */
+const STREAM_KINDS = { RTSP: 'RTSP', RTPUDP: 'RTP', WHEP: 'WebRTC' }
+
+/**
+ * A stream's name: the camera's, then its kind ("Bow camera RTSP", "Bow camera WebRTC"), the camera's
+ * name cut so the kind always shows. QGroundControl lists streams by name and finds the one picked by its
+ * name (VehicleCameraControl::_findStream): two alike would both play the first. At most 31 bytes: QGC
+ * reads the char[32] as a NUL-ended string, and a full one would run on into the URI.
+ */
+export function streamName(camera: Pick<CameraFacts, 'streamName'>, stream: Pick<StreamFacts, 'uri'>): string {
+  const kind = ` ${STREAM_KINDS[stream.uri.type]}`
+  const base = Buffer.from(utf8Bytes(camera.streamName.trim(), STREAM_NAME_BYTES - Buffer.byteLength(kind))).toString('utf8').trimEnd()
+  return (base || 'Camera') + kind
+}
+
 export function videoStreamInformation(camera: CameraFacts, stream: StreamFacts): common.VideoStreamInformation {
   const msg = withStreamFacts(new common.VideoStreamInformation(), stream)
   msg.count = stream.count
   msg.type = STREAM_TYPES[stream.uri.type]
-  msg.name = charField(camera.streamName, 32)
+  msg.name = charField(streamName(camera, stream), STREAM_NAME_BYTES)
   msg.uri = charField(stream.uri.uri, 160)
   // MJPG has no VIDEO_STREAM_ENCODING value.
   msg.encoding = stream.encoding === 'H264' ? common.VideoStreamEncoding.H264 : common.VideoStreamEncoding.UNKNOWN
@@ -142,15 +178,17 @@ function withStreamFacts<M extends common.VideoStreamInformation | common.VideoS
   return msg
 }
 
-export function cameraCaptureStatus(recording: DeviceRecording, disk: DiskFacts | null): common.CameraCaptureStatus {
+/** `images`: the stills taken over MAVLink since the service started (image_count). */
+export function cameraCaptureStatus(recording: DeviceRecording, disk: DiskFacts | null, images = 0): common.CameraCaptureStatus {
   const msg = new common.CameraCaptureStatus()
   msg.timeBootMs = timeBootMs()
+  // Idle: each still is taken at once; QGroundControl's photo button works only while this says idle.
   msg.imageStatus = 0
   msg.videoStatus = recording.active ? 1 : 0
   msg.imageInterval = 0
   msg.recordingTimeMs = recording.active && recording.started ? Math.max(0, Date.now() - Date.parse(recording.started)) >>> 0 : 0
   msg.availableCapacity = disk ? disk.free / MiB : NaN
-  msg.imageCount = 0
+  msg.imageCount = images
   msg.cameraDeviceId = 0
   return msg
 }
@@ -169,7 +207,7 @@ export function storageInformation(disk: DiskFacts | null): common.StorageInform
   msg.writeSpeed = 0
   msg.type = common.StorageType.OTHER
   msg.name = charField('Periscope recordings', 32)
-  msg.storageUsage = common.StorageUsageFlag.SET | common.StorageUsageFlag.VIDEO
+  msg.storageUsage = common.StorageUsageFlag.SET | common.StorageUsageFlag.VIDEO | common.StorageUsageFlag.PHOTO
   return msg
 }
 

@@ -126,6 +126,8 @@ export class MavlinkService {
   private position: Position | null = null
   /** Stills taken per camera since the service started (CAMERA_IMAGE_CAPTURED's image_index). */
   private stills = new Map<string, number>()
+  /** Each camera's mode as a ground station last set it (MAV_CMD_SET_CAMERA_MODE); video until then. */
+  private modes = new Map<string, msg.CameraMode>()
   /** The autopilot's telemetry into the registry's TelemetrySource (the recorder's text track reads it). */
   private readonly vehicle: VehicleTelemetryReader
 
@@ -420,7 +422,7 @@ export class MavlinkService {
 
   private sendCaptureStatus(component: Component): void {
     const recording = this.ctx.registry.get('streamer')?.recording(component.bus_info) ?? { active: false, file: null, started: null, bytes: 0, error: null }
-    this.send(component, msg.cameraCaptureStatus(recording, this.disk()))
+    this.send(component, msg.cameraCaptureStatus(recording, this.disk(), this.stills.get(component.bus_info) ?? 0))
   }
 
   /** VIDEO_STREAM_INFORMATION of stream `id`, or of every stream (0). */
@@ -482,7 +484,9 @@ export class MavlinkService {
       case Cmd.REQUEST_CAMERA_INFORMATION:
         return answer(msg.cameraInformation(this.cameraFacts(device)))
       case Cmd.REQUEST_CAMERA_SETTINGS:
-        return answer(msg.cameraSettings())
+        return answer(this.settings(component))
+      case Cmd.SET_CAMERA_MODE:
+        return this.setMode(component, device, command, from)
       case Cmd.REQUEST_STORAGE_INFORMATION:
         if (!oursOrAll(param(command._param1))) return this.ack(component, command.command, Result.DENIED, from)
         return answer(msg.storageInformation(this.disk()))
@@ -508,6 +512,25 @@ export class MavlinkService {
     }
   }
 
+  private settings(component: Component): common.CameraSettings {
+    return msg.cameraSettings(this.modes.get(component.bus_info) ?? 'video')
+  }
+
+  /**
+   * MAV_CMD_SET_CAMERA_MODE (param2: CAMERA_MODE_IMAGE 0 or CAMERA_MODE_VIDEO 1): what the ground
+   * station's shutter does (msg.CameraMode); a camera that cannot take stills has only video. Answered
+   * with CAMERA_SETTINGS, as the camera protocol asks, so every ground station on the link follows.
+   */
+  private setMode(component: Component, device: Device, command: common.CommandLong, from: Sender): void {
+    const mode = command._param2 === common.CameraMode.IMAGE ? 'image' : command._param2 === common.CameraMode.VIDEO ? 'video' : null
+    if (!mode || (mode === 'image' && !canCapture(this.ctx.registry, device.bus_info, this.ctx.config))) {
+      return this.ack(component, command.command, Result.DENIED, from)
+    }
+    this.modes.set(component.bus_info, mode)
+    this.ack(component, command.command, Result.ACCEPTED, from)
+    this.send(component, this.settings(component))
+  }
+
   /** MAV_CMD_REQUEST_MESSAGE: param1 the message id, param2 its index (stream or storage id) where it has one. */
   private requestMessage(component: Component, device: Device, command: common.CommandLong, from: Sender): void {
     const id = Math.round(command._param1)
@@ -522,7 +545,7 @@ export class MavlinkService {
         return this.send(component, msg.cameraInformation(this.cameraFacts(device)))
       case common.CameraSettings.MSG_ID:
         accept()
-        return this.send(component, msg.cameraSettings())
+        return this.send(component, this.settings(component))
       case common.StorageInformation.MSG_ID:
         if (!indexOk) return deny()
         accept()

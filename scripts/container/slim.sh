@@ -16,7 +16,8 @@ set -euo pipefail
 ELEMENTS=(v4l2src videotestsrc videoconvert videoscale videorate jpegenc jpegdec jpegparse x264enc h264parse
   openh264dec rtph264pay rtph264depay rtpjpegpay rtpjpegdepay rtpstreampay rtpstreamdepay multiudpsink udpsrc udpsink
   matroskamux splitmuxsink identity progressreport queue tee fdsrc fdsink filesink capsfilter rtpbin rtpjitterbuffer appsrc appsink funnel
-  alsasrc audiotestsrc audioconvert audioresample volume level opusenc opusparse rtpopuspay rtpopusdepay)
+  alsasrc audiotestsrc audioconvert audioresample volume level opusenc opusparse rtpopuspay rtpopusdepay
+  rtpgstdepay srtenc subparse)
 # Kept whatever ldd says, with what they depend on: loaded by name or read as data (Python, certificates,
 # time zones).
 KEEP_PATTERN='^(python3.*|libpython3.*|ca-certificates|tzdata|libsqlite3-0|libssl3|media-types|netbase)$'

@@ -5,12 +5,12 @@ set -euo pipefail
 
 PACKAGES=(
   gstreamer1.0-tools          # gst-launch-1.0, gst-inspect-1.0
-  gstreamer1.0-plugins-base   # videotestsrc, videoconvert, videorate; audiotestsrc, opusenc/opusdec, audioconvert
+  gstreamer1.0-plugins-base   # videotestsrc, videoconvert, videorate; audiotestsrc, opusenc/opusdec, audioconvert; subparse
   gstreamer1.0-alsa           # alsasrc: sound cards (plugins/audio)
   alsa-utils                  # amixer: a sound card's own capture volume and switch (drivers/alsa/mixer.ts)
   gstreamer1.0-plugins-base-apps # gst-discoverer-1.0 (the tests read recordings with it)
   gstreamer1.0-plugins-good   # v4l2src, jpegenc/jpegdec, rtp(h264|jpeg)(pay|depay), udp, matroskamux, mp4mux, splitmuxsink
-  gstreamer1.0-plugins-bad    # h264parse, fakevideosink
+  gstreamer1.0-plugins-bad    # h264parse, fakevideosink, srtenc (the telemetry cues' duration)
   gstreamer1.0-plugins-ugly   # x264enc
   gstreamer1.0-libav          # avdec_h264 (receivers in the tests)
   python3                     # os.openpty for the frame-sync test

@@ -234,3 +234,26 @@ test('WHEP is VIDEO_STREAM_TYPE 4, as common.xml says; mavlink-mappings 1.0.21 p
   expect(Number(VIDEO_STREAM_TYPE_WHEP)).toBe(MAV.STREAM_TYPE_WHEP)
   expect((common.VideoStreamType as Record<string, unknown>).WHEP ?? MAV.STREAM_TYPE_WHEP).toBe(MAV.STREAM_TYPE_WHEP)
 })
+
+test("stream names: the camera's name and the stream's kind, within 31 bytes (QGroundControl reads the char[32] up to a NUL), cut at a character", async () => {
+  const { streamName, STREAM_NAME_BYTES } = await import('../../plugins/mavlink/messages')
+  const rtsp = { uri: { type: 'RTSP' as const, uri: 'rtsp://x' } }
+  const whep = { uri: { type: 'WHEP' as const, uri: 'http://x' } }
+  const udp = { uri: { type: 'RTPUDP' as const, uri: 'udp://x' } }
+  expect(STREAM_NAME_BYTES).toBe(31)
+  expect(streamName({ streamName: 'Bow camera' }, rtsp)).toBe('Bow camera RTSP')
+  expect(streamName({ streamName: 'Bow camera' }, whep)).toBe('Bow camera WebRTC')
+  expect(streamName({ streamName: 'Bow camera' }, udp)).toBe('Bow camera RTP')
+  // Long names keep the kind, so the two streams of one camera never share a name.
+  const long = 'A very long camera nickname that goes on and on'
+  const names = [rtsp, whep].map((s) => streamName({ streamName: long }, s))
+  expect(new Set(names).size).toBe(2)
+  for (const name of names) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(31)
+  expect(names[1]).toEndWith(' WebRTC')
+  // Multi-byte characters are never cut in half.
+  const wide = streamName({ streamName: 'Kamera vorne ° ° ° ° ° ° ° ° ° ° ° °' }, whep)
+  expect(Buffer.byteLength(wide)).toBeLessThanOrEqual(31)
+  expect(wide).not.toContain('\ufffd')
+  expect(wide).toEndWith(' WebRTC')
+  expect(streamName({ streamName: '   ' }, rtsp)).toBe('Camera RTSP')
+})

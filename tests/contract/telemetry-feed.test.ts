@@ -1,6 +1,7 @@
 // The recorder's telemetry cues (drivers/gstreamer/telemetry-feed.ts toRtp), as its child receives them:
 // RTP on the file's video clock (90 kHz), the first cue at the file's first frame with that frame's
-// timestamp and the telemetry of its time, then a cue every 250 ms and one at each change, as if live.
+// timestamp and the telemetry of its time, then a cue every 250 ms and one at each change (which starts
+// the beat again), as if live.
 import { expect, test } from 'bun:test'
 import { createSocket } from 'node:dgram'
 import { createLogger } from '../../core/log'
@@ -33,18 +34,68 @@ test('toRtp: the seconds before now at once, each cue on the clock of its moment
     const ticks = cues.map((c) => ((c.ts - firstTs) | 0) / 90) // ms since the first frame
     expect(ticks[0]).toBe(0)
     expect(cues[0]!.text).toContain('MANUAL')
-    // Every 250 ms from the first frame, and the mode change at its own moment (600 ms in), in order.
-    const grid = ticks.filter((t) => t % TEXT_INTERVAL_MS === 0 && t < 1000 - TEXT_INTERVAL_MS / 2)
-    expect(grid).toEqual([0, 250, 500, 750])
+    // Every 250 ms from the first frame; the mode change at its own moment (600 ms in), and the beat
+    // again from there (each cue lasts 250 ms in the file: on the beat one ends where the next begins).
+    expect(ticks.slice(0, 3)).toEqual([0, 250, 500])
     const change = cues.findIndex((c) => c.text.includes('ALT_HOLD'))
+    expect(change).toBe(3)
     // (600 ms less the moments between the heartbeat and the call: a few ms, more under emulation.)
     expect(Math.abs(ticks[change]! - 600)).toBeLessThanOrEqual(20)
+    expect(ticks[4]! - ticks[3]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
     expect(cues.slice(0, change).every((c) => c.text.includes('MANUAL'))).toBe(true)
     for (let i = 1; i < ticks.length; i++) expect(ticks[i]!).toBeGreaterThan(ticks[i - 1]!)
-    // Then live: the cue sent now, about 1000 ms in.
-    expect(Math.abs(ticks[5]! - 1000)).toBeLessThan(50)
+    // Then live, on the same beat (stamped on it, however late the timer fired).
+    expect(ticks[5]! - ticks[4]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
   } finally {
     Date.now = realNow
+    feed.close()
+    socket.close()
+  }
+})
+
+test('live: a change is sent at once and starts the beat again, so every cue after it is a whole beat from the one before', async () => {
+  const source = new TelemetrySource()
+  const cues: { ts: number; text: string; at: number }[] = []
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  socket.on('message', (m) => cues.push({ ts: m.readUInt32BE(4), text: m.subarray(20).toString('utf8'), at: performance.now() }))
+  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  try {
+    source.heartbeat(false, 'MANUAL')
+    const firstTs = 1000
+    feed.toRtp(socket.address().port, firstTs, performance.now())
+    await until('the first beat', async () => cues.length, (n) => n >= 2, 5000)
+    source.heartbeat(true, 'MANUAL') // armed: a cue at once
+    await until('the change and two beats after it', async () => cues.length, (n) => n >= 5, 5000)
+    const ticks = cues.map((c) => (c.ts - firstTs) / 90)
+    const change = cues.findIndex((c) => /(^|\n)ARMED/.test(c.text))
+    expect(change).toBeGreaterThanOrEqual(2)
+    expect(ticks[1]! - ticks[0]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
+    // The change at its own moment (between two beats), then the beat from it.
+    expect(ticks[change]! - ticks[change - 1]!).toBeLessThanOrEqual(TEXT_INTERVAL_MS + 125)
+    // On the beat, however late the timer fired (a loaded machine): the beats missed follow at once.
+    for (const i of [change + 1, change + 2]) expect(ticks[i]! - ticks[i - 1]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
+  } finally {
+    feed.close()
+    socket.close()
+  }
+})
+
+test('a stalled event loop leaves no gap: the beats missed follow at once, each stamped on its beat', async () => {
+  const source = new TelemetrySource()
+  const cues: number[] = []
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  socket.on('message', (m) => cues.push(m.readUInt32BE(4)))
+  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  try {
+    source.heartbeat(false, 'MANUAL')
+    feed.toRtp(socket.address().port, 0, performance.now())
+    Bun.sleepSync(3 * TEXT_INTERVAL_MS + 100) // the loop held: three beats missed
+    await until('the missed beats and one more', async () => cues.length, (n) => n >= 6, 5000)
+    const ticks = cues.map((ts) => ts / 90)
+    for (let i = 1; i < 6; i++) expect(ticks[i]! - ticks[i - 1]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
+  } finally {
     feed.close()
     socket.close()
   }

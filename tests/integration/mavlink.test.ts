@@ -114,10 +114,10 @@ test('udpout: heartbeats per camera, information, the RTSP URI, storage, a captu
   // VIDEO_STREAM_INFORMATION: the camera's RTSP mount, as its device's watch.rtsp says, and it plays.
   const watched = await until('the RTSP mount', () => device(s, EHD), (d) => typeof d?.watch?.rtsp === 'string', 30_000)
   const video = await until('VIDEO_STREAM_INFORMATION with the RTSP URI', () => gcs.request(ehd, 'VIDEO_STREAM_INFORMATION', 1), (m) => m.fields.type === MAV.STREAM_TYPE_RTSP)
-  expect(video.fields).toMatchObject({ uri: watched.watch.rtsp, stream_id: 1, count: 2, resolution_h: 640, resolution_v: 480, encoding: MAV.ENCODING_H264, name: 'exploreHD USB Camera', flags: MAV.STREAM_STATUS_RUNNING })
+  expect(video.fields).toMatchObject({ uri: watched.watch.rtsp, stream_id: 1, count: 2, resolution_h: 640, resolution_v: 480, encoding: MAV.ENCODING_H264, name: 'exploreHD USB Camera RTSP', flags: MAV.STREAM_STATUS_RUNNING })
   // Stream 2: the same camera over WHEP (VIDEO_STREAM_TYPE_WHEP), its device's watch.whep.
   const whep = await gcs.request(ehd, 'VIDEO_STREAM_INFORMATION', 2)
-  expect(whep.fields).toMatchObject({ uri: watched.watch.whep, stream_id: 2, count: 2, type: MAV.STREAM_TYPE_WHEP, resolution_h: 640, encoding: MAV.ENCODING_H264, flags: MAV.STREAM_STATUS_RUNNING })
+  expect(whep.fields).toMatchObject({ uri: watched.watch.whep, stream_id: 2, count: 2, type: MAV.STREAM_TYPE_WHEP, name: 'exploreHD USB Camera WebRTC', resolution_h: 640, encoding: MAV.ENCODING_H264, flags: MAV.STREAM_STATUS_RUNNING })
   const offer = await fetch(whep.fields.uri as string, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: 'v=0' })
   expect(offer.status).toBe(400) // the WHEP endpoint itself, refusing a malformed offer in the contract's shape
   expect(((await offer.json()) as { detail: unknown }).detail).toBeString()
@@ -236,3 +236,78 @@ test('udpin: the service answers the ground station that spoke to it; with RTSP 
   const video = await gcs.request(compid, 'VIDEO_STREAM_INFORMATION')
   expect(video.fields).toMatchObject({ type: MAV.STREAM_TYPE_RTPUDP, uri: `udp://127.0.0.1:${rtpPort}`, resolution_h: 640, resolution_v: 480 })
 }, 90_000)
+
+/**
+ * Whether QGroundControl's photo button sends MAV_CMD_IMAGE_START_CAPTURE, by its own code
+ * (mavlink/qgroundcontrol): src/FlightMap/Widgets/PhotoVideoControl.qml calls takePhoto() only when
+ * cameraMode is CAM_MODE_PHOTO (in video mode the same button toggles recording), and only HAS_MODES
+ * shows the photo/video switch that gets there (setCameraModePhoto: MAV_CMD_SET_CAMERA_MODE);
+ * src/Camera/VehicleCameraControl.cc takePhoto() then needs capturesPhotos() (CAPTURE_IMAGE), not
+ * (video mode without CAN_CAPTURE_IMAGE_IN_VIDEO_MODE), and photoCaptureStatus() PHOTO_CAPTURE_IDLE,
+ * which is CAMERA_CAPTURE_STATUS.image_status (UNDEFINED until one comes; handleCaptureStatus);
+ * cameraMode is CAMERA_SETTINGS.mode_id (handleSettings; CAM_MODE_PHOTO 0, CAM_MODE_VIDEO 1).
+ */
+function qgcTakePhotoSends(info: Message, settings: Message, capture: Message | null): boolean {
+  const flags = info.fields.flags as number
+  const cameraMode = settings.fields.mode_id as number
+  const photoStatus = capture && (capture.fields.image_status as number) < 4 ? (capture.fields.image_status as number) : 255
+  if (!(flags & MAV.CAP_CAPTURE_IMAGE)) return false
+  if (cameraMode === MAV.CAMERA_MODE_VIDEO && !(flags & MAV.CAP_CAN_CAPTURE_IMAGE_IN_VIDEO_MODE)) return false
+  return photoStatus === 0
+}
+/** The button itself (PhotoVideoControl.qml toggleShooting): takePhoto in photo mode, recording otherwise. */
+const qgcButtonTakesPhoto = (info: Message, settings: Message, capture: Message | null) =>
+  settings.fields.mode_id === MAV.CAMERA_MODE_IMAGE && qgcTakePhotoSends(info, settings, capture)
+
+test("QGroundControl's photo button: the flags and modes its code needs, stills in either mode, two streams named apart", async () => {
+  const gcs = station(await GroundStation.udp())
+  const s = await service(`udpout:127.0.0.1:${gcs.port}`)
+  await stream(s, EHD, 'H264', 640, 480)
+  const compid = await componentOf(s, EHD)
+  await gcs.next('a camera heartbeat', heartbeatFrom(compid), 15_000, 0)
+
+  const info = await gcs.request(compid, 'CAMERA_INFORMATION')
+  const flags = info.fields.flags as number
+  for (const flag of [MAV.CAP_CAPTURE_IMAGE, MAV.CAP_HAS_MODES, MAV.CAP_CAN_CAPTURE_IMAGE_IN_VIDEO_MODE, MAV.CAP_CAN_CAPTURE_VIDEO_IN_IMAGE_MODE, MAV.CAP_CAPTURE_VIDEO]) {
+    expect(flags & flag).toBe(flag)
+  }
+  // Video mode at first: the button records, and takePhoto (its conditions) would still send.
+  const video = await gcs.request(compid, 'CAMERA_SETTINGS')
+  expect(video.fields.mode_id).toBe(MAV.CAMERA_MODE_VIDEO)
+  const capture = await gcs.request(compid, 'CAMERA_CAPTURE_STATUS')
+  expect(capture.fields.image_status).toBe(0)
+  expect(qgcTakePhotoSends(info, video, null)).toBe(false) // before any capture status, QGC holds it back
+  expect(qgcTakePhotoSends(info, video, capture)).toBe(true)
+  expect(qgcButtonTakesPhoto(info, video, capture)).toBe(false)
+
+  // A still asked for in video mode, as QGC's takePhoto sends it (param3 = 1 image): accepted and taken.
+  const shot = await gcs.command(compid, MAV.CMD_IMAGE_START_CAPTURE, [0, 0, 1])
+  expect(shot.ack.fields.result).toBe(MAV.RESULT_ACCEPTED)
+  const captured = await gcs.next('CAMERA_IMAGE_CAPTURED', (m) => m.name === 'CAMERA_IMAGE_CAPTURED' && m.compid === compid, 30_000, shot.sentAt)
+  expect(captured.fields.capture_result).toBe(1)
+  expect((await gcs.request(compid, 'CAMERA_CAPTURE_STATUS')).fields).toMatchObject({ image_status: 0, image_count: 1 })
+
+  // The pilot's switch to photo mode (setCameraModePhoto): accepted, and CAMERA_SETTINGS says so at once.
+  const toImage = await gcs.command(compid, MAV.CMD_SET_CAMERA_MODE, [0, MAV.CAMERA_MODE_IMAGE])
+  expect(toImage.ack.fields.result).toBe(MAV.RESULT_ACCEPTED)
+  const announced = await gcs.next('CAMERA_SETTINGS after the switch', (m) => m.name === 'CAMERA_SETTINGS' && m.compid === compid, 10_000, toImage.sentAt)
+  expect(announced.fields.mode_id).toBe(MAV.CAMERA_MODE_IMAGE)
+  const image = await gcs.request(compid, 'CAMERA_SETTINGS')
+  expect(image.fields.mode_id).toBe(MAV.CAMERA_MODE_IMAGE)
+  expect(qgcButtonTakesPhoto(info, image, await gcs.request(compid, 'CAMERA_CAPTURE_STATUS'))).toBe(true)
+  // A survey mode is not offered; back to video.
+  expect((await gcs.command(compid, MAV.CMD_SET_CAMERA_MODE, [0, MAV.CAMERA_MODE_IMAGE_SURVEY])).ack.fields.result).toBe(MAV.RESULT_DENIED)
+  expect((await gcs.command(compid, MAV.CMD_SET_CAMERA_MODE, [0, MAV.CAMERA_MODE_VIDEO])).ack.fields.result).toBe(MAV.RESULT_ACCEPTED)
+  expect((await gcs.request(compid, 'CAMERA_SETTINGS')).fields.mode_id).toBe(MAV.CAMERA_MODE_VIDEO)
+
+  // Two streams, two names: QGC lists them by name and plays the one whose name was picked.
+  const rtsp = await until('the RTSP stream', () => gcs.request(compid, 'VIDEO_STREAM_INFORMATION', 1), (m) => m.fields.type === MAV.STREAM_TYPE_RTSP, 30_000)
+  const whep = await gcs.request(compid, 'VIDEO_STREAM_INFORMATION', 2)
+  expect(whep.fields.type).toBe(MAV.STREAM_TYPE_WHEP)
+  expect(rtsp.fields.name).not.toBe(whep.fields.name)
+  for (const name of [rtsp.fields.name, whep.fields.name] as string[]) {
+    expect(name.startsWith('exploreHD USB Camera ')).toBe(true)
+    expect(Buffer.byteLength(name)).toBeLessThanOrEqual(31) // NUL-ended in the char[32]
+  }
+  expect(gcs.decoder.badChecksum).toBe(0)
+}, 120_000)

@@ -83,7 +83,7 @@ function streamsOf(path: string): { codec_type: string; codec_name: string }[] {
 }
 
 /** SubRip as ffmpeg writes it: index, `start --> end`, text lines, blank line. */
-function parseSrt(text: string): { start: number; text: string }[] {
+function parseSrt(text: string): { start: number; end: number; text: string }[] {
   const time = (t: string) => {
     const m = /^(\d+):(\d\d):(\d\d),(\d\d\d)$/.exec(t)!
     return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) + Number(m[4]) / 1000
@@ -92,8 +92,21 @@ function parseSrt(text: string): { start: number; text: string }[] {
     const lines = block.split('\n')
     const m = /^(\S+) --> (\S+)$/.exec(lines[1]!)
     if (!/^\d+$/.test(lines[0]!) || !m) throw new Error(`not a SubRip cue: ${JSON.stringify(block)}`)
-    return { start: time(m[1]!), text: lines.slice(2).join('\n') }
+    return { start: time(m[1]!), end: time(m[2]!), text: lines.slice(2).join('\n') }
   })
+}
+
+/**
+ * One decoded frame of `path` (the first at or after `at` s) as 8-bit grey; with `burn`, the file's own
+ * subtitle track burnt in by ffmpeg's `subtitles` filter (libass), as docs/recordings.md tells a pilot.
+ */
+function greyFrame(path: string, at: number, burn: boolean): Buffer {
+  // The filter takes a file name in the filter graph: from the file's own directory, a plain name.
+  const dir = join(path, '..')
+  const filters = [...(burn ? [`subtitles=${basename(path)}`] : []), `select=gte(t\\,${at.toFixed(3)})`, 'format=gray']
+  const p = Bun.spawnSync(['ffmpeg', '-v', 'error', '-i', basename(path), '-vf', filters.join(','), '-frames:v', '1', '-f', 'rawvideo', '-'], { cwd: dir, stdout: 'pipe', stderr: 'pipe', timeout: 60_000 })
+  expect(p.exitCode, p.stderr.toString()).toBe(0)
+  return Buffer.from(p.stdout)
 }
 
 /**
@@ -222,6 +235,24 @@ test('a recording made with an autopilot on the link carries its telemetry as a 
   // At least once a second over the recording (it resends every 250 ms).
   expect(cues.length).toBeGreaterThanOrEqual(5)
   for (let i = 1; i < cues.length; i++) expect(cues[i]!.start - cues[i - 1]!.start).toBeLessThanOrEqual(1.0)
+  // Each cue lasts until the next begins (within a frame), never ending before it; only a change
+  // (arming, the mode) may begin before the cue ahead of it ends.
+  const state = (text: string) => /(DISARMED|ARMED) · (\S+)/.exec(text)?.slice(1).join(' ')
+  for (let i = 0; i < cues.length; i++) expect(cues[i]!.end - cues[i]!.start).toBeGreaterThan(0)
+  for (let i = 1; i < cues.length; i++) {
+    const [before, cue] = [cues[i - 1]!, cues[i]!]
+    expect(before.end).toBeGreaterThanOrEqual(cue.start - 1 / fps)
+    if (state(before.text) === state(cue.text)) expect(Math.abs(before.end - cue.start), `${before.end} then ${cue.start}`).toBeLessThanOrEqual(1 / fps)
+  }
+  // ffmpeg's subtitles filter burns the track into the picture: a frame inside a cue differs from the
+  // same frame without it (the simulated camera's picture moves, so the frame is the same one decoded twice).
+  const burnCue = cues[Math.floor(cues.length / 2)]!
+  const plain = greyFrame(path, burnCue.start + 0.05, false)
+  const burnt = greyFrame(path, burnCue.start + 0.05, true)
+  expect(burnt.length).toBe(plain.length)
+  let changed = 0
+  for (let i = 0; i < plain.length; i++) if (Math.abs(plain[i]! - burnt[i]!) > 40) changed++
+  expect(changed, 'pixels the burnt-in text changed').toBeGreaterThan(500)
 
   // The values the autopilot sent, in the units a pilot reads.
   const first = cues[0]!.text
@@ -449,4 +480,11 @@ test("a RECORDING stream's own file carries the telemetry track too", async () =
   const rows = parseCsv(await csv.text())
   expect(rows.length).toBeGreaterThanOrEqual(2)
   expect(rows[rows.length - 1]).toMatchObject({ mode: 'MANUAL', depth_m: '12.34', battery_v: '15.8' })
+  // Its cues last too (stamped as they arrive, so on the beat within the machine's delays).
+  const srtPath = join(tempDir('periscope-srt-'), 'out.srt')
+  const extracted = run(['ffmpeg', '-v', 'error', '-y', '-i', path, '-map', '0:s:0', srtPath])
+  expect(extracted.code, extracted.err).toBe(0)
+  const cues = parseSrt(await Bun.file(srtPath).text())
+  expect(cues.length).toBeGreaterThanOrEqual(4)
+  for (const cue of cues) expect(cue.end - cue.start).toBeCloseTo(0.25, 3)
 }, 180_000)
