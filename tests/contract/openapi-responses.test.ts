@@ -71,7 +71,7 @@ beforeAll(async () => {
   await call('DELETE', '/api/recordings/survey.mkv')
   const zip = await call('POST', '/api/recordings/zip/prepare', ['dive.mkv'])
   const token = (zip.body as { token?: string }).token ?? 'none'
-  await until('the zip ready', () => call('GET', `/api/recordings/zip/${token}`), (a) => a.status !== 200 || (a.body as { state?: string }).state !== 'pending', 10_000)
+  await until('the zip ready', () => call('GET', `/api/recordings/zip/${token}`), (a) => a.status !== 200 || (a.body as { state?: string }).state !== 'preparing', 10_000)
   await call('GET', `/api/recordings/zip/download?token=${token}`)
   await call('DELETE', `/api/recordings/zip/${token}`)
   // A policy whose GB is a fraction and that no disk here can meet: the bytes still missing are counted.
