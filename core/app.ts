@@ -59,7 +59,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
     .use(errorModel({ log, routes: () => app.routes }))
     .use(apiDocs(config.corsOrigins))
     .use(health({ store, registry: ctx.registry, plugins: () => mounted.health() }))
-    .use(eventStream(ctx.events, ctx.registry, config.eventsQueueBytes))
+    .use(eventStream(ctx.events, ctx.registry, config.eventsQueueBytes, mounted.backgroundAgents))
     .use(logs(recentLogs))
   for (const routes of mounted.routes) app.use(routes)
 

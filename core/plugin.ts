@@ -83,7 +83,8 @@ export interface PeriscopePlugin {
   flags?: Record<string, PluginFlag>
   /**
    * User-Agent values of machines that crawl the API (BlueOS's service scanner GETs every documented
-   * path): their requests do not show that a client is still there either.
+   * path): their requests do not show that a client is still there either, and GET /api/events gives
+   * them its short finished answer, never the stream.
    */
   backgroundAgents?: string[]
 }

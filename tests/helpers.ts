@@ -129,12 +129,15 @@ export async function until<T>(what: string, probe: () => Promise<T>, ok: (v: T)
   }
 }
 
+/** What an EventSource sends: GET /api/events streams only to a client that asks for it. */
+export const FOLLOW_EVENTS = { accept: 'text/event-stream' } as const
+
 /** Reads server-sent events (GET /api/events) into `events` until `close()`; `ready` resolves with the response. */
 export function listenEvents(url: string) {
   const events: { type: string; data: any; at: number }[] = []
   const controller = new AbortController()
   const ready = (async () => {
-    const res = await fetch(url, { signal: controller.signal })
+    const res = await fetch(url, { signal: controller.signal, headers: FOLLOW_EVENTS })
     const reader = res.body!.getReader()
     const decoder = new TextDecoder()
     let buffer = ''

@@ -75,5 +75,6 @@ export function planRetention(policy: RetentionPolicy, files: RetentionCandidate
     deletions.push({ fileName: f.fileName, size: f.size, reason: 'min_free', detail: `${amount(free)} free, below the ${policy.min_free_gb} GB to keep free; the oldest finished recording goes first` })
     free += f.size
   }
-  return { deletions, shortBytes: Math.max(0, want - free) }
+  // Whole bytes: the policy's GB may be a fraction, and the API answers an integer.
+  return { deletions, shortBytes: Math.max(0, Math.ceil(want - free)) }
 }

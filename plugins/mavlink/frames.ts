@@ -105,6 +105,16 @@ export function packet(frame: Buffer): MavLinkPacket {
   return new MavLinkPacket(frame, header, protocol.payload(frame), protocol.crc(frame), protocol, signature)
 }
 
+/** A verified signed frame stamped more than a minute ahead of the wall clock: who sent it, how far ahead, and until when new streams are refused. */
+export interface SigningAhead {
+  aheadMs: number
+  system: number
+  component: number
+  link: number
+  /** When the wall clock reaches the frame's time (ISO 8601). */
+  until: string
+}
+
 /** MAVLink signing's clock: 10 µs units since 2015-01-01 00:00 GMT. */
 const SIGNING_EPOCH_MS = Date.UTC(2015, 0, 1)
 const wallTimestamp = () => (Date.now() - SIGNING_EPOCH_MS) * 100
@@ -123,9 +133,16 @@ export class Signing {
   private clock = wallTimestamp()
   private streams = new Map<string, number>()
 
+  /**
+   * `onAhead`: told once each time a verified frame takes this clock more than a minute past the wall
+   * clock (a sender's clock set wrong). From then on, until the wall clock gets there, a new stream stamped
+   * with the right time is more than a minute behind and refused as a replay: new ground stations are
+   * locked out. Told again only after the wall clock has caught up.
+   */
   constructor(
     private readonly key: Uint8Array,
     private readonly linkId = 0,
+    private readonly onAhead: (ahead: SigningAhead) => void = () => {},
   ) {}
 
   private digest(signedPart: Buffer): Buffer {
@@ -144,7 +161,10 @@ export class Signing {
     this.streams.delete(stream)
     this.streams.set(stream, timestamp)
     if (this.streams.size > MAX_STREAMS) this.streams.delete(this.streams.keys().next().value!)
+    const wall = wallTimestamp()
+    const wasAhead = this.clock - wall > MAX_BEHIND
     this.clock = Math.max(this.clock, timestamp)
+    if (!wasAhead && this.clock - wall > MAX_BEHIND) this.onAhead({ aheadMs: Math.round((this.clock - wall) / 100), system: frame[5]!, component: frame[6]!, link: frame[trailer]!, until: new Date(SIGNING_EPOCH_MS + this.clock / 100).toISOString() })
     return 'ok'
   }
 

@@ -91,7 +91,19 @@ export class MavlinkLink {
     private readonly onPacket: (packet: MavLinkPacket) => void,
     options: { signingKey?: Uint8Array | null; onRefused?: (why: Refusal) => void } = {},
   ) {
-    this.signing = options.signingKey ? new Signing(options.signingKey) : null
+    this.signing = options.signingKey
+      ? new Signing(options.signingKey, 0, (ahead) =>
+          this.log.warn('a signed MAVLink frame is stamped ahead of this clock: new ground stations are locked out until then', {
+            from: { system: ahead.system, component: ahead.component, link: ahead.link },
+            ahead_s: Math.round(ahead.aheadMs / 1000),
+            until: ahead.until,
+            detail:
+              `A frame signed with the key came from system ${ahead.system} component ${ahead.component} (link ${ahead.link}) stamped ${Math.round(ahead.aheadMs / 1000)} s ahead of this computer's clock. ` +
+              `MAVLink signing refuses a new sender whose timestamps are more than a minute behind the newest seen, so until ${ahead.until} any other ground station with the right time is refused as a replay (mavlink_frame_replayed). ` +
+              "Set that sender's clock right (NTP, or the autopilot's GPS time) and check this computer's clock, then restart Periscope: it forgets the future timestamp.",
+          }),
+        )
+      : null
     this.onRefused = options.onRefused ?? (() => {})
   }
 

@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { loadConfig } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import { BUN, listenEvents as listen, until as waitFor, type TestServer } from '../helpers'
+import { BUN, FOLLOW_EVENTS, listenEvents as listen, until as waitFor, type TestServer } from '../helpers'
 import { device, EHD, startContractServer } from './setup'
 
 let s: TestServer
@@ -246,7 +246,7 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
     expect(head.status).toBe(200)
     expect(head.body).toBe('')
     expect(head.headers['content-length']).toBe(get.headers['content-length'])
-    const events = await raw(f.url, 'HEAD /api/events HTTP/1.1\nHost: rov\n')
+    const events = await raw(f.url, 'HEAD /api/events HTTP/1.1\nHost: rov\nAccept: text/event-stream\n')
     expect(events.status).toBe(200)
     expect(events.headers['content-type']).toContain('text/event-stream')
     expect(events.body).toBe('')
@@ -265,7 +265,7 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
 
   test('stopping the service ends open event streams (the native part) too', async () => {
     const g = await startContractServer({ plugins: ['mock', 'cameras'] })
-    const res = await fetch(`${g.url}/api/events`)
+    const res = await fetch(`${g.url}/api/events`, { headers: FOLLOW_EVENTS })
     const reader = res.body!.getReader()
     await reader.read()
     await g.stop()
@@ -276,7 +276,7 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
   test('a client that hangs up on the event stream is unsubscribed (the tether pulled)', async () => {
     const before = f.ctx.events.subscribers
     const controller = new AbortController()
-    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
+    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal, headers: FOLLOW_EVENTS })
     await res.body!.getReader().read()
     expect(f.ctx.events.subscribers).toBe(before + 1)
     controller.abort()
@@ -286,7 +286,7 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
 
   test('an event stream starts before its first event', async () => {
     const controller = new AbortController()
-    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal })
+    const res = await fetch(`${f.url}/api/events`, { signal: controller.signal, headers: FOLLOW_EVENTS })
     const first = await res.body!.getReader().read()
     controller.abort()
     expect(new TextDecoder().decode(first.value)).toContain(': connected')

@@ -48,7 +48,7 @@ for i in range(${count}):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(('127.0.0.1', ${port}))
-    s.sendall(b'GET /api/events HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')
+    s.sendall(b'GET /api/events HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nAccept: text/event-stream\\r\\n\\r\\n')
     socks.append(s)
 print('connected', flush=True)
 sys.stdin.readline()

@@ -8,7 +8,7 @@ import { createSocket } from 'node:dgram'
 import { randomBytes } from 'node:crypto'
 import { DEFAULT_PLUGINS, helpText, loadConfig, type MavlinkEndpoint } from '../../core/config'
 import { readDatagram, type Refusal, Signing, StreamReader } from '../../plugins/mavlink/frames'
-import { until, type TestServer } from '../helpers'
+import { freeUdpPortPair, until, type TestServer } from '../helpers'
 import { crcExtra, encode, FrameDecoder, GroundStation, MAV, MESSAGES, type Message, signingNow, x25 } from '../mavlink-gcs'
 import { startContractServer } from './setup'
 
@@ -227,6 +227,44 @@ test('udpout with nobody listening and udpin on a port already taken: the API an
     await listener.stop()
   }
 }, 40_000)
+
+test('with a signing key, a signed frame stamped an hour ahead: logged once at warn (what happened, until when, what to do), and a new ground station with the right time is then refused as a replay', async () => {
+  const key = randomBytes(32)
+  const port = freeUdpPortPair()
+  const s = await startContractServer({ plugins: PLUGINS, config: { mavlink: { kind: 'udpin', host: '127.0.0.1', port }, mavlinkSigningKey: new Uint8Array(key) } })
+  const early = await GroundStation.udp()
+  const honest = await GroundStation.udp()
+  try {
+    await until('udpin listening', () => mavlinkHealth(s), (h) => h.link?.state === 'listening', 10_000)
+    const hourAhead = signingNow() + 3600 * 100_000
+    early.sendTo = honest.sendTo = { address: '127.0.0.1', port }
+    early.signing = { key, linkId: 1, timestamp: hourAhead }
+    early.send('HEARTBEAT', { type: 6, autopilot: 8, mavlink_version: 3 })
+    const warned = () => s.logs.filter((l) => String(l.msg).includes('stamped ahead'))
+    await until('the warning', async () => warned().length, (n) => n > 0, 5000)
+    // The same occurrence: frames that keep to the future time say nothing more.
+    for (let i = 1; i <= 3; i++) {
+      early.signing = { key, linkId: 1, timestamp: hourAhead + i * 100_000 }
+      early.send('HEARTBEAT', { type: 6, autopilot: 8, mavlink_version: 3 })
+    }
+    const rejected = (await mavlinkHealth(s)).link.frames_rejected
+    honest.signing = { key, linkId: 2 }
+    honest.send('HEARTBEAT', { type: 6, autopilot: 8, mavlink_version: 3 })
+    await until('the honest ground station refused', () => mavlinkHealth(s), (h) => h.link.frames_rejected > rejected, 5000)
+    expect(warned()).toHaveLength(1)
+    const [entry] = warned()
+    expect(entry).toMatchObject({ level: 'warn', from: { system: 255, component: 190, link: 1 } })
+    expect(entry!.ahead_s as number).toBeGreaterThan(3590)
+    expect(entry!.ahead_s as number).toBeLessThan(3610)
+    expect(String(entry!.detail)).toContain('refused as a replay')
+    expect(String(entry!.detail)).toContain('restart Periscope')
+    expect(Date.parse(String(entry!.until)) - Date.now()).toBeGreaterThan(3590_000)
+  } finally {
+    early.close()
+    honest.close()
+    await s.stop()
+  }
+}, 20_000)
 
 test('WHEP is VIDEO_STREAM_TYPE 4, as common.xml says; mavlink-mappings 1.0.21 predates it, and if it gains it, it must agree', async () => {
   const { common } = await import('mavlink-mappings')

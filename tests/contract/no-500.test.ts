@@ -46,7 +46,6 @@ test('no request answers 500', async () => {
   const doc = (await s.call('GET', '/openapi.json')).body
   const seen: string[] = []
   for (const [template, methods] of Object.entries<any>(doc.paths)) {
-    if (template === '/api/events') continue // an endless stream by design
     for (const method of Object.keys(methods)) {
       const paths = template.includes('{') ? PATH_NOISE.map((n) => template.replace(/\{[^}]+\}/g, n)) : [template, `${template}?path=%00&token=..&x=${'%'}`]
       for (const path of paths) {

@@ -24,7 +24,9 @@ function docsExample(): string {
 /** npm start's command (package.json), with the Bun running the tests. */
 function startCommand(): string[] {
   const start = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string
-  const [bun, ...args] = start.split(/\s+/)
+  // `exec`: npm's script shell becomes Bun, so the signals npm forwards reach the service (tests/integration/clean-stop.test.ts).
+  const [exec, bun, ...args] = start.split(/\s+/)
+  expect(exec).toBe('exec')
   expect(bun).toBe('bun')
   return [BUN, ...args]
 }

@@ -3,6 +3,7 @@ import { loadPlugin } from '../../core/loader'
 import { CID } from '../../drivers/mock/cameras'
 import type { Config, LogLevel } from '../../core/config'
 import { startTestServer, type TestServer } from '../helpers'
+import { operationOf, responseSchema, schemaProblems, type OpenApiDoc } from './openapi-schema'
 
 export const CONTRACT_PLUGINS = ['mock', 'cameras', 'preferences', 'dwe']
 
@@ -21,7 +22,29 @@ export const PRIVACY = CID.PRIVACY
 
 export async function startContractServer(options: { config?: Partial<Config>; dataDir?: string; plugins?: string[]; logLevel?: LogLevel } = {}): Promise<TestServer> {
   const plugins = await Promise.all((options.plugins ?? CONTRACT_PLUGINS).map(loadPlugin))
-  return startTestServer({ plugins, dataDir: options.dataDir, logLevel: options.logLevel, config: { simulate: 'default', ...options.config } })
+  const s = await startTestServer({ plugins, dataDir: options.dataDir, logLevel: options.logLevel, config: { simulate: 'default', ...options.config } })
+  return checkingAnswers(s)
+}
+
+/**
+ * Every JSON answer `call` gets is checked against the schema its route documents for its status in the
+ * app's own /openapi.json (an `integer` must be a whole number): a mismatch fails the call, naming it.
+ */
+function checkingAnswers(s: TestServer): TestServer {
+  let doc: Promise<OpenApiDoc> | null = null
+  const call = s.call
+  s.call = async (method, path, body, headers) => {
+    const answer = await call(method, path, body, headers)
+    if (!answer.headers.get('content-type')?.startsWith('application/json') || typeof answer.body === 'string') return answer
+    doc ??= s.app.app.handle(new Request('http://127.0.0.1/openapi.json')).then((r) => r.json() as Promise<OpenApiDoc>)
+    const document = await doc
+    const found = operationOf(document, method, path)
+    const schema = found && responseSchema(found.op, answer.status)
+    const problems = schema ? schemaProblems(document, schema, answer.body) : []
+    if (problems.length) throw new Error(`${method} ${path} → ${answer.status}: the answer does not match its schema in /openapi.json (${found!.template}): ${problems.slice(0, 5).join('; ')}`)
+    return answer
+  }
+  return s
 }
 
 export async function device(s: TestServer, bus_info: string): Promise<any> {

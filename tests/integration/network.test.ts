@@ -9,7 +9,7 @@ import type { PeriscopeEvent } from '../../core/events'
 import { NetworkManagerBackend } from '../../drivers/networkmanager/backend'
 import { MATCH_RULES } from '../../drivers/networkmanager/bus'
 import { createNetworkPlugin } from '../../plugins/network'
-import { freeTcpPort, startTestServer, until, type TestServer } from '../helpers'
+import { FOLLOW_EVENTS, freeTcpPort, startTestServer, until, type TestServer } from '../helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 
 const ROLLBACK_SECONDS = 2
@@ -259,7 +259,7 @@ describe('network over a real NetworkManager', () => {
     // Over HTTP, as the UI sees them.
     const abort = new AbortController()
     const subscribed = server.ctx.events.subscribers
-    const stream = await fetch(`${server.url}/api/events`, { signal: abort.signal })
+    const stream = await fetch(`${server.url}/api/events`, { signal: abort.signal, headers: FOLLOW_EVENTS })
     expect(stream.status).toBe(200)
     const reader = stream.body!.getReader()
     let seen = ''

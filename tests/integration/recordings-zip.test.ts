@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, write
 import { join } from 'node:path'
 import recordings from '../../plugins/recordings'
 import { planZip } from '../../drivers/storage/zip'
-import { startTestServer, tempDir, until, type TestServer } from '../helpers'
+import { FOLLOW_EVENTS, startTestServer, tempDir, until, type TestServer } from '../helpers'
 import { copyFixtures, curl, FIXTURE_DURATIONS, pythonZip, requireTools, run, sha256 } from './fixtures/recordings/support'
 
 let s: TestServer
@@ -109,7 +109,7 @@ describe('zip downloads', () => {
     reset()
     copyFixtures(dir, ['plain.mp4'])
     const controller = new AbortController()
-    const res = await fetch(`${s.url}/api/events`, { signal: controller.signal })
+    const res = await fetch(`${s.url}/api/events`, { signal: controller.signal, headers: FOLLOW_EVENTS })
     const reader = res.body!.getReader()
     const job = await prepare(['plain'])
     let seen = ''
