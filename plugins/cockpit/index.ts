@@ -50,8 +50,9 @@ const json = (status: number, detail: string) => new Response(JSON.stringify({ d
 
 export default definePlugin({
   name: 'cockpit',
-  // Cockpit reads its extras whenever it looks for widgets: a machine, not a pilot at the API.
-  backgroundPaths: [EXTRAS_PATH],
+  // Cockpit reads its extras whenever it looks for widgets, and its Video page polls the stream list
+  // every 5 s: a machine, not a pilot at the API.
+  backgroundPaths: [EXTRAS_PATH, STREAMS_PATH],
   flags: {
     'cockpit-streams-port': {
       help: `TCP port of mavlink-camera-manager's REST list of streams, which Cockpit's Video page reads for a stream's status (at ${DEFAULT_STREAMS_PORT}, written into Cockpit): GET /streams only; 0 or off: only ${STREAMS_PATH} on the HTTP port`,

@@ -132,6 +132,10 @@ describe('with a running H.264 stream', () => {
     const root = await fetch(`${own}/`)
     expect(root.status).toBe(404)
     expect(((await root.json()) as any).detail).toContain('GET /streams')
+    // Cockpit polls the list every 5 s on its own: that is no sign of a pilot at the API (the network rollback watches for one).
+    const heard = s.ctx.activity.lastRequestAt
+    expect((await fetch(`${own}/streams`)).status).toBe(200)
+    expect(s.ctx.activity.lastRequestAt).toBe(heard)
     const post = await fetch(`${own}/streams`, { method: 'POST' })
     expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD, OPTIONS'])
     expect((await s.call('GET', '/api/health')).body.plugins.cockpit.streams_port).toBe(port)
