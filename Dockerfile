@@ -58,8 +58,9 @@ COPY --from=app /opt/periscope /opt/periscope
 WORKDIR /opt/periscope
 # 8080: the HTTP API, the console and /register_service (BlueOS finds the extension by it).
 # RTSP on 8555: BlueOS's own mavlink-camera-manager holds 8554 on the same host network.
-# Cockpit's signalling on 6021 (--cockpit-port) when nothing else holds it; on BlueOS
-# mavlink-camera-manager does, and Cockpit is given ws://<vehicle>:8080/api/cockpit/signalling (docs/cockpit.md).
+# Cockpit's signalling on 6021 (--cockpit-port) and the stream list its Video page reads on 6020
+# (--cockpit-streams-port) when nothing else holds them; on BlueOS mavlink-camera-manager does, and
+# Cockpit is given ws://<vehicle>:8080/api/cockpit/signalling (docs/cockpit.md).
 # Simulated cameras are off: an onboard computer without a camera plugged in shows none.
 ENV PERISCOPE_PORT=8080 \
     PERISCOPE_RTSP_PORT=8555 \

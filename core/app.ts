@@ -43,7 +43,7 @@ export async function createApp(config: Config, plugins: PeriscopePlugin[], log:
   const store = SettingsStore.open(config.dataDir)
   if (store.notice) log.error('settings database set aside', { detail: store.notice })
   if (store.problem) log.warn('settings cannot be saved', { detail: store.problem })
-  const ctx: AppContext = { config, registry: new Registry(), events, store, log, activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(config.clientLimits) }
+  const ctx: AppContext = { config, registry: new Registry(), events, store, log, activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(config.clientLimits), handle: (request) => app.handle(request) }
   const mounted = await PluginSet.mount(plugins, ctx)
 
   // Request hooks run in this order: timing first, then the Host, the page's origin (preflights answered

@@ -31,6 +31,11 @@ export interface AppContext {
   requests: RequestWatchers
   /** What the front refused (wrong tokens, origins, Host names) and the per-client limits: /metrics reads them. */
   refusals: Refusals
+  /**
+   * Answers a request as the HTTP port would (every rule: Host, origin, token, the request log), for a
+   * plugin's own port that serves one of the app's routes elsewhere (Cockpit's /streams on 6020).
+   */
+  handle(request: Request): Promise<Response>
 }
 
 export interface PluginHealth { state: 'ok' | 'degraded' | 'down'; detail?: string; [k: string]: unknown }

@@ -4,7 +4,8 @@
 // 1. Cockpit's video code: its WebRTCManager (src/composables/webRTC.ts, the video widget's engine),
 //    Signaller and Session (src/libs/webrtc/), bundled with Bun's bundler (Vue from the registry), pick a
 //    simulated Periscope camera by its nickname through Periscope's signalling URI (watch.cockpit) and
-//    decode its frames at its size; Cockpit lists the vehicle's ICE address from our candidates.
+//    decode its frames at its size, and get the stream's Opus sound (the simulated hydrophone) in the
+//    media stream the widget plays; Cockpit lists the vehicle's ICE address from our candidates.
 // 2. When the Cockpit source has its npm packages installed (and its three git submodules), Cockpit's
 //    whole web app, from its own Vite dev server: a fresh Cockpit with its own "ROV default" profile
 //    finds Periscope at ws://<its host>:6021 with nothing typed, gives its video widget the first
@@ -57,9 +58,18 @@ import { WebRTCManager } from ${JSON.stringify(join(src, 'composables/webRTC.ts'
 ;(window as any).cockpitStats = async () => {
   const pc = (window as any).cockpit?.manager?.session?.peerConnection
   let video = { framesDecoded: 0, width: 0, height: 0 }
-  if (pc) (await pc.getStats()).forEach((s: any) => { if (s.type === 'inbound-rtp' && s.kind === 'video') video = { framesDecoded: s.framesDecoded ?? 0, width: s.frameWidth ?? 0, height: s.frameHeight ?? 0 } })
+  let sound = { packets: 0, codec: null as string | null }
+  if (pc) {
+    const stats = await pc.getStats()
+    stats.forEach((s: any) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') video = { framesDecoded: s.framesDecoded ?? 0, width: s.frameWidth ?? 0, height: s.frameHeight ?? 0 }
+      if (s.type === 'inbound-rtp' && s.kind === 'audio') sound = { packets: s.packetsReceived ?? 0, codec: stats.get(s.codecId)?.mimeType ?? null }
+    })
+  }
   const c = (window as any).cockpit
-  return { ...video, streams: c?.manager.availableStreams.value.map((s: any) => s.name) ?? [], iceIps: [...(c?.manager.availableICEIPs.value ?? [])], signaller: c?.out.signallerStatus.value, stream: c?.out.streamStatus.value }
+  // The stream Cockpit's widget plays and records (the manager's mediaStream).
+  const media = c?.out.mediaStream.value
+  return { ...video, sound, tracks: media ? media.getTracks().map((t: any) => t.kind).sort() : [], streams: c?.manager.availableStreams.value.map((s: any) => s.name) ?? [], iceIps: [...(c?.manager.availableICEIPs.value ?? [])], signaller: c?.out.signallerStatus.value, stream: c?.out.streamStatus.value }
 }
 `,
 )
@@ -86,7 +96,7 @@ const bundle = await built.outputs[0]!.text()
 rmSync(work, { recursive: true, force: true })
 
 /** A simulated single camera streaming H.264 at 640 wide or less under `nickname`; its size and watch.cockpit. */
-async function streaming(service: Service, nickname: string): Promise<{ width: number; height: number; uri: string }> {
+async function streaming(service: Service, nickname: string): Promise<{ bus_info: string; width: number; height: number; uri: string }> {
   const devices = (await service.call('GET', '/api/devices')).body as any[]
   const d = devices.find((x) => !x.leader && !x.followers?.length && (x.cameras ?? []).some((c: any) => (c.formats?.H264 ?? []).some((s: any) => s.width <= 640)))
   if (!d) throw new Error('no simulated camera streams H.264 at 640 wide or less')
@@ -94,7 +104,7 @@ async function streaming(service: Service, nickname: string): Promise<{ width: n
   await service.call('POST', '/api/devices/set_nickname', { bus_info: d.bus_info, nickname })
   await service.call('POST', '/api/devices/configure_stream', { bus_info: d.bus_info, stream_type: 'UDP', stream_format: { width: size.width, height: size.height, interval: size.intervals[0] }, encode_type: 'H264', enabled: true, endpoints: [{ host: '127.0.0.1', port: d.stream.endpoints?.[0]?.port ?? 47000 }] })
   const running = await until('the stream running', () => service.call('GET', '/api/devices'), (r) => r.body.find((x: any) => x.bus_info === d.bus_info)?.stream_status?.state === 'running', 30_000)
-  return { width: size.width, height: size.height, uri: running.body.find((x: any) => x.bus_info === d.bus_info).watch.cockpit }
+  return { bus_info: d.bus_info, width: size.width, height: size.height, uri: running.body.find((x: any) => x.bus_info === d.bus_info).watch.cockpit }
 }
 
 async function checkBundle(): Promise<boolean> {
@@ -102,15 +112,19 @@ async function checkBundle(): Promise<boolean> {
   const browser = await launchBrowser()
   try {
     const cam = await streaming(service, 'Cockpit check')
+    // The simulated hydrophone's sound on the camera's stream: Cockpit's session gets it beside the video.
+    await service.call('POST', '/api/audio/attach', { bus_info: cam.bus_info, source: 'sim:hydrophone' })
+    await until('the sound running', () => service.call('GET', '/api/audio/streams'), (r) => r.body.find((a: any) => a.bus_info === cam.bus_info)?.state === 'running', 30_000)
     console.log(`[bundle] Periscope's signalling URI (watch.cockpit): ${cam.uri}`)
     const page = await openPage(browser, service.url)
     await page.addScriptTag({ content: bundle })
     await page.evaluate((uri: string) => (globalThis as any).playWithCockpit(uri, 'Cockpit check'), cam.uri)
-    const stats = await until('Cockpit decoding frames', () => page.evaluate(() => (globalThis as any).cockpitStats()), (s: any) => s.framesDecoded > 30 && s.width > 0, 60_000)
+    const stats = await until('Cockpit decoding frames and receiving sound', () => page.evaluate(() => (globalThis as any).cockpitStats()), (s: any) => s.framesDecoded > 30 && s.width > 0 && s.sound.packets > 50, 60_000)
     console.log(`[bundle] Cockpit's streams: ${JSON.stringify(stats.streams)}; the vehicle's ICE addresses it lists: ${JSON.stringify(stats.iceIps)}; stream: ${stats.stream}`)
     console.log(`[bundle] decoded ${stats.framesDecoded} frames at ${stats.width}x${stats.height} (the camera streams ${cam.width}x${cam.height})`)
+    console.log(`[bundle] sound: ${stats.sound.packets} packets of ${stats.sound.codec}; the tracks of Cockpit's media stream: ${JSON.stringify(stats.tracks)}`)
     // The addresses come from our trickled candidates (Cockpit's IP filter works on them).
-    return stats.width === cam.width && stats.height === cam.height && stats.iceIps.length > 0
+    return stats.width === cam.width && stats.height === cam.height && stats.iceIps.length > 0 && stats.sound.codec === 'audio/opus' && JSON.stringify(stats.tracks) === '["audio","video"]'
   } finally {
     await browser.close()
     await service.kill()

@@ -78,9 +78,9 @@ export async function startTestServer(options: {
   logLevel?: LogLevel
 }): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir()
-  // Cockpit's signalling keeps to the HTTP port's path unless a test asks for its own port: test apps
-  // run side by side and would all want 6021.
-  const pluginFlags = { 'cockpit-port': null, ...options.config?.pluginFlags }
+  // Cockpit's signalling and stream list keep to the HTTP port's paths unless a test asks for their own
+  // ports: test apps run side by side and would all want 6021 and 6020.
+  const pluginFlags = { 'cockpit-port': null, 'cockpit-streams-port': null, ...options.config?.pluginFlags }
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, rtspPort: freeTcpPort(), dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error', ...options.config, pluginFlags })
   const verbose = process.env.PERISCOPE_TEST_LOG === '1'
   const logs: Record<string, unknown>[] = []

@@ -1,7 +1,8 @@
 // One WebRTC viewer, shared by WHEP (plugins/whep: the browser offers, we answer) and Cockpit's
 // signalling (plugins/cockpit: we offer, the browser answers and trickles its candidates): a werift
-// RTCPeerConnection that sends the camera's H.264 RTP as it leaves the pipeline, never re-encoded: a
-// reader of the stream's hub (media/hub.ts),
+// RTCPeerConnection that sends the camera's H.264 RTP as it leaves the pipeline, never re-encoded, and
+// the stream's Opus sound when it has one, the same way in both directions: a reader of the stream's
+// hub (media/hub.ts),
 // with its own bounded queue. Once connected, the session first sends the hub's last group of pictures
 // (from its latest key frame), so the browser decodes at once instead of waiting for the next key
 // frame; without one, it joins at the next key frame. It keeps its own sequence numbers and timestamps
@@ -10,7 +11,7 @@
 // 'closed'), and remembers when the browser was last heard (RTCP), so the plugin can reap a tab that
 // vanished without DELETE.
 import { networkInterfaces } from 'node:os'
-import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender } from 'werift'
+import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender, type RTCRtpTransceiver } from 'werift'
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
@@ -95,6 +96,8 @@ export class WebRtcViewer {
   /** The sound's sender when the answer carries the stream's sound, and its reading of the hub. */
   private soundSender: RTCRtpSender | null = null
   private soundReading: Reading | null = null
+  /** The one media stream of its tracks (sendVideo, sendSound). */
+  private readonly stream: MediaStream
   /** Stops listening to the hub's 'replaced'/'closed' (watch). */
   private unwatch: () => void = () => {}
   private ended = false
@@ -112,6 +115,7 @@ export class WebRtcViewer {
     this.id = options.id
     this.reader = options.reader
     this.label = options.label
+    this.stream = new MediaStream({ id: `periscope-${options.label}` })
     this.bus_info = options.bus_info
     this.hub = options.hub
     this.member = options.member
@@ -174,28 +178,12 @@ export class WebRtcViewer {
     // the stream's sound (when it has one); every other section is answered inactive.
     const transceiver = soundOnly ? undefined : videos.find((t) => t.codecs.length)
     if (!soundOnly && !transceiver) throw new OfferError('The SDP offer has no H.264 with packetization-mode=1: the camera sends H.264 only')
-    const sound = this.hub.hasSound && this.member === 0 ? transceivers.find((t) => t.kind === 'audio' && t.codecs.length) : undefined
+    const sound = this.carriesSound() ? transceivers.find((t) => t.kind === 'audio' && t.codecs.length) : undefined
     if (soundOnly && !sound) throw new OfferError('The SDP offer has no audio section that takes Opus: this stream is sound only (add a recvonly audio transceiver)')
     for (const other of transceivers) if (other !== transceiver && other !== sound) other.setDirection('inactive')
-    if (transceiver) {
-      transceiver.setDirection('sendonly')
-      this.sender = transceiver.sender
-      trueSenderClock(this.sender)
-      await this.sender.replaceTrack(this.track)
-    }
-    if (sound) {
-      sound.setDirection('sendonly')
-      this.soundSender = sound.sender
-      trueSenderClock(this.soundSender)
-      // One media stream for both tracks: the browser plays them in step (lip sync by RTCP sender reports).
-      const stream = new MediaStream({ id: `periscope-${this.label}` })
-      this.sender?.setStreams([stream])
-      this.soundSender.setStreams([stream])
-      await this.soundSender.replaceTrack(new MediaStreamTrack({ kind: 'audio' }))
-    }
-    ;(this.sender ?? this.soundSender)!.onRtcp.subscribe(() => {
-      this.lastHeardAt = Date.now()
-    })
+    if (transceiver) await this.sendVideo(transceiver)
+    if (sound) await this.sendSound(sound)
+    this.listenForRtcp()
     await this.pc.setLocalDescription(await this.pc.createAnswer())
     await this.gathered()
     const sdp = this.pc.localDescription?.sdp
@@ -204,22 +192,53 @@ export class WebRtcViewer {
   }
 
   /**
-   * The other way round (Cockpit's signalling): our offer, a sendonly H.264 video section with every
-   * host candidate in it (no trickle from our side), for the browser to answer (accept()).
+   * The other way round (Cockpit's signalling): our offer, for the browser to answer (accept()): a
+   * sendonly H.264 video section first (Cockpit's recvonly video transceiver takes the first video
+   * section), and a sendonly Opus audio section after it while the stream carries sound, both in one
+   * media stream as in answer(). Every host candidate is in it (no trickle from our side).
    */
   async offer(): Promise<string> {
     return gatherFor((err) => this.socketFailed(err), async () => {
-      const transceiver = this.pc.addTransceiver(this.track, { direction: 'sendonly' })
-      this.sender = transceiver.sender
-      trueSenderClock(this.sender)
-      this.sender.onRtcp.subscribe(() => {
-        this.lastHeardAt = Date.now()
-      })
+      await this.sendVideo(this.pc.addTransceiver('video', { direction: 'sendonly' }))
+      if (this.carriesSound()) await this.sendSound(this.pc.addTransceiver('audio', { direction: 'sendonly' }))
+      this.listenForRtcp()
       await this.pc.setLocalDescription(await this.pc.createOffer())
       await this.gathered()
       const sdp = this.pc.localDescription?.sdp
       if (!sdp) throw new Error('werift produced no offer')
       return sdp
+    })
+  }
+
+  // The media of a viewer, whichever side offered: the camera's H.264 on one transceiver, the stream's
+  // sound on another, both in one media stream (the browser plays them in step: lip sync by RTCP sender
+  // reports; Cockpit's widget takes the track event's first stream as its whole picture and sound).
+
+  /** Whether this viewer gets the stream's sound: the hub carries one and this is its first member (a group's sound is its leader's). */
+  private carriesSound(): boolean {
+    return this.hub.hasSound && this.member === 0
+  }
+
+  private async sendVideo(transceiver: RTCRtpTransceiver): Promise<void> {
+    transceiver.setDirection('sendonly')
+    this.sender = transceiver.sender
+    trueSenderClock(this.sender)
+    this.sender.setStreams([this.stream])
+    await this.sender.replaceTrack(this.track)
+  }
+
+  private async sendSound(transceiver: RTCRtpTransceiver): Promise<void> {
+    transceiver.setDirection('sendonly')
+    this.soundSender = transceiver.sender
+    trueSenderClock(this.soundSender)
+    this.soundSender.setStreams([this.stream])
+    await this.soundSender.replaceTrack(new MediaStreamTrack({ kind: 'audio' }))
+  }
+
+  /** The browser's RTCP (on the video's sender, or the sound's for a sound-only stream) says it is still there. */
+  private listenForRtcp(): void {
+    ;(this.sender ?? this.soundSender)!.onRtcp.subscribe(() => {
+      this.lastHeardAt = Date.now()
     })
   }
 
@@ -275,7 +294,7 @@ export class WebRtcViewer {
     if (this.soundSender && !this.soundReading) {
       const sender = this.soundSender
       this.soundReading = this.hub.readSound({
-        name: 'whep',
+        name: this.reader,
         // The sound's timeline is continuous already (media/sound.ts): werift only puts its SSRC and payload type.
         packet: (packet) => {
           if (!this.ended) sender.sendRtp(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)).catch(() => {})

@@ -277,6 +277,8 @@ export default definePlugin({
 
     async function stopSound(run: Running, beforeStop: () => void = () => {}): Promise<void> {
       run.timeline.stop()
+      // The child's packets still on their way (it stops below) would tell the hub the sound is back.
+      run.tap.removeAllListeners('message')
       beforeStop()
       await run.runner.stop()
       run.tap.close()

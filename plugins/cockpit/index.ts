@@ -13,7 +13,7 @@
 // It also serves what Cockpit adds from a BlueOS extension (./extras.ts: /cockpit_extras.json, named by
 // /register_service's extras.cockpit): a live-view page per camera for its widgets (./widget.ts), and
 // POST /api/devices/capture_still for its "take a still" action (the same still as MAVLink's).
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { docs } from '../../core/openapi'
@@ -31,6 +31,7 @@ import { typed } from '../../core/validation'
 import { EXTRAS_PATH, extras, WIDGET_ICON } from './extras'
 import { PLAYER_PATH, PLAYER_SCRIPT, widgetPage, WIDGET_POLICY } from './widget'
 import { availableStreams, Connection, producerId, REFUSAL_REASONS, type CockpitSession, type RefusalReason, type SignallingContext } from './signalling'
+import { DEFAULT_STREAMS_PORT, serveStreamsPort, streamStatuses, StreamStatusModel, STREAMS_PATH } from './streams'
 
 /** The path on the HTTP port. */
 export const SIGNALLING_PATH = '/api/cockpit/signalling'
@@ -49,22 +50,25 @@ const json = (status: number, detail: string) => new Response(JSON.stringify({ d
 
 export default definePlugin({
   name: 'cockpit',
-  // Cockpit reads its extras whenever it looks for widgets: a machine, not a pilot at the API.
-  backgroundPaths: [EXTRAS_PATH],
+  // Cockpit reads its extras whenever it looks for widgets, and its Video page polls the stream list
+  // every 5 s: a machine, not a pilot at the API.
+  backgroundPaths: [EXTRAS_PATH, STREAMS_PATH],
   flags: {
+    'cockpit-streams-port': {
+      help: `TCP port of mavlink-camera-manager's REST list of streams, which Cockpit's Video page reads for a stream's status (at ${DEFAULT_STREAMS_PORT}, written into Cockpit): GET /streams only; 0 or off: only ${STREAMS_PATH} on the HTTP port`,
+      default: String(DEFAULT_STREAMS_PORT),
+      parse: (raw) => parsePort(raw, `0/'off' to serve the list at ${STREAMS_PATH} on the HTTP port only`),
+    },
     'cockpit-port': {
       help: `TCP port of Cockpit's WebRTC signalling (mavlink-camera-manager's, where Cockpit looks: ${DEFAULT_COCKPIT_PORT}); 0 or off: only the path ${SIGNALLING_PATH} on the HTTP port`,
       default: String(DEFAULT_COCKPIT_PORT),
-      parse: (raw) => {
-        if (raw === 'off' || raw === '0') return null
-        const n = Number(raw)
-        if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error("expected a TCP port from 1 to 65535, or 0/'off' to serve the signalling on the HTTP port's path only")
-        return n
-      },
+      parse: (raw) => parsePort(raw, "0/'off' to serve the signalling on the HTTP port's path only"),
     },
   },
-  setup({ config, registry, log, lifecycle, refusals, flags }) {
+  setup({ config, registry, log, lifecycle, refusals, flags, handle }) {
     const wantedPort = (flags['cockpit-port'] as number | null | undefined) ?? null
+    const wantedStreamsPort = (flags['cockpit-streams-port'] as number | null | undefined) ?? null
+    let streamsServer: Server<undefined> | null = null
     const connections = new Set<Connection>()
     const stills = stillsOf({ registry, config, refusals })
     const sessions = new Map<string, CockpitSession>()
@@ -189,9 +193,21 @@ export default definePlugin({
     }
     let reaper: ReturnType<typeof setInterval> | null = null
 
+    /** Cockpit's Video page reads mavlink-camera-manager's port (./streams.ts): taken, the list is only on the HTTP port. */
+    const serveStreams = (port: number) => {
+      try {
+        streamsServer = serveStreamsPort(config.host, port, handle)
+        log.info('cockpit stream list listening', { port: streamsServer.port, path: '/streams' })
+      } catch (err) {
+        streamsServer = null
+        log.warn(`cockpit: port ${port} is taken (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}; mavlink-camera-manager?): Cockpit's Video page reads that port's /streams, so it shows this service's streams as Offline; the list is at ${STREAMS_PATH} on the HTTP port`, { port })
+      }
+    }
+
     lifecycle({
       start() {
         if (wantedPort !== null) serveOwnPort(wantedPort)
+        if (wantedStreamsPort !== null) serveStreams(wantedStreamsPort)
         reaper = setInterval(reap, Math.min(REAP_INTERVAL_MS, idleMs / 2))
       },
       async stop() {
@@ -200,11 +216,14 @@ export default definePlugin({
         await Promise.all([...sessions.values()].map((s) => s.viewer.close('stopped')))
         ownServer?.stop(true)
         ownServer = null
+        streamsServer?.stop(true)
+        streamsServer = null
       },
       health: () => ({
         state: 'ok',
         port: ownPort,
         path: SIGNALLING_PATH,
+        streams_port: streamsServer?.port ?? null,
         sockets: connections.size,
         sessions: sessions.size,
         max_viewers_per_camera: config.maxViewers,
@@ -236,6 +255,14 @@ export default definePlugin({
           tag: 'system',
           summary: "What Cockpit adds from this extension (BlueOS's extras.cockpit): a live-view widget per camera, recording and still actions, joystick suggestions",
           description: "Cockpit's ExtrasJson (camelCase). The actions are http-request actions on http://{{ vehicle-address }}:<port>/api/…, which Cockpit fills in (docs/cockpit.md).",
+        }),
+      })
+      .get(STREAMS_PATH, () => streamStatuses(registry.deviceDirectory().devices(), live), {
+        ...docs({
+          tag: 'cameras',
+          summary: "The streams Cockpit's signalling lists, in mavlink-camera-manager's shape (its GET /streams, which Cockpit's Video page reads for their status); also GET /streams on --cockpit-streams-port (6020)",
+          description: "Each running stream the signalling lists, under the name it gives it, so Cockpit's Video page calls it Available (docs/cockpit.md).",
+          ok: t.Array(StreamStatusModel),
         }),
       })
       .get(
@@ -300,3 +327,11 @@ export default definePlugin({
     )
   },
 })
+
+/** A port flag's value: 1 to 65535, or null for 0/'off'. */
+function parsePort(raw: string, off: string): number | null {
+  if (raw === 'off' || raw === '0') return null
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new Error(`expected a TCP port from 1 to 65535, or ${off}`)
+  return n
+}

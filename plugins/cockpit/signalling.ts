@@ -6,7 +6,8 @@
 // (`iceNegotiation`), the browser answers and trickles its own. A session ends on
 // the browser's `endSession`, its socket's close, the idle timeout, or its stream's end (we then ask
 // `endSession` ourselves, as mavlink-camera-manager does). Sessions are media/webrtc/session.ts's
-// viewers, readers of the stream's hub, under WHEP's --max-viewers (counted together).
+// viewers, readers of the stream's hub, under WHEP's --max-viewers (counted together): the camera's
+// video, and the stream's Opus sound when it has one (a second section of our offer, after the video's).
 //
 // This is transport-agnostic: one Connection per WebSocket, fed its text messages; plugins/cockpit
 // serves it on the HTTP port's path and on its own port. The protocol has no error message; we send

@@ -35,7 +35,7 @@ afterEach(async () => {
 function appContext(): AppContext {
   const dataDir = tempDir()
   const config = loadConfig([], {}, { host: '127.0.0.1', port: 0, dataDir, recordingsDir: join(dataDir, 'recordings'), simulate: null, logLevel: 'error' })
-  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
+  const ctx = { config, registry: new Registry(), events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error', {}, () => {}), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(), handle: async () => new Response(null, { status: 404 }) }
   contexts.push(ctx)
   return ctx
 }

@@ -5,7 +5,7 @@
 // servers; the service's `mediaNegotiation` offer is set, answered (createAnswer, setLocalDescription)
 // and the answer sent as `localDescription.toJSON()`; each local candidate goes as `iceNegotiation`
 // (`candidate.toJSON()`); incoming `iceNegotiation` candidates are added; an `endSession` question
-// for its ids ends it. Stats come from tests/integration/browser.ts's `watch` (the pc is `pcs[key]`).
+// for its ids ends it. The track event's first stream is kept as the widget's media (`mediaStreams[key]`). Stats come from tests/integration/browser.ts's `watch` (the pc is `pcs[key]`).
 import type { Page } from 'puppeteer-core'
 
 export interface CockpitOpened {
@@ -68,11 +68,17 @@ export async function openCockpitSession(page: Page, wsUrl: string, streamName: 
               if (!e.candidate) return
               send({ type: 'negotiation', content: { type: 'iceNegotiation', content: { session_id: session!.id, consumer_id: consumerId, producer_id: session!.producer, ice: e.candidate.toJSON() } } })
             })
+            // As Cockpit's webRTC.ts onTrackAdded: the track event's first stream is the widget's whole
+            // media (its <video muted autoplay> plays it), whichever track came.
             pc.addEventListener('track', (e: any) => {
+              const [remoteStream] = e.streams
+              w.mediaStreams ??= {}
+              if (!remoteStream || w.mediaStreams[key] === remoteStream) return
+              w.mediaStreams[key] = remoteStream
               const video = w.document.createElement('video')
               video.muted = true
               video.autoplay = true
-              video.srcObject = e.streams[0] ?? new w.MediaStream([e.track])
+              video.srcObject = remoteStream
               w.document.body.appendChild(video)
             })
           } else if (message.type === 'negotiation' && message.content.content.session_id === session?.id) {
@@ -112,3 +118,20 @@ export const endCockpitSession = (page: Page, key: string, opened: CockpitOpened
 
 /** Closes the page's signalling socket (Cockpit's tab going away without endSession). */
 export const closeSocket = (page: Page, key: string): Promise<void> => page.evaluate((key: string) => (globalThis as any).sockets[key].close(), key)
+
+/** The offer's SDP the page's socket `key` received (our mediaNegotiation). */
+export const offerSdp = async (page: Page, key: string): Promise<string> =>
+  (await receivedBy(page, key)).find((m) => m.type === 'negotiation' && m.content.type === 'mediaNegotiation')?.content.content.sdp.sdp ?? ''
+
+/** The session's inbound sound as getStats() shows it, and the tracks of the media stream Cockpit's widget plays. */
+export const soundStats = (page: Page, key: string): Promise<{ packets: number; energy: number; mimeType: string | null; tracks: { video: number; audio: number } }> =>
+  page.evaluate(async (key: string) => {
+    const w = globalThis as any
+    const stats = await w.pcs[key].getStats()
+    let found = { packets: 0, energy: 0, mimeType: null as string | null }
+    stats.forEach((r: any) => {
+      if (r.type === 'inbound-rtp' && r.kind === 'audio') found = { packets: r.packetsReceived ?? 0, energy: r.totalAudioEnergy ?? 0, mimeType: stats.get(r.codecId)?.mimeType ?? null }
+    })
+    const stream = w.mediaStreams?.[key]
+    return { ...found, tracks: { video: stream?.getVideoTracks().length ?? 0, audio: stream?.getAudioTracks().length ?? 0 } }
+  }, key)

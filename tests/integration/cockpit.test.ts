@@ -3,13 +3,14 @@
 // (./cockpit-client.ts). Proves: the own port and the HTTP path both serve it, availableStreams lists
 // the running H.264 camera by nickname with its size, the browser decodes its frames at that size,
 // endSession and a closed socket end the session, a stopped stream makes the service ask endSession,
-// WHEP and Cockpit sessions share --max-viewers, `watch.cockpit` gives the address, and the extras'
-// widget page plays framed on another origin.
+// WHEP and Cockpit sessions share --max-viewers, `watch.cockpit` gives the address, a stream with sound
+// is heard (Opus, in the media stream Cockpit's widget plays) and one without is offered video only,
+// and the extras' widget page plays framed on another origin.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser } from 'puppeteer-core'
 import { freeTcpPort, until } from '../helpers'
 import { launchBrowser, openPage, openSession, watch } from './browser'
-import { closeSocket, endCockpitSession, openCockpitSession, receivedBy } from './cockpit-client'
+import { closeSocket, endCockpitSession, offerSdp, openCockpitSession, receivedBy, soundStats } from './cockpit-client'
 import { requireGStreamer } from './gstreamer.helpers'
 import { startService, type Service } from './service.helpers'
 
@@ -99,6 +100,48 @@ test('the HTTP path serves it too; a closed socket ends its session; a stopped s
     expect((await device(cam.bus_info)).watch.cockpit).toBeNull()
   } finally {
     await page.close()
+  }
+}, 120_000)
+
+test("a stream with sound: Cockpit's session gets its Opus sound beside the video, in the one media stream the widget plays; without sound, the offer has no audio section", async () => {
+  const cam = await streaming('Sound')
+  const attach = (source: string | null) => service.call('POST', '/api/audio/attach', { bus_info: cam.bus_info, source })
+  const sound = async () => ((await service.call('GET', '/api/audio/streams')).body as any[]).find((a) => a.bus_info === cam.bus_info)
+  const ws = `ws://127.0.0.1:${cockpitPort}`
+  const page = await openPage(browser, service.url)
+  try {
+    // The simulated hydrophone (pink noise), whichever camera this is.
+    expect((await attach('sim:hydrophone')).status).toBe(200)
+    await until('the sound running', sound, (a) => a?.state === 'running', 30_000)
+    const opened = await openCockpitSession(page, ws, 'Sound', 'snd')
+    // The video section first (Cockpit's one recvonly video transceiver takes it), then the sound's.
+    const offer = await offerSdp(page, 'snd')
+    expect(offer.match(/^m=\w+/gm)).toEqual(['m=video', 'm=audio'])
+    expect(offer).toMatch(/a=rtpmap:\d+ opus\/48000\/2/)
+    await watch(page, 'snd', (v) => v.framesDecoded > 0, 20_000)
+    // Cockpit's widget element is muted (Chromium then plays nothing out, and counts no energy): the
+    // pilot's unmuted <audio> of the same track shows the sound decodes to something heard.
+    await page.evaluate(() => {
+      const w = globalThis as any
+      const audio = w.document.createElement('audio')
+      audio.autoplay = true
+      audio.srcObject = new w.MediaStream(w.mediaStreams.snd.getAudioTracks())
+      w.document.body.appendChild(audio)
+    })
+    const heard = await until('Opus packets played', () => soundStats(page, 'snd'), (a) => a.packets > 50 && a.energy > 0, 30_000)
+    expect(heard.mimeType).toBe('audio/opus')
+    expect(heard.tracks).toEqual({ video: 1, audio: 1 })
+    await endCockpitSession(page, 'snd', opened)
+
+    expect((await attach(null)).status).toBe(200)
+    await until('no sound', sound, (a) => a === undefined || a.state === 'off', 30_000)
+    await openCockpitSession(page, ws, 'Sound', 'mute')
+    expect((await offerSdp(page, 'mute')).match(/^m=\w+/gm)).toEqual(['m=video'])
+    await watch(page, 'mute', (v) => v.framesDecoded > 0, 20_000)
+    expect((await soundStats(page, 'mute')).tracks).toEqual({ video: 1, audio: 0 })
+  } finally {
+    await page.close()
+    await attach('auto')
   }
 }, 120_000)
 

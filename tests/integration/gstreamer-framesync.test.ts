@@ -147,7 +147,7 @@ test('the plugin provides the streamer, reads frequency_offset from the preferen
   store.set('preferences', 'current', { default_stream: { host: '127.0.0.1', port: 5600 }, suggest_host: true, frequency_offset: 1 })
   const registry = new Registry()
   const events = new EventBus()
-  const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
+  const ctx = { config: { dataDir, recordingsDir: dataDir } as Config, registry, events, store, log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(), handle: async () => new Response(null, { status: 404 }) }
   const instance = await mountPlugin(plugin, ctx)
   await mountPlugin(dwe, ctx) // the board is DWE's declaration, registered after the streamer: looked up when needed
   await instance.start?.()

@@ -16,7 +16,7 @@ import { simulatedJob, tempDir, waitFor } from './gstreamer.helpers'
 test('no gst-launch-1.0 on PATH: no streamer, health down with the fix', async () => {
   const dataDir = tempDir()
   const registry = new Registry()
-  const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals() }
+  const ctx = { config: { dataDir } as Config, registry, events: new EventBus(), store: SettingsStore.open(dataDir), log: createLogger('error'), activity: { lastRequestAt: 0 }, requests: new RequestWatchers(), refusals: new Refusals(), handle: async () => new Response(null, { status: 404 }) }
   const path = process.env.PATH
   process.env.PATH = '/nonexistent'
   let instance: MountedPlugin

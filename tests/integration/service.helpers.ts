@@ -22,7 +22,7 @@ export interface Service {
 export async function startService(options: { args?: string[]; port?: number; env?: Record<string, string> } = {}): Promise<Service> {
   const dataDir = tempDir('periscope-stream-')
   const port = options.port ?? freeTcpPort()
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args?.includes('--cockpit-port') ? [] : ['--cockpit-port', 'off']), ...(options.args?.includes('--rtsp-port') ? [] : ['--rtsp-port', String(freeTcpPort())]), ...(options.args ?? [])], {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args?.includes('--cockpit-port') ? [] : ['--cockpit-port', 'off']), ...(options.args?.includes('--cockpit-streams-port') ? [] : ['--cockpit-streams-port', 'off']), ...(options.args?.includes('--rtsp-port') ? [] : ['--rtsp-port', String(freeTcpPort())]), ...(options.args ?? [])], {
     stdout: 'ignore',
     stderr: 'inherit',
     cwd: join(import.meta.dir, '../..'),
