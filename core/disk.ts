@@ -43,3 +43,11 @@ export function noRoomDetail(free: number, floorMiB: number, thing: 'a recording
   const then = thing === 'a recording' ? 'then start it again' : 'then take it again'
   return `The recordings disk has ${mb} MB free; ${thing} needs at least ${floorMiB} MB to start (--min-free-to-record). Delete recordings (DELETE /api/recordings/{name}), ${then}`
 }
+
+/**
+ * Why a recording ended when the disk filled up (its `error`, and the stream's): `file` is the last file
+ * written. The recorders write it and the recordings plugin reads it back (DISK_FULL_STOP) to keep such a
+ * recording from the retention policy (docs/streams.md#retention), so it lives here, below both.
+ */
+export const diskFullStop = (file: string) => `disk full: recording stopped, ${file} kept`
+export const DISK_FULL_STOP = /^disk full: recording stopped, (.+) kept$/

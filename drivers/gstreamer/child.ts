@@ -11,10 +11,6 @@ import { RECORDING_EXT } from './pipeline'
 /** "No space left on the resource." (filesink), "… on device" (errno). */
 export const DISK_FULL = /No space left/i
 
-/** Why a recording ended when the disk filled up (its `error`, and the stream's): `file` is the last file written. */
-export const diskFullStop = (file: string) => `disk full: recording stopped, ${file} kept`
-/** Reads diskFullStop back: the recordings plugin keeps such a recording from the retention policy (docs/streams.md#retention). */
-export const DISK_FULL_STOP = /^disk full: recording stopped, (.+) kept$/
 
 /** Recording bases handed out and not yet on disk: two cameras with one nickname must not share a name. */
 const reserved = new Set<string>()

@@ -13,7 +13,8 @@ import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { LoopbackFeeder } from '../../media/feeder'
 import { BUSY, describeHolders, holdersOf } from './holders'
-import { DISK_FULL, diskFullStop, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
+import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
+import { diskFullStop } from '../../core/disk'
 
 export interface RunnerOptions {
   gstLaunch: string

@@ -12,7 +12,7 @@ import type { Logger } from '../../core/log'
 import type { SettingsStore } from '../../core/store'
 import type { RecordingStore } from '../../drivers/storage/recordings'
 import { DEFAULT_POLICY, GB, planRetention, type RetentionPolicy } from '../../drivers/storage/retention'
-import { DISK_FULL_STOP } from '../../drivers/gstreamer/child'
+import { DISK_FULL_STOP } from '../../core/disk'
 import { recordingNameOf } from '../../core/naming'
 
 const POLICY_NAMESPACE = 'recordings.retention'

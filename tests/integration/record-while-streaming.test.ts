@@ -9,7 +9,7 @@ import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
 import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
-import { DISK_FULL_STOP } from '../../drivers/gstreamer/child'
+import { DISK_FULL_STOP } from '../../core/disk'
 
 const { streamer, events } = testStreamer()
 const services: Service[] = []
