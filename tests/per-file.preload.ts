@@ -62,11 +62,15 @@ function leftovers(start: FileStart): { procs: Proc[]; things: string[] } {
 
 async function end(start: FileStart): Promise<void> {
   const deadline = Date.now() + LEAK_WAIT_MS
-  let left = leftovers(start)
+  const first = leftovers(start)
+  let left = first
+  const waitFrom = performance.now()
   while (left.things.length && Date.now() < deadline) {
     await Bun.sleep(100)
     left = leftovers(start)
   }
+  // A teardown that does not wait for what it stopped: shown, though it went in time.
+  if (first.things.length && !left.things.length) console.error(`(leak check) ${start.rel}: waited ${Math.round(performance.now() - waitFrom)} ms after its last hook for ${first.things.join(', ')}`)
   console.error(`(file) ${start.rel} [${(performance.now() - start.at).toFixed(2)}ms]`)
   if (!left.things.length) return
   // Stopped here, so the next file starts clean (they are this run's own processes).
