@@ -1,7 +1,7 @@
 // Recordings from simulated cameras, read back by gst-discoverer-1.0: codec, size, duration; a kill -9
 // keeps what was written; a full disk ends the recording cleanly and keeps the file.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { EncodeType } from '../../core/types'
 import { tmpfsCard, type Card } from '../cards'

@@ -3,11 +3,11 @@
 // every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
 // child or a stopped stream all leave a playable file and no process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 import { tmpfsCard, type Card } from '../cards'
 

@@ -4,7 +4,7 @@
 // /api/recordings/retention, the `recording_deleted` events and GET /api/logs say which and why.
 // Needs root (losetup/mount); the integration tier runs as root.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { closeSync, fsyncSync, mkdirSync, readdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, readdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { loopCard, type Card } from '../cards'
 import { listenEvents, until } from '../helpers'
