@@ -129,8 +129,10 @@ export async function startTestServer(options: {
  * removed; fails naming any still running after `timeoutMs`.
  */
 export async function stopProcess(proc: Pick<Subprocess, 'pid' | 'exitCode' | 'signalCode' | 'exited' | 'kill'>, signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 10_000): Promise<void> {
-  const family = descendants(proc.pid)
-  if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+  const runningNow = proc.exitCode === null && proc.signalCode === null
+  // Its children now (an exited process's pid may be another's already: none then).
+  const family = runningNow ? descendants(proc.pid) : []
+  if (runningNow) proc.kill(signal)
   await proc.exited
   const left = await waitGone(family, timeoutMs)
   if (left.length) throw new Error(`still running ${timeoutMs / 1000} s after their parent ${proc.pid} was killed: ${left.map(describeProcess).join('; ')}`)
