@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { failedTests, formatFailures, formatSlowness, HOOK, OUTSIDE, readBunOutput, slowness, testCounts, testTimeouts, timeoutsFromSources } from '../../scripts/child-output'
+import { echoAndCollect, failedTests, formatFailures, formatSlowness, HOOK, OUTSIDE, readBunOutput, slowness, testCounts, testTimeouts, timeoutsFromSources } from '../../scripts/child-output'
 import { BUDGET_MINUTES, SETUP_MINUTES, stepLimit, tierFailures, tierVerdict, TIERS } from '../../scripts/test'
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
 import { BUN, tempDir } from '../helpers'
@@ -164,6 +164,35 @@ describe('every failure is named with its file and test', () => {
       { file: 'tests/kernel/vm/stream.test.ts', test: '(killed, exit 124: it ran past 300 s, or something killed it)', reason: null },
       { file: 'tests/kernel/run.ts', test: 'VM: the guest never wrote its result', reason: null },
     ])
+  })
+
+  test("a child's two streams are kept whole line by line: a test's stdout never splits bun test's stderr line", async () => {
+    // stderr's line arrives in two pieces with a stdout line between them, in that order for sure. (Echoed
+    // too: nothing here looks like bun test's lines, or the runner reading this tier's output would count it.)
+    const bytes = (text: string) => new TextEncoder().encode(text)
+    const half = Promise.withResolvers<void>()
+    const between = Promise.withResolvers<void>()
+    const stderr = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(bytes('stderr line, first half '))
+        await Bun.sleep(20) // read by the collector before the stdout line comes
+        half.resolve()
+        await between.promise
+        await Bun.sleep(20)
+        c.enqueue(bytes('and second half\n'))
+        c.close()
+      },
+    })
+    const stdout = new ReadableStream<Uint8Array>({
+      async start(c) {
+        await half.promise
+        c.enqueue(bytes('stdout line\n'))
+        between.resolve()
+        c.close()
+      },
+    })
+    const output = await echoAndCollect({ stderr, stdout, exited: Promise.resolve(0) })
+    expect(output.split('\n')).toEqual(['stdout line', 'stderr line, first half and second half', ''])
   })
 
   test("the runner's last lines list each failing file, its failed tests under it, and never '(unnamed)'", () => {
