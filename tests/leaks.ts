@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 export interface Proc {
   pid: number
   ppid: number
-  /** R, S, D, Z…: a zombie (Z) has exited and only waits to be reaped (PID 1 here reaps late). */
+  /** R, S, D, Z…: a zombie (Z) has exited and only waits to be reaped (a container's PID 1 may be slow to). */
   state: string
   /** Clock ticks after boot: with the pid, tells a process from a later one given the same pid. */
   start: number
