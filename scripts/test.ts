@@ -2,10 +2,13 @@
 // Each tier first runs its setup scripts (system packages); a tier that cannot set up or run FAILS and
 // says why: nothing is skipped, and a tier that ran no test fails too. The whole run fits a time budget
 // (CI has 90 minutes): each step's own limit is cut to what is left of it. Prints one closing line:
-// "N passed, N failed". The rules are pure functions, tested in tests/contract/runner.test.ts.
-import { readdirSync } from 'node:fs'
+// "N passed, N failed", after the list of each failing file with its failed tests (a hook, a timeout, an
+// error between tests or a tier stopped at its limit all named with their file). After each tier it prints
+// its slowest files and tests, and warns of each test that used more than half its own timeout. The rules
+// are pure functions, tested in tests/contract/runner.test.ts.
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { echoAndCollect, failedTests, testCounts } from './child-output'
+import { echoAndCollect, failedTests, formatFailures, formatSlowness, readBunOutput, slowness, testCounts, timeoutsFromSources, type Failure } from './child-output'
 
 const ROOT = join(import.meta.dir, '..')
 const SETUP = join(ROOT, 'scripts', 'setup')
@@ -21,6 +24,8 @@ export interface Tier {
   command: string[]
   /** The tier's own limit; cut further when less is left of the run's budget. */
   minutes: number
+  /** The timeout of a test that sets none (bun test's 5 s, or the --timeout its runner passes). */
+  testTimeoutMs?: (file: string) => number
 }
 
 /** A setup script's own limit (package installs). */
@@ -32,9 +37,10 @@ export const TIERS: Tier[] = [
   // fastapi.sh: the reference FastAPI app that the contract tier's 422s are compared against.
   { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh'), join(SETUP, 'fastapi.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
   { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
-  { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25 },
+  // The VM's files run with --timeout 60000 (tests/kernel/run.ts).
+  { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25, testTimeoutMs: (file) => (file.startsWith('tests/kernel/vm/') ? 60_000 : 5_000) },
   // The ABI checks and the contract tier again, by Bun's aarch64 build under qemu-user (~2 min here).
-  { name: 'arm64', setup: [join(SETUP, 'fastapi.sh'), join(SETUP, 'arm64.sh')], command: ['bun', 'run', 'tests/arm64/run.ts'], minutes: 20 },
+  { name: 'arm64', setup: [join(SETUP, 'fastapi.sh'), join(SETUP, 'arm64.sh')], command: ['bun', 'run', 'tests/arm64/run.ts'], minutes: 20, testTimeoutMs: () => 30_000 },
   // Builds the image (scripts/container/build.sh: an mmdebstrap base, then podman) and runs it; the
   // receiver of its stream is the host's GStreamer, its NetworkManager the lab's.
   { name: 'container', setup: [join(SETUP, 'container.sh'), join(SETUP, 'gstreamer.sh')], command: ['bun', 'test', 'tests/container'], minutes: 25 },
@@ -62,6 +68,18 @@ export function tierVerdict(
 }
 
 const fmt = (minutes: number) => String(Math.round(minutes * 10) / 10)
+
+/**
+ * Every failure of a tier's run, each with a file: bun test's own (failedTests), and when the tier failed
+ * with none named (stopped at its limit, crashed, exited non-zero), the file that was running then.
+ */
+export function tierFailures(tier: Pick<Tier, 'command'>, output: string, result: { code: number; timedOut: boolean }, verdict: string): Failure[] {
+  const named = failedTests(output)
+  if (!verdict.startsWith('FAILED') || (named.length && !result.timedOut)) return named
+  const file = readBunOutput(output).lastFile ?? `(${tier.command.join(' ')})`
+  const test = result.timedOut ? '(running when the tier was stopped at its limit)' : '(no failed test named)'
+  return [...named, { file, test, reason: verdict }]
+}
 
 async function run(command: string[], minutes: number): Promise<{ code: number; output: string; timedOut: boolean }> {
   const child = Bun.spawn(command, { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` } })
@@ -101,8 +119,7 @@ if (import.meta.main) {
   let failed = 0
   const summary: string[] = []
   const failures: string[] = []
-  /** At most this many failed tests are named per tier in the summary. */
-  const NAMED_FAILURES = 25
+  const warnings: string[] = []
   for (const tier of tiers) {
     console.log(`\n=== ${tier.name} tier ===`)
     const started = Date.now()
@@ -132,16 +149,22 @@ if (import.meta.main) {
       }
       verdict = tierVerdict(r, c, { ...limit, own: tier.minutes, budget })
       if (verdict.startsWith('FAILED') && (!c || c.failed === 0)) failed += 1 // count the tier itself
-      const names = failedTests(r.output)
-      for (const name of names.slice(0, NAMED_FAILURES)) failures.push(`${tier.name}: ${name}`)
-      if (names.length > NAMED_FAILURES) failures.push(`${tier.name}: … and ${names.length - NAMED_FAILURES} more`)
-    } else failed += 1
+      failures.push(...formatFailures(tier.name, tierFailures(tier, r.output, r, verdict)))
+      const timeoutOf = timeoutsFromSources(ROOT, tier.testTimeoutMs ?? (() => 5_000), (path) => readFileSync(path, 'utf8'))
+      const slow = formatSlowness(tier.name, slowness(readBunOutput(r.output), timeoutOf))
+      if (slow.length) console.log(`\n${slow.join('\n')}`)
+      warnings.push(...slow.filter((l) => l.startsWith('WARNING')))
+    } else {
+      failed += 1
+      failures.push(`  ${tier.name}: ${verdict}`)
+    }
     summary.push(`${tier.name.padEnd(12)} ${verdict} (${Math.round((Date.now() - started) / 1000)} s)`)
   }
 
   console.log('\n=== summary ===')
   for (const line of summary) console.log(line)
-  if (failures.length) console.log(`failed tests:\n${failures.map((f) => `  ${f}`).join('\n')}`)
+  if (warnings.length) console.log(`${warnings.length} tests used more than half their timeout:\n${warnings.map((w) => `  ${w}`).join('\n')}`)
+  if (failures.length) console.log(`failed, by file:\n${failures.join('\n')}`)
   console.log(`took ${fmt(elapsedMinutes())} of the ${budget}-minute budget`)
   console.log(`${passed} passed, ${failed} failed`)
   process.exit(failed ? 1 : 0)

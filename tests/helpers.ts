@@ -1,4 +1,5 @@
 // Test helpers: an isolated Periscope on port 0 with its own temporary data dir.
+import type { Subprocess } from 'bun'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -6,6 +7,7 @@ import { createApp, type PeriscopeApp } from '../core/app'
 import { loadConfig, type Config, type LogLevel } from '../core/config'
 import { createLogger } from '../core/log'
 import type { AppContext, PeriscopePlugin } from '../core/plugin'
+import { describeProcess, descendants, noteTempDir, waitGone } from './leaks'
 
 export interface TestServer {
   url: string
@@ -65,8 +67,11 @@ export function freeUdpPortPair(): number {
   throw new Error('no free UDP port pair found between 21000 and 60000')
 }
 
+/** A new temporary directory, noted as the running test file's (the leak check looks for mounts in it). */
 export function tempDir(prefix = 'periscope-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  noteTempDir(dir)
+  return dir
 }
 
 export async function startTestServer(options: {
@@ -116,6 +121,21 @@ export async function startTestServer(options: {
       return { status: res.status, body: parsed, headers: res.headers }
     },
   }
+}
+
+/**
+ * Kills a process this test started (SIGKILL unless told) and waits for it and every process under it to
+ * exit (its children die with it by their parent-death signal, a moment later), so what they wrote can be
+ * removed; fails naming any still running after `timeoutMs`.
+ */
+export async function stopProcess(proc: Pick<Subprocess, 'pid' | 'exitCode' | 'signalCode' | 'exited' | 'kill'>, signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 10_000): Promise<void> {
+  const runningNow = proc.exitCode === null && proc.signalCode === null
+  // Its children now (an exited process's pid may be another's already: none then).
+  const family = runningNow ? descendants(proc.pid) : []
+  if (runningNow) proc.kill(signal)
+  await proc.exited
+  const left = await waitGone(family, timeoutMs)
+  if (left.length) throw new Error(`still running ${timeoutMs / 1000} s after their parent ${proc.pid} was killed: ${left.map(describeProcess).join('; ')}`)
 }
 
 /** Probes until `ok` holds; fails naming `what` and the last value seen. */

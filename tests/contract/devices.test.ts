@@ -226,6 +226,7 @@ describe('POST /api/devices/set_uvc_control', () => {
       expect((await shown()).value).toBe(0)
     } finally {
       await b.stop()
+      await stop() // the beforeEach's instance too (the leak check found it left listening)
     }
   })
 

@@ -1,23 +1,29 @@
 // The test runner's own rules (scripts/test.ts, tests/kernel/run.ts): a tier or a part of one that ran no
 // test fails, a PERISCOPE_VM_TESTS filter that names nothing is refused, and the tiers' limits fit CI's
-// time through the run's budget.
+// time through the run's budget; every failure is named with its file (hooks, timeouts, errors between
+// tests, a killed file, a tier stopped at its limit), read from outputs bun test printed
+// (fixtures/bun-output: failures.txt came from the files in failures.sources.txt); the slowest files and
+// tests and the tests past half their timeout; the per-file leak check (tests/per-file.preload.ts).
 import { describe, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { failedTests, testCounts } from '../../scripts/child-output'
-import { BUDGET_MINUTES, SETUP_MINUTES, stepLimit, tierVerdict, TIERS } from '../../scripts/test'
+import { echoAndCollect, failedTests, formatFailures, formatSlowness, HOOK, OUTSIDE, readBunOutput, slowness, testCounts, testTimeouts, timeoutsFromSources } from '../../scripts/child-output'
+import { BUDGET_MINUTES, SETUP_MINUTES, stepLimit, tierFailures, tierVerdict, TIERS } from '../../scripts/test'
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
 import { BUN, tempDir } from '../helpers'
 
 const uncut = { minutes: 10, cut: false, own: 10, budget: BUDGET_MINUTES }
 
-/** Runs `bun test` on a fake tier: a directory holding one test file with `body`. */
-function runFakeTier(body: string): { code: number; output: string } {
+/** Runs `bun test` on a fake tier: a directory holding one test file with `body` (with `preload`s, if given). */
+function runFakeTier(body: string, preload: string[] = [], env: Record<string, string> = {}): { code: number; output: string } {
   const dir = tempDir('periscope-runner-')
   writeFileSync(join(dir, 'fake.test.ts'), `import { test } from 'bun:test'\n${body}\n`)
-  const r = Bun.spawnSync([BUN, 'test', './fake.test.ts'], { cwd: dir, env: { ...process.env, NO_COLOR: '1' } })
+  const r = Bun.spawnSync([BUN, 'test', ...preload.flatMap((p) => ['--preload', p]), './fake.test.ts'], { cwd: dir, env: { ...process.env, NO_COLOR: '1', ...env } })
   return { code: r.exitCode ?? 1, output: `${r.stdout.toString()}${r.stderr.toString()}` }
 }
+
+const FIXTURES = join(import.meta.dir, 'fixtures', 'bun-output')
+const fixture = (name: string) => readFileSync(join(FIXTURES, name), 'utf8')
 
 describe('a tier that ran no test fails', () => {
   test('a fake tier whose only test is skipped: bun test exits 0, the runner says FAILED', () => {
@@ -36,8 +42,9 @@ describe('a tier that ran no test fails', () => {
   test("the failed tests are named, each once, from bun test's own output and from the VM's", () => {
     const r = runFakeTier("import { expect } from 'bun:test'\ntest('fails, the answer is not 41', () => expect(1 + 41).toBe(41))\ntest('passes', () => {})")
     expect(r.code).toBe(1)
-    expect(failedTests(r.output)).toEqual(['fails, the answer is not 41'])
-    expect(failedTests('  [vm] (fail) sound > the tone [12.50ms]\n(pass) fine [1ms]\n  [vm] (fail) sound > the tone [12.50ms]\n')).toEqual(['sound > the tone'])
+    expect(failedTests(r.output)).toEqual([{ file: 'fake.test.ts', test: 'fails, the answer is not 41', reason: 'expect(received).toBe(expected)' }])
+    const vm = '  [vm] tests/kernel/vm/sound.test.ts:\n  [vm] (fail) sound > the tone [12.50ms]\n(pass) fine [1ms]\n  [vm] (fail) sound > the tone [12.50ms]\n'
+    expect(failedTests(vm)).toEqual([{ file: 'tests/kernel/vm/sound.test.ts', test: 'sound > the tone', reason: null }])
   }, 60_000)
 
   test('no counts at all (a runner that printed nothing) with exit 0 is a failure', () => {
@@ -105,4 +112,188 @@ describe("the tiers' limits fit CI's 90 minutes", () => {
     expect(elapsed).toBeLessThanOrEqual(BUDGET_MINUTES)
     expect(ran.length).toBeGreaterThan(0)
   })
+})
+
+/** What bun test printed for the files of failures.sources.txt, failure by failure, each with its file. */
+const EXPECTED_FAILURES = [
+  { file: 'tests/fake/after-all.test.ts', test: 'a fails', reason: 'expect(received).toBe(expected)' },
+  { file: 'tests/fake/after-all.test.ts', test: HOOK, reason: 'afterAll boom' },
+  { file: 'tests/fake/ebusy.test.ts', test: HOOK, reason: "EBUSY: resource busy or locked, rmdir '/tmp/x/card'" },
+  { file: 'tests/fake/before-all.test.ts', test: HOOK, reason: 'top beforeAll boom' },
+  { file: 'tests/fake/timeout.test.ts', test: 'c times out', reason: 'timed out after 100ms' },
+  { file: 'tests/fake/describe-before-all.test.ts', test: `group b > ${HOOK}`, reason: 'beforeAll boom' },
+  { file: 'tests/fake/before-each.test.ts', test: 'K > k one', reason: 'beforeEach boom' },
+  { file: 'tests/fake/hook-timeout.test.ts', test: HOOK, reason: 'a beforeEach/afterEach hook timed out for this test' },
+  { file: 'tests/fake/between.test.ts', test: 'd waits', reason: 'between boom' },
+  { file: 'tests/fake/load.test.ts', test: OUTSIDE, reason: 'module load boom' },
+]
+
+describe('every failure is named with its file and test', () => {
+  test("bun test's own output: failing hooks (its '(unnamed)'), timeouts, an error between tests, a module that fails to load", () => {
+    const output = fixture('failures.txt')
+    expect(output).toContain('(fail) (unnamed)') // what bun test prints for a hook
+    expect(failedTests(output)).toEqual(EXPECTED_FAILURES)
+    expect(testCounts(output)).toEqual({ passed: 6, failed: 10 }) // bun test counts the error between tests as a failure
+  })
+
+  test("the same behind a runner's prefix (the kernel tier's [vm] and [host])", () => {
+    const prefixed = fixture('failures.txt').split('\n').map((l) => `  [vm] ${l}`).join('\n')
+    expect(failedTests(prefixed)).toEqual(EXPECTED_FAILURES)
+  })
+
+  test('the repeat bun test prints after "N tests failed:" is not read as the last file', () => {
+    // A real output of 30 files, trimmed to two of them and their lines in the repeat.
+    expect(failedTests(fixture('repeat.txt'))).toEqual([
+      { file: 'tests/fake/f13.test.ts', test: 't13 b', reason: 'expect(received).toBe(expected)' },
+      { file: 'tests/fake/f3.test.ts', test: 't3 b', reason: 'expect(received).toBe(expected)' },
+    ])
+  })
+
+  test('the kernel tier: a VM file killed at its limit and a failure of the harness are named with their files', () => {
+    const out = [
+      '  [vm] tests/kernel/vm/stream.test.ts:',
+      '  [vm] (pass) streams [1200.00ms]',
+      '  [vm] ',
+      '  [vm] tests/kernel/vm/stream.test.ts:',
+      '  [vm] (fail) (killed, exit 124: it ran past 300 s, or something killed it)',
+      '',
+      'tests/kernel/run.ts:',
+      '(fail) VM: the guest never wrote its result',
+    ].join('\n')
+    expect(failedTests(out)).toEqual([
+      { file: 'tests/kernel/vm/stream.test.ts', test: '(killed, exit 124: it ran past 300 s, or something killed it)', reason: null },
+      { file: 'tests/kernel/run.ts', test: 'VM: the guest never wrote its result', reason: null },
+    ])
+  })
+
+  test("a child's two streams are kept whole line by line: a test's stdout never splits bun test's stderr line", async () => {
+    // stderr's line arrives in two pieces with a stdout line between them, in that order for sure. (Echoed
+    // too: nothing here looks like bun test's lines, or the runner reading this tier's output would count it.)
+    const bytes = (text: string) => new TextEncoder().encode(text)
+    const half = Promise.withResolvers<void>()
+    const between = Promise.withResolvers<void>()
+    const stderr = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(bytes('stderr line, first half '))
+        await Bun.sleep(20) // read by the collector before the stdout line comes
+        half.resolve()
+        await between.promise
+        await Bun.sleep(20)
+        c.enqueue(bytes('and second half\n'))
+        c.close()
+      },
+    })
+    const stdout = new ReadableStream<Uint8Array>({
+      async start(c) {
+        await half.promise
+        c.enqueue(bytes('stdout line\n'))
+        between.resolve()
+        c.close()
+      },
+    })
+    const output = await echoAndCollect({ stderr, stdout, exited: Promise.resolve(0) })
+    expect(output.split('\n')).toEqual(['stdout line', 'stderr line, first half and second half', ''])
+  })
+
+  test("the runner's last lines list each failing file, its failed tests under it, and never '(unnamed)'", () => {
+    const lines = formatFailures('integration', failedTests(fixture('failures.txt')))
+    expect(lines).toContain('  integration: tests/fake/ebusy.test.ts')
+    expect(lines).toContain(`      ${HOOK}: EBUSY: resource busy or locked, rmdir '/tmp/x/card'`)
+    expect(lines.filter((l) => l.startsWith('  integration: tests/'))).toHaveLength(9)
+    expect(lines.join('\n')).not.toContain('(unnamed)')
+  })
+
+  test('a tier stopped at its limit names the file that was running; a tier that failed with no test named says so', () => {
+    const cut = 'tests/integration/a.test.ts:\n(pass) one [1.00ms]\n\ntests/integration/segments.test.ts:\n(pass) first [2.00ms]\n'
+    expect(tierFailures({ command: ['bun', 'test', 'tests/integration'] }, cut, { code: 137, timedOut: true }, 'FAILED: over its 35-minute limit')).toEqual([
+      { file: 'tests/integration/segments.test.ts', test: '(running when the tier was stopped at its limit)', reason: 'FAILED: over its 35-minute limit' },
+    ])
+    expect(tierFailures({ command: ['bun', 'run', 'tests/arm64/run.ts'] }, 'arm64 tier: FAILED before any test\n', { code: 1, timedOut: false }, 'FAILED (exit 1)')).toEqual([
+      { file: '(bun run tests/arm64/run.ts)', test: '(no failed test named)', reason: 'FAILED (exit 1)' },
+    ])
+    expect(tierFailures({ command: ['x'] }, cut, { code: 0, timedOut: false }, 'ok: 2 passed')).toEqual([])
+  })
+})
+
+describe('slowness is visible', () => {
+  /** failures.sources.txt holds each fake file after a "// path" line. */
+  const sources = new Map(fixture('failures.sources.txt').split(/^\/\/ /m).filter(Boolean).map((part) => [part.slice(0, part.indexOf('\n')), part.slice(part.indexOf('\n') + 1)]))
+
+  test("the slowest tests and files from bun test's times (a file's own time when the per-file preload printed it), and the tests past half their timeout", () => {
+    const report = readBunOutput(`${fixture('failures.txt')}\n(file) tests/fake/between.test.ts [2500.00ms]\n`)
+    const timeoutOf = timeoutsFromSources('/repo', () => 5_000, (path) => sources.get(path.replace('/repo/', ''))!)
+    const s = slowness(report, timeoutOf, 3)
+    expect(s.tests.map((t) => [t.file, t.name, t.ms])).toEqual([
+      ['tests/fake/hook-timeout.test.ts', 'l slow', 1601.82],
+      ['tests/fake/timeout.test.ts', 'c slow pass', 120.3],
+      ['tests/fake/timeout.test.ts', 'c times out', 100.9],
+    ])
+    expect(s.files.map((f) => f.file)).toEqual(['tests/fake/between.test.ts', 'tests/fake/hook-timeout.test.ts', 'tests/fake/timeout.test.ts'])
+    // 'c slow pass' took 120 ms of its 200; 'l slow' 1.6 s of its 3 s; 'c times out' used all of its 100 ms.
+    expect(s.nearLimit.map((t) => [t.name, t.limitMs])).toEqual([['c times out', 100], ['c slow pass', 200], ['l slow', 3000]])
+    const lines = formatSlowness('contract', s)
+    expect(lines[0]).toBe('contract: slowest files')
+    expect(lines).toContain('WARNING contract: tests/fake/hook-timeout.test.ts > l slow took 1.6 s, more than half its 3.0 s timeout')
+  })
+
+  test("each test's own timeout, read from its file: a number, { timeout }, a product, the file's default, a template name; unknown when not a literal", () => {
+    const src = [
+      "import { setDefaultTimeout, test } from 'bun:test'",
+      'setDefaultTimeout(20_000)',
+      "test('plain', () => {})",
+      "test('with a number', async () => { expect(f(')')).toMatch(/\\)\\(/); const s = `a ${`b ${'('}`}` }, 60_000)",
+      "it('with options', () => {}, { timeout: 30_000 })",
+      "test('a product', () => {}, 20 * 60_000)",
+      'for (const n of [1, 2]) test(`camera ${n} streams`, async () => { /* ) */ }, 45_000)',
+      "test('from a constant', () => {}, LIMIT)",
+      "describe('d', () => { test.serial('nested, with a comma, here', () => {}, 1000) })",
+    ].join('\n')
+    const t = testTimeouts(src, 5_000)
+    const of = (name: string) => t.find((x) => x.matches(name))?.ms
+    expect(of('plain')).toBe(20_000)
+    expect(of('with a number')).toBe(60_000)
+    expect(of('with options')).toBe(30_000)
+    expect(of('a product')).toBe(1_200_000)
+    expect(of('camera 2 streams')).toBe(45_000)
+    expect(of('from a constant')).toBeNull()
+    expect(of('d > nested, with a comma, here')).toBe(1000)
+    expect(of('no such test')).toBeUndefined()
+    expect(testTimeouts("test('x', () => {})", 30_000)[0]!.ms).toBe(30_000) // no setDefaultTimeout: the tier's
+  })
+
+  test('the tiers that pass bun test a --timeout say so (the arm64 tier 30 s, the kernel VM 60 s)', () => {
+    const tier = (name: string) => TIERS.find((t) => t.name === name)!
+    expect(tier('arm64').testTimeoutMs?.('tests/contract/x.test.ts')).toBe(30_000)
+    expect(tier('kernel').testTimeoutMs?.('tests/kernel/vm/stream.test.ts')).toBe(60_000)
+    expect(tier('kernel').testTimeoutMs?.('tests/kernel/host/layout.test.ts')).toBe(5_000)
+  })
+})
+
+describe('the per-file leak check (tests/per-file.preload.ts)', () => {
+  const PRELOAD = join(import.meta.dir, '..', 'per-file.preload.ts')
+
+  test('a file that leaves a child process and a listening port fails, named, listing both; the process is stopped', () => {
+    const r = runFakeTier(
+      "test('leaves a sleep', () => { Bun.spawn(['sleep', '30']) })\ntest('leaves a server', () => { Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') }) })",
+      [PRELOAD],
+      { PERISCOPE_LEAK_WAIT_MS: '1000' },
+    )
+    expect(r.code).toBe(1)
+    const [failure] = failedTests(r.output)
+    expect(failure).toMatchObject({ file: 'fake.test.ts', test: HOOK, reason: expect.stringContaining('leak check: fake.test.ts left behind') })
+    expect(r.output).toMatch(/^ {2}process \d+ sleep 30$/m)
+    expect(r.output).toMatch(/^ {2}port tcp 127\.0\.0\.1:\d+$/m)
+    const pid = Number(/process (\d+) sleep 30/.exec(r.output)![1])
+    // Killed by the check: gone, or a zombie waiting for PID 1 to reap it (its parent has exited).
+    const state = () => (existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.charAt(0) : 'gone')
+    expect(['Z', 'gone']).toContain(state())
+    expect(readBunOutput(r.output).fileMs.get('fake.test.ts')).toBeGreaterThan(1000)
+  }, 60_000)
+
+  test('a child still exiting when the file ends is waited for, not failed; the file time is printed', () => {
+    const r = runFakeTier("test('a child that ends 0.3 s after its test', () => { Bun.spawn(['sleep', '0.3']) })", [PRELOAD])
+    expect(failedTests(r.output)).toEqual([])
+    expect(r.code).toBe(0)
+    expect(readBunOutput(r.output).fileMs.get('fake.test.ts')).toBeGreaterThan(250)
+  }, 60_000)
 })

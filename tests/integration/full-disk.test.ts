@@ -7,23 +7,18 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadPlugin } from '../../core/loader'
+import { tmpfsCard, type Card } from '../cards'
 import { BRIGHTNESS, controlOf, device, WEBCAM } from '../contract/setup'
-import { freeUdpPortPair, startTestServer, tempDir, until, type TestServer } from '../helpers'
+import { freeUdpPortPair, startTestServer, until, type TestServer } from '../helpers'
+let disk: Card
 let card: string
-let work: string
 
 beforeAll(() => {
-  work = tempDir('periscope-full-')
-  card = join(work, 'card')
-  mkdirSync(card)
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', card])
-  if (mounted.exitCode !== 0) throw new Error(`these tests need root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+  disk = tmpfsCard('4m', 'periscope-full-')
+  card = disk.dir
   mkdirSync(join(card, 'recordings'))
 })
-afterAll(() => {
-  Bun.spawnSync(['umount', card])
-  rmSync(work, { recursive: true, force: true })
-})
+afterAll(() => disk?.remove())
 
 const start = async () =>
   startTestServer({
@@ -154,7 +149,7 @@ describe('on a full card', () => {
     } finally {
       await s.stop()
     }
-    expect(Bun.spawnSync(['mount', '-o', 'remount,ro', card]).exitCode).toBe(0)
+    disk.remount('ro')
     try {
       const ro = await start()
       try {
@@ -174,7 +169,7 @@ describe('on a full card', () => {
         await ro.stop()
       }
     } finally {
-      Bun.spawnSync(['mount', '-o', 'remount,rw', card])
+      disk.remount('rw')
     }
   })
 })

@@ -1,18 +1,19 @@
 // Recordings from simulated cameras, read back by gst-discoverer-1.0: codec, size, duration; a kill -9
 // keeps what was written; a full disk ends the recording cleanly and keeps the file.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { EncodeType } from '../../core/types'
+import { tmpfsCard, type Card } from '../cards'
 import { discover, playableSeconds, requireGStreamer, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 
 const { streamer, events } = testStreamer()
-const mounts: string[] = []
+const cards: Card[] = []
 
 beforeAll(() => requireGStreamer())
 afterAll(async () => {
   await streamer.stopAll()
-  for (const m of mounts) Bun.spawnSync(['umount', '-l', m])
+  for (const card of cards) await card.remove()
 })
 
 const NAME = /^Sim-Cam_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d(_\d+)?_seg001\.mkv$/
@@ -69,11 +70,9 @@ test('kill -9 of a recording pipeline after 5 s leaves a playable file of at lea
 }, 45_000)
 
 test('a full disk ends the recording with a stream_error, no restart, and keeps the file', async () => {
-  const dir = join(tempDir(), 'full')
-  mkdirSync(dir)
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
-  mounts.push(dir)
+  const card = tmpfsCard('400k')
+  cards.push(card)
+  const dir = card.dir
   const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'RECORDING', width: 640, height: 480, dir })
   await streamer.start(job)
   await waitFor('the disk-full error', () => streamer.status(job.bus_info).state === 'error', 30_000)

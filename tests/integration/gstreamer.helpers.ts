@@ -1,11 +1,10 @@
 // Shared by the GStreamer tests: jobs on simulated cameras, a real GStreamer receiver, an RTP socket,
 // gst-discoverer, and process bookkeeping so every test stops what it started.
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { createLogger } from '../../core/log'
-import { freeUdpPortPair } from '../helpers'
+import { freeUdpPortPair, tempDir as testTempDir } from '../helpers'
 import type { EncodeType, StreamJob, StreamType } from '../../core/types'
 import { segmentFileName } from '../../core/naming'
 import { simulatedSource } from '../../drivers/gstreamer/simulated'
@@ -27,7 +26,7 @@ export function requireRtspClients(): void {
   if (gi.exitCode !== 0) throw new Error('GstRtspServer is not importable by /usr/bin/python3: run scripts/setup/rtsp.sh')
 }
 
-export const tempDir = (prefix = 'periscope-gst-') => mkdtempSync(join(tmpdir(), prefix))
+export const tempDir = (prefix = 'periscope-gst-') => testTempDir(prefix)
 
 /** An even UDP port with its odd neighbour free (RTP and RTCP), on loopback. */
 export const freePort = freeUdpPortPair

@@ -3,22 +3,23 @@
 // every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
 // child or a stopped stream all leave a playable file and no process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 import { DISK_FULL_STOP } from '../../core/disk'
+import { tmpfsCard, type Card } from '../cards'
 
 const { streamer, events } = testStreamer()
 const services: Service[] = []
-const mounts: string[] = []
+const cards: Card[] = []
 beforeAll(() => requireGStreamer())
 afterAll(async () => {
   await streamer.stopAll()
   for (const service of services) await service.kill()
-  for (const dir of mounts) Bun.spawnSync(['umount', dir])
+  for (const card of cards) await card.remove()
 })
 
 /** Starts the job and waits until its child runs. */
@@ -183,11 +184,9 @@ test("the camera's child restarting (a new RTP timeline) does not break the file
 }, 90_000)
 
 test('a full disk ends the recording (error says so, file kept); the stream runs on', async () => {
-  const dir = join(tempDir(), 'full')
-  mkdirSync(dir)
-  const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', dir])
-  if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
-  mounts.push(dir)
+  const card = tmpfsCard('400k')
+  cards.push(card)
+  const dir = card.dir
   const job = simulatedJob({ encode_type: 'MJPG', stream_type: 'UDP', width: 640, height: 480, dir })
   try {
     await running(job)

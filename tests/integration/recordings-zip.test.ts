@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, write
 import { join } from 'node:path'
 import recordings from '../../plugins/recordings'
 import { planZip } from '../../drivers/storage/zip'
+import { tmpfsCard } from '../cards'
 import { FOLLOW_EVENTS, startTestServer, tempDir, until, type TestServer } from '../helpers'
 import { copyFixtures, curl, FIXTURE_DURATIONS, pythonZip, requireTools, run, sha256 } from './fixtures/recordings/support'
 
@@ -220,10 +221,8 @@ describe('zip downloads', () => {
   }, 60_000)
 
   test('on a full card: prepare, download and rename still work (no temporary file, the CRC memory is only a cache)', async () => {
-    const card = join(work, 'card')
-    mkdirSync(card)
-    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', card])
-    if (mounted.exitCode !== 0) throw new Error(`this test needs root to mount a small tmpfs: ${mounted.stderr.toString()}`)
+    const disk = tmpfsCard('6m')
+    const card = disk.dir
     let full: TestServer | null = null
     try {
       mkdirSync(join(card, 'recordings'))
@@ -246,7 +245,7 @@ describe('zip downloads', () => {
       expect(renamed.body.map((x: { name: string }) => x.name).sort()).toEqual(['clip', 'kept'])
     } finally {
       await full?.stop()
-      Bun.spawnSync(['umount', card])
+      await disk.remove()
     }
   }, 30_000)
 

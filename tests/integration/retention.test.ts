@@ -4,36 +4,27 @@
 // /api/recordings/retention, the `recording_deleted` events and GET /api/logs say which and why.
 // Needs root (losetup/mount); the integration tier runs as root.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { closeSync, fsyncSync, mkdirSync, readdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, readdirSync, openSync, rmSync, statfsSync, utimesSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { loopCard, type Card } from '../cards'
 import { listenEvents, until } from '../helpers'
-import { freePort, requireGStreamer, RtpCounter, tempDir } from './gstreamer.helpers'
+import { freePort, requireGStreamer, RtpCounter } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
-let work: string
+let disk: Card
 let card: string
 let service: Service | null = null
 
 beforeAll(() => {
   requireGStreamer()
-  work = tempDir('periscope-retention-')
-  card = join(work, 'card')
-  mkdirSync(card)
-  const image = join(work, 'card.img')
-  const run = (cmd: string[]) => {
-    const r = Bun.spawnSync(cmd)
-    if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')} failed (this test needs root for a loop mount): ${r.stderr.toString()}`)
-  }
-  run(['truncate', '-s', '64M', image])
-  run(['mkfs.ext4', '-q', '-F', '-m', '0', image]) // -m 0: no blocks reserved for root, so free is what a writer gets
-  run(['mount', '-o', 'loop', image, card])
+  disk = loopCard(64, 'periscope-retention-')
+  card = disk.dir
 })
 afterAll(async () => {
   await service?.kill()
-  Bun.spawnSync(['umount', card])
-  rmSync(work, { recursive: true, force: true })
+  await disk?.remove()
 })
 
 /** An empty card, whatever the last test left. */

@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import type { Config } from '../../core/config'
 import { loadPlugin } from '../../core/loader'
-import { startTestServer, until, type TestServer } from '../helpers'
+import { startTestServer, stopProcess, until, type TestServer } from '../helpers'
 import { alive, ffprobe, freePort, freeTcpPort, Receiver, requireRtspClients, RtpCounter, waitFor } from './gstreamer.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264
@@ -399,7 +399,7 @@ test('kill -9 of the service takes its RTSP helper along (parent-death signal)',
     await service.exited
     await waitFor('the helper gone', () => helpers.every((pid) => !alive(pid)), 10_000)
   } finally {
-    if (service.exitCode === null) service.kill('SIGKILL')
+    await stopProcess(service)
     rmSync(dataDir, { recursive: true, force: true })
   }
 }, 45_000)

@@ -2,7 +2,7 @@
 // tests that drive streams over HTTP (stream-service, record-while-streaming).
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { freeTcpPort, until } from '../helpers'
+import { freeTcpPort, stopProcess, until } from '../helpers'
 import { tempDir } from './gstreamer.helpers'
 
 export interface Service {
@@ -11,7 +11,7 @@ export interface Service {
   /** http://127.0.0.1:<port> */
   url: string
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
-  /** SIGKILL if still running (afterAll). */
+  /** SIGKILL if still running, then waits for its children to exit too (afterAll). */
   kill(): Promise<void>
 }
 
@@ -34,12 +34,7 @@ export async function startService(options: { args?: string[]; port?: number; en
     const text = await res.text()
     return { status: res.status, body: text ? JSON.parse(text) : null }
   }
-  const kill = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL')
-      await proc.exited
-    }
-  }
+  const kill = () => stopProcess(proc)
   try {
     // 401: --token-scope all (reads need the token): the service answers all the same.
     await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || r.status === 401 || proc.exitCode !== null, 30_000)

@@ -13,7 +13,7 @@ import type { Subprocess } from 'bun'
 import { RTCPeerConnection } from 'werift'
 import { H264_CODEC } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
-import { freeTcpPort, until } from '../helpers'
+import { freeTcpPort, stopProcess, until } from '../helpers'
 import { ffprobe, freePort, requireRtspClients, tempDir } from './gstreamer.helpers'
 
 const dataDir = tempDir('periscope-guard-')
@@ -46,10 +46,7 @@ beforeAll(async () => {
   if (!alive()) throw new Error(`the service exited with ${proc.exitCode}: ${await new Response(proc.stderr as ReadableStream).text()}`)
 }, 60_000)
 afterAll(async () => {
-  if (proc && alive()) {
-    proc.kill('SIGKILL')
-    await proc.exited
-  }
+  if (proc) await stopProcess(proc) // and its GStreamer and RTSP children
 })
 
 /** Streams a simulated H.264 camera (at most 640 wide) and returns its bus_info once it runs. */

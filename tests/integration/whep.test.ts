@@ -10,7 +10,7 @@ import { readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Browser } from 'puppeteer-core'
-import { listenEvents, until } from '../helpers'
+import { listenEvents, stopProcess, until } from '../helpers'
 import { launchBrowser, openOffer, openPage, openSession, watch, withPage, type Opened } from './browser'
 import { requireGStreamer, tempDir } from './gstreamer.helpers'
 
@@ -389,6 +389,6 @@ test('SIGTERM with a session open: the service closes it and exits cleanly, and 
     }
   } finally {
     service = previous
-    if (own.proc.exitCode === null) own.proc.kill('SIGKILL')
+    await stopProcess(own.proc) // and its children, before the next test
   }
 }, 120_000)

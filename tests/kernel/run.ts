@@ -42,7 +42,8 @@ if (vmFiles.length) {
     const files = vmFiles.map((f) => `tests/kernel/vm/${f}.test.ts`)
     const runFile = (f: string) =>
       `timeout -k 5 ${FILE_TIMEOUT_S} ./node_modules/.bin/bun test --timeout 60000 ${f}; s=$?\n` +
-      `if [ $s -eq 124 ] || [ $s -eq 137 ]; then echo "KILLED (exit $s): ${f} ran past ${FILE_TIMEOUT_S} s, or something killed it"; fi\n[ $s -eq 0 ] || rc=1`
+      // In bun test's own form (a file header, a "(fail)" line): the runner names the killed file.
+      `if [ $s -eq 124 ] || [ $s -eq 137 ]; then printf '\\n${f}:\\n(fail) (killed, exit %s: it ran past ${FILE_TIMEOUT_S} s, or something killed it)\\n' $s; fi\n[ $s -eq 0 ] || rc=1`
     const script = `rc=0\n${files.map(runFile).join('\n')}\nexit $rc`
     let out = ''
     let printed = 0
@@ -73,6 +74,8 @@ if (vmFiles.length) {
 
 console.log(`\n ${totals.pass} pass\n ${Math.max(totals.fail, failures.length ? 1 : 0)} fail`)
 if (failures.length) {
+  // Under this file's name in bun test's form, so the runner's summary names where each failure is.
+  console.log(`\ntests/kernel/run.ts:\n${failures.map((f) => `(fail) ${f.split('\n')[0]}`).join('\n')}`)
   console.error(`\nKERNEL TIER FAILED:\n- ${failures.join('\n- ')}`)
   process.exit(1)
 }

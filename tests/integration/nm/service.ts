@@ -3,7 +3,7 @@
 // on a vehicle: a client that reached it at an address loses it when that address changes. The test
 // process stays outside, so it calls the service with curl run inside the namespace.
 import { join } from 'node:path'
-import { until } from '../../helpers'
+import { stopProcess, until } from '../../helpers'
 import { freeTcpPort, tempDir } from '../gstreamer.helpers'
 import type { Service } from '../service.helpers'
 import type { NmLab } from './lab'
@@ -37,12 +37,7 @@ export async function startServiceInLab(lab: NmLab, address: string, args: strin
     } catch {}
     return { status: Number(out.slice(cut + 1)), body: parsed }
   }
-  const kill = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL')
-      await proc.exited
-    }
-  }
+  const kill = () => stopProcess(proc)
   try {
     await until('the service to answer in the lab', () => callAt(url, 'GET', '/api/devices'), (r) => r.status === 200 || proc.exitCode !== null, 45_000)
   } catch (e) {
