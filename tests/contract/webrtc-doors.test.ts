@@ -1,0 +1,315 @@
+// One door, one set of rules for WebRTC (core/http/doors.ts): Cockpit's signalling socket obeys what
+// WHEP's POST obeys, by the same functions. Over real sockets: the origin rule (a page elsewhere is
+// refused, the vehicle's own origins and --cors-origins are not; an opaque origin is Cockpit's desktop
+// app only without --token, and needs the token with it), the Host rule on both ports, the token
+// (header, cookie, ?token=), each client's share of a camera's WebRTC places across WHEP and Cockpit,
+// one session rate for both doors, each client's share and rate of sockets, a socket that holds no
+// session closed, a session never answered holding its place until it is reaped, and remote candidates
+// kept only at the signalling peer's own address (media/webrtc/candidates.ts). Sessions run on a real
+// hub with real werift; the service listens on 127.0.0.1, so nothing is ever sent off the machine.
+import { afterAll, expect, test } from 'bun:test'
+import { Elysia } from 'elysia'
+import { createLogger } from '../../core/log'
+import { loadPlugin } from '../../core/loader'
+import { definePlugin } from '../../core/plugin'
+import type { Config } from '../../core/config'
+import type { Streamer } from '../../core/types'
+import { CLIENT_LIMITS, placesPerClient, SOCKETS_PER_CLIENT } from '../../core/http/client-limits'
+import { MediaHub } from '../../media/hub'
+import { candidateAddress, peerCandidate, peerCandidatesOnly } from '../../media/webrtc/candidates'
+import { SIGNALLING_PATH } from '../../plugins/cockpit'
+import { producerId } from '../../plugins/cockpit/signalling'
+import { freeTcpPort, parseMetrics, startTestServer, until, type TestServer } from '../helpers'
+import { EHD, startContractServer } from './setup'
+
+const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
+const ELECTRON_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Cockpit/1.17.0 Chrome/122.0.6261.156 Electron/29.4.6 Safari/537.36'
+const UPGRADE = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' }
+
+const SESSION = 'v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n'
+const CREDENTIALS = 'a=ice-ufrag:abcd\r\na=ice-pwd:abcdefghijklmnopqrstuv\r\na=fingerprint:sha-256 ' + Array(32).fill('AB').join(':') + '\r\n'
+const VIDEO = 'm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\na=setup:actpass\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1;profile-level-id=42e01f\r\n'
+const OFFER = SESSION + CREDENTIALS + VIDEO
+
+const servers: TestServer[] = []
+const hubs: MediaHub[] = []
+afterAll(async () => {
+  for (const s of servers) await s.stop()
+  for (const h of hubs) h.close()
+})
+
+/** A WebSocket client that keeps every message it gets and how it closed. */
+async function connect(url: string, headers: Record<string, string> = {}) {
+  const ws = new WebSocket(url, { headers } as never)
+  const messages: any[] = []
+  let closed: { code: number; reason: string } | null = null
+  ws.onmessage = (e) => messages.push(JSON.parse(String(e.data)))
+  ws.onclose = (e) => (closed = { code: e.code, reason: e.reason })
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve()
+    ws.onerror = () => reject(new Error(`could not connect to ${url}`))
+  })
+  return {
+    ws,
+    messages,
+    closed: () => closed,
+    send: (m: unknown) => ws.send(JSON.stringify(m)),
+    /** Waits for the nth message (1-based) and returns it. */
+    nth: (n: number) => until(`message ${n}`, async () => messages.length, (l) => l >= n, 15_000).then(() => messages[n - 1]),
+  }
+}
+type Client = Awaited<ReturnType<typeof connect>>
+
+const question = (type: string, content?: unknown) => ({ type: 'question', content: content === undefined ? { type } : { type, content } })
+
+/** The upgrade's answer without a socket: a refusal's status and sentence (101 when it would open). */
+async function upgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; detail: string }> {
+  const res = await fetch(url.replace(/^ws/, 'http'), { headers: { ...UPGRADE, ...headers } })
+  const text = await res.text()
+  return { status: res.status, detail: text ? JSON.parse(text).detail : '' }
+}
+
+async function metric(s: TestServer, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${s.url}/metrics`)).text()
+  return parseMetrics(text).samples.find((m) => m.name === name && Object.entries(labels).every(([k, v]) => m.labels[k] === v))?.value ?? 0
+}
+
+/** The service with a stand-in streamer whose camera EHD runs H.264 on a real hub (no GStreamer): sessions are real werift. */
+async function withStream(config: Partial<Config> = {}): Promise<TestServer> {
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [EHD], log: createLogger('error') })
+  hubs.push(hub)
+  const streamer = {
+    name: 'stand-in',
+    start: async () => {},
+    stop: async () => {},
+    status: () => ({ state: 'running', error: null, restarts: 0 }),
+    frameDrops: () => 0,
+    activeRecordings: () => [],
+    live: (bus_info: string) => (bus_info === EHD ? { hub, member: 0 } : null),
+    startRecording: async () => null,
+    stopRecording: async () => null,
+    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
+    stopAll: async () => {},
+  } as unknown as Streamer
+  const standIn = definePlugin({
+    name: 'stand-in-streamer',
+    setup({ registry }) {
+      registry.provide('streamer', streamer, 'stand-in-streamer')
+      return new Elysia({ name: 'periscope:stand-in-streamer' })
+    },
+  })
+  const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standIn]
+  const s = await startTestServer({ plugins, config: { simulate: 'default', ...config } })
+  servers.push(s)
+  return s
+}
+
+async function contract(config: Partial<Config> = {}): Promise<TestServer> {
+  const s = await startContractServer({ plugins: PLUGINS, config })
+  servers.push(s)
+  return s
+}
+
+const wsOf = (s: TestServer) => s.url.replace('http:', 'ws:') + SIGNALLING_PATH
+const whep = (s: TestServer, body = OFFER, headers: Record<string, string> = {}) =>
+  fetch(`${s.url}/api/streams/${encodeURIComponent(EHD)}/whep`, { method: 'POST', body, headers: { 'content-type': 'application/sdp', ...headers } })
+
+/** startSession on EHD: the session's ids, or the error's sentence. */
+async function startSession(c: Client): Promise<{ bind?: { consumer_id: string; producer_id: string; session_id: string }; error?: string }> {
+  const at = c.messages.length
+  c.send(question('startSession', { consumer_id: 'me', producer_id: producerId(EHD) }))
+  const reply = await c.nth(at + 1)
+  if (reply.type === 'error') return { error: reply.content.detail }
+  return { bind: reply.content.content }
+}
+
+test('the origin rule, as for WHEP: a page elsewhere is refused (403, counted); the vehicle\'s own origins, --cors-origins and no Origin are let in', async () => {
+  const s = await contract({ corsOrigins: ['http://gcs.example:3000'] })
+  const url = wsOf(s)
+  const before = await metric(s, 'periscope_http_refused_origins_total')
+  const evil = await upgrade(url, { origin: 'http://evil.example' })
+  expect(evil.status).toBe(403)
+  expect(evil.detail).toContain("A page on http://evil.example may not open Cockpit's WebRTC signalling")
+  // WHEP refuses the same page the same way.
+  const post = await whep(s, OFFER, { origin: 'http://evil.example' })
+  expect(post.status).toBe(403)
+  expect(await metric(s, 'periscope_http_refused_origins_total')).toBe(before + 2)
+  for (const origin of [`http://127.0.0.1:${freeTcpPort()}`, 'http://localhost', 'http://gcs.example:3000', null]) {
+    const c = await connect(url, origin ? { origin } : {})
+    c.send(question('peerId'))
+    expect((await c.nth(1)).content.type).toBe('peerId')
+    c.ws.close()
+  }
+})
+
+test("an opaque origin (null: a local file, a sandboxed frame, Cockpit's desktop app) without --token: Electron's User-Agent only; with --token: the token, by ?token=", async () => {
+  const open = await contract()
+  const page = await upgrade(wsOf(open), { origin: 'null', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.0.0 Safari/537.36' })
+  expect(page.status).toBe(403)
+  expect(page.detail).toContain('Origin: null')
+  expect(page.detail).toContain('--token')
+  expect((await upgrade(wsOf(open), { origin: 'file://' })).status).toBe(403)
+  const desktop = await connect(wsOf(open), { origin: 'null', 'user-agent': ELECTRON_UA })
+  desktop.send(question('peerId'))
+  expect((await desktop.nth(1)).content.type).toBe('peerId')
+  desktop.ws.close()
+
+  const guarded = await contract({ token: 'sesame' })
+  const refused = await upgrade(wsOf(guarded), { origin: 'null', 'user-agent': ELECTRON_UA })
+  expect(refused.status).toBe(401)
+  expect(refused.detail).toContain('?token=')
+  const wrong = await upgrade(`${wsOf(guarded)}?token=open-sesame`, { origin: 'null', 'user-agent': ELECTRON_UA })
+  expect(wrong.status).toBe(401)
+  expect(await metric(guarded, 'periscope_http_wrong_tokens_total')).toBe(1)
+  const withToken = await connect(`${wsOf(guarded)}?token=sesame`, { origin: 'null', 'user-agent': ELECTRON_UA })
+  withToken.send(question('peerId'))
+  expect((await withToken.nth(1)).content.type).toBe('peerId')
+  withToken.ws.close()
+  // The vehicle's own pages need no token to watch (--token-scope changes).
+  const own = await connect(wsOf(guarded), { origin: `http://127.0.0.1:${freeTcpPort()}` })
+  own.ws.close()
+})
+
+test('--token-scope all: the signalling needs the token, as WHEP does (401 without; the header, the cookie or ?token= let in)', async () => {
+  const s = await contract({ token: 'sesame', tokenScope: 'all' })
+  const none = await upgrade(wsOf(s))
+  expect(none.status).toBe(401)
+  expect((await whep(s)).status).toBe(401)
+  for (const [url, headers] of [
+    [`${wsOf(s)}?token=sesame`, {}],
+    [wsOf(s), { authorization: 'Bearer sesame' }],
+    [wsOf(s), { cookie: 'periscope_token=sesame' }],
+  ] as const) {
+    const c = await connect(url, headers)
+    c.ws.close()
+  }
+})
+
+test('the Host rule on both ports: a name not served is 421, as on every route', async () => {
+  const port = freeTcpPort()
+  const s = await contract({ pluginFlags: { 'cockpit-port': port } } as never)
+  for (const url of [wsOf(s), `http://127.0.0.1:${port}/`]) {
+    const rebound = await upgrade(url.replace('ws:', 'http:'), { host: 'rebound.example' })
+    expect(rebound.status).toBe(421)
+    expect(rebound.detail).toContain("'rebound.example'")
+  }
+  const c = await connect(`ws://127.0.0.1:${port}`)
+  c.ws.close()
+})
+
+test(`one client holds at most half of a camera's WebRTC places (${placesPerClient(4)} of --max-viewers 4), WHEP and Cockpit together; a session never answered holds its place until it is reaped`, async () => {
+  const s = await withStream({ maxViewers: 4, whepIdleTimeoutSeconds: 2 })
+  const first = await whep(s)
+  expect(first.status).toBe(201)
+  const c = await connect(wsOf(s))
+  expect((await startSession(c)).bind).toBeDefined()
+  // The third from this client, by either door: refused, with the same sentence.
+  const third = await startSession(c)
+  expect(third.error).toContain('WHEP and Cockpit together')
+  expect(third.error).toContain('--max-viewers 4')
+  const byWhep = await whep(s)
+  expect(byWhep.status).toBe(429)
+  expect(((await byWhep.json()) as any).detail).toContain('WHEP and Cockpit together')
+  expect(await metric(s, 'periscope_http_limited_total', { kind: 'webrtc_places' })).toBe(2)
+  // Nobody answers: both sessions are reaped at the idle timeout, and the places come back.
+  await until('both sessions reaped', async () => (await s.call('GET', '/api/health')).body.plugins, (p) => p.whep.sessions === 0 && p.cockpit.sessions === 0, 15_000)
+  expect((await startSession(c)).bind).toBeDefined()
+  expect((await whep(s)).status).toBe(201)
+  c.ws.close()
+}, 30_000)
+
+test(`sessions churned from one client share one rate across both doors: past ${CLIENT_LIMITS.webrtc_session.burst} at once they are refused with a sentence, by Cockpit and by WHEP`, async () => {
+  const s = await withStream()
+  const c = await connect(wsOf(s))
+  let refusal: string | undefined
+  let opened = 0
+  // As fast as the socket answers (the issue saw 68 a second): start one, end it, again.
+  for (let i = 0; i < 40 && !refusal; i++) {
+    const started = await startSession(c)
+    if (started.error) refusal = started.error
+    else {
+      opened++
+      c.send(question('endSession', { ...started.bind, reason: 'churn' }))
+    }
+  }
+  expect(refusal).toContain('Too many WebRTC sessions opened (WHEP and Cockpit together) from this client')
+  expect(opened).toBeGreaterThanOrEqual(CLIENT_LIMITS.webrtc_session.burst)
+  expect(opened).toBeLessThan(30)
+  const byWhep = await whep(s)
+  expect(byWhep.status).toBe(429)
+  expect(byWhep.headers.get('retry-after')).toMatch(/^\d+$/)
+  expect(((await byWhep.json()) as any).detail).toContain('Too many WebRTC sessions opened')
+  c.ws.close()
+}, 30_000)
+
+test(`one client holds at most ${SOCKETS_PER_CLIENT} signalling sockets, opened at most ${CLIENT_LIMITS.signalling_socket.burst} at once: 429 with a sentence`, async () => {
+  const s = await contract()
+  const open: Client[] = []
+  for (let i = 0; i < SOCKETS_PER_CLIENT; i++) open.push(await connect(wsOf(s)))
+  const more = await upgrade(wsOf(s))
+  expect(more.status).toBe(429)
+  expect(more.detail).toContain(`already holds ${SOCKETS_PER_CLIENT} signalling sockets`)
+  for (const c of open) c.ws.close()
+  await until('the sockets closed', async () => (await s.call('GET', '/api/health')).body.plugins.cockpit.sockets, (n) => n === 0)
+  // Opened and closed over and over: the rate.
+  let refused: { status: number; detail: string } | undefined
+  for (let i = 0; i < 40 && !refused; i++) {
+    const c = await connect(wsOf(s)).catch(() => null)
+    if (c) c.ws.close()
+    else refused = await upgrade(wsOf(s))
+  }
+  expect(refused?.detail).toContain('Too many signalling sockets opened from this client')
+  expect(await metric(s, 'periscope_http_limited_total', { kind: 'signalling_socket' })).toBeGreaterThanOrEqual(1)
+  expect(await metric(s, 'periscope_http_limited_total', { kind: 'signalling_sockets' })).toBe(1)
+})
+
+test('a socket that holds no session for --cockpit-idle-timeout is closed with a sentence; one that holds a session is not', async () => {
+  const s = await withStream({ pluginFlags: { 'cockpit-idle-timeout': 1 } } as never)
+  const watching = await connect(wsOf(s))
+  expect((await startSession(watching)).bind).toBeDefined()
+  const idle = await connect(wsOf(s))
+  idle.send(question('availableStreams'))
+  const closed = await until('the idle socket closed', async () => idle.closed(), (x) => x !== null, 10_000)
+  expect(closed).toEqual({ code: 1000, reason: expect.stringContaining('No WebRTC session for 1 s') })
+  expect(watching.closed()).toBeNull()
+  expect(await metric(s, 'periscope_limit_hits_total', { limit: 'cockpit_idle_sockets' })).toBe(1)
+  watching.ws.close()
+}, 20_000)
+
+test("remote candidates are kept only at the signalling peer's own address: Cockpit's trickled ones and WHEP's in the offer; the others dropped and counted", async () => {
+  const s = await withStream()
+  const c = await connect(wsOf(s))
+  const { bind } = await startSession(c)
+  const ice = (address: string, port: number) => ({ type: 'negotiation', content: { type: 'iceNegotiation', content: { ...bind, ice: { candidate: `candidate:1 1 udp 2122260223 ${address} ${port} typ host generation 0`, sdpMid: '0', sdpMLineIndex: 0 } } } })
+  c.send(ice('127.0.0.1', 40001))
+  c.send(ice('192.0.2.7', 53))
+  c.send(ice('f0e1d2c3-0000-4000-8000-000000000000.local', 40002))
+  const foreign = async () => (await s.call('GET', '/api/health')).body.plugins.cockpit.refused_messages.foreign_candidate
+  await until('two candidates dropped', foreign, (n) => n === 2)
+  // Dropped quietly: Chromium's mDNS names come in every session.
+  expect(c.messages.filter((m) => m.type === 'error')).toEqual([])
+  const offer = OFFER + 'a=candidate:1 1 udp 2122260223 127.0.0.1 40003 typ host\r\na=candidate:2 1 udp 2122260223 198.51.100.4 9 typ host\r\n'
+  expect((await whep(s, offer)).status).toBe(201)
+  expect((await s.call('GET', '/api/health')).body.plugins.whep.foreign_candidates).toBe(1)
+  expect(await metric(s, 'periscope_limit_hits_total', { limit: 'webrtc_foreign_candidate' })).toBe(3)
+  c.ws.close()
+}, 20_000)
+
+test('the candidate rule itself: the peer\'s own address (IPv4-mapped or not), any loopback for a loopback peer; never an unknown peer', () => {
+  const at = (address: string) => `candidate:842163049 1 udp 1677729535 ${address} 50000 typ host generation 0`
+  expect(candidateAddress(at('10.0.0.5'))).toBe('10.0.0.5')
+  expect(candidateAddress('a=' + at('10.0.0.5'))).toBe('10.0.0.5')
+  expect(candidateAddress('candidate:1 1 udp')).toBeNull()
+  expect(peerCandidate(at('192.168.2.10'), '192.168.2.10')).toBe(true)
+  expect(peerCandidate(at('192.168.2.10'), '::ffff:192.168.2.10')).toBe(true)
+  expect(peerCandidate(at('192.168.2.11'), '192.168.2.10')).toBe(false)
+  expect(peerCandidate(at('fe80::1'), 'FE80::1')).toBe(true)
+  expect(peerCandidate(at('127.0.0.1'), '::1')).toBe(true)
+  expect(peerCandidate(at('127.0.0.1'), '192.168.2.10')).toBe(false)
+  expect(peerCandidate(at('abc.local'), '192.168.2.10')).toBe(false)
+  expect(peerCandidate(at('192.168.2.10'), undefined)).toBe(false)
+  const dropped: string[] = []
+  const sdp = `v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=${at('8.8.8.8')}\r\na=end-of-candidates\r\n`
+  expect(peerCandidatesOnly(sdp, '192.168.2.10', (a) => dropped.push(a))).toBe(`v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=end-of-candidates\r\n`)
+  expect(dropped).toEqual(['8.8.8.8'])
+})
