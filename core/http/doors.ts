@@ -101,7 +101,7 @@ export function webrtcPlace(client: string | undefined, bus_info: string, viewer
     'webrtc_places',
     client,
     share,
-    (held) => `This client already watches '${bus_info}' ${held} times over WebRTC (WHEP and Cockpit together), the most one client may (half of --max-viewers ${config.maxViewers}, so others get a place): close one first`,
+    (held) => `This client already has ${held} WebRTC session${held === 1 ? '' : 's'} of '${bus_info}' (WHEP and Cockpit together), the most one client may: half of --max-viewers ${config.maxViewers}, so that others get a place; close one first`,
     bus_info,
   )
 }
