@@ -8,6 +8,7 @@
 // kept only at the signalling peer's own address (media/webrtc/candidates.ts). Sessions run on a real
 // hub with real werift; the service listens on 127.0.0.1, so nothing is ever sent off the machine.
 import { afterAll, expect, test } from 'bun:test'
+import { createSocket } from 'node:dgram'
 import { Elysia } from 'elysia'
 import { createLogger } from '../../core/log'
 import { loadPlugin } from '../../core/loader'
@@ -18,7 +19,7 @@ import { CLIENT_LIMITS, placesPerClient, SOCKETS_PER_CLIENT } from '../../core/h
 import { MediaHub } from '../../media/hub'
 import { candidateAddress, peerCandidate, peerCandidatesOnly } from '../../media/webrtc/candidates'
 import { SIGNALLING_PATH } from '../../plugins/cockpit'
-import { producerId } from '../../plugins/cockpit/signalling'
+import { Connection, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
 import { freeTcpPort, parseMetrics, startTestServer, until, type TestServer } from '../helpers'
 import { EHD, startContractServer } from './setup'
 
@@ -313,3 +314,62 @@ test('the candidate rule itself: the peer\'s own address (IPv4-mapped or not), a
   expect(peerCandidatesOnly(sdp, '192.168.2.10', (a) => dropped.push(a))).toBe(`v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=end-of-candidates\r\n`)
   expect(dropped).toEqual(['8.8.8.8'])
 })
+
+test("no packet goes to a dropped candidate: a socket whose peer is elsewhere trickles one at a local UDP port and it hears nothing, while the peer's own one hears the service's connectivity checks", async () => {
+  const BUS = 'usb-udp-proof'
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [BUS], log: createLogger('error') })
+  hubs.push(hub)
+  /** A UDP socket on loopback that keeps what it hears. */
+  const listener = async () => {
+    const socket = createSocket('udp4')
+    socket.on('error', () => {})
+    const heard: Buffer[] = []
+    socket.on('message', (m) => heard.push(m))
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()))
+    return { socket, heard, port: socket.address().port }
+  }
+  /** A Cockpit session over a socket that came from `peer`, answered by hand (no candidate in the answer), then one trickled candidate at `port`. */
+  const session = async (peer: string, port: number) => {
+    const sent: any[] = []
+    const refused: string[] = []
+    const context: SignallingContext = {
+      streams: () => [],
+      producer: (id) => (id === producerId(BUS) ? { bus_info: BUS, hub, member: 0 } : null),
+      admit: () => () => {},
+      listenHost: '127.0.0.1',
+      label: () => 'cockpit-udp',
+      opened: () => {},
+      ended: () => {},
+      refused: (reason) => refused.push(reason),
+      limitHit: () => {},
+    }
+    const c = new Connection({ peer, send: (t) => sent.push(JSON.parse(t)), close: () => {} }, context)
+    c.receive(JSON.stringify(question('startSession', { consumer_id: 'me', producer_id: producerId(BUS) })))
+    const offer = await until('our offer', async () => sent.find((m) => m.content?.type === 'mediaNegotiation'), (m) => m !== undefined, 15_000)
+    const bind = sent[0].content.content
+    const pt = /a=rtpmap:(\d+) H264/.exec(offer.content.content.sdp.sdp)![1]
+    const answer = SESSION + 'a=group:BUNDLE 0\r\n' + CREDENTIALS + `m=video 9 UDP/TLS/RTP/SAVPF ${pt}\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\na=setup:active\r\na=rtpmap:${pt} H264/90000\r\na=fmtp:${pt} packetization-mode=1;profile-level-id=42e01f\r\n`
+    c.receive(JSON.stringify({ type: 'negotiation', content: { type: 'mediaNegotiation', content: { ...bind, sdp: { type: 'answer', sdp: answer } } } }))
+    c.receive(JSON.stringify({ type: 'negotiation', content: { type: 'iceNegotiation', content: { ...bind, ice: { candidate: `candidate:1 1 udp 2122260223 127.0.0.1 ${port} typ host`, sdpMid: '0', sdpMLineIndex: 0 } } } }))
+    return { c, refused, sent }
+  }
+  const aimed = await listener()
+  const own = await listener()
+  try {
+    // First the one from elsewhere (its peer is not loopback, so 127.0.0.1 is not its own), then the control.
+    const elsewhere = await session('192.0.2.50', aimed.port)
+    const honest = await session('127.0.0.1', own.port)
+    await until("the service's checks at the peer's own candidate", async () => own.heard.length, (n) => n > 0, 15_000)
+    // A STUN binding request: type 0x0001 and the magic cookie.
+    expect(own.heard[0]!.readUInt16BE(0)).toBe(0x0001)
+    expect(own.heard[0]!.readUInt32BE(4)).toBe(0x2112a442)
+    expect(aimed.heard).toEqual([])
+    expect(elsewhere.refused).toEqual(['foreign_candidate'])
+    expect(honest.refused).toEqual([])
+    elsewhere.c.socketClosed()
+    honest.c.socketClosed()
+  } finally {
+    aimed.socket.close()
+    own.socket.close()
+  }
+}, 30_000)
