@@ -127,8 +127,8 @@ export default definePlugin({
 
     /** The upgrade's checks (the app's own layers do not see it), WHEP's by the same functions: Host, origin, token, the sockets' bound and the client's share. */
     const accept = (request: Request, peer: string | undefined): Response | { data: SocketData } => {
-      const refused = upgradeRefusal(request, { config, refusals }, "Cockpit's WebRTC signalling")
-      if (refused) return refused
+      const shut = upgradeRefusal(request, { config, refusals }, "Cockpit's WebRTC signalling")
+      if (shut) return shut
       if (connections.size >= MAX_SOCKETS) {
         registry.limitHit('cockpit_sockets')
         return json(503, `${connections.size} signalling sockets are open, the most allowed at once: close one (a Cockpit tab) or try later`)
