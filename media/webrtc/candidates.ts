@@ -32,16 +32,22 @@ export function peerCandidate(candidate: string, peer: string | undefined): bool
   return at === from || (isLoopback(from) && isLoopback(at))
 }
 
-/** An SDP (an offer or an answer) with only the candidates `peerCandidate` keeps; `dropped` hears each other one's address. */
+/**
+ * An SDP (an offer or an answer) with only the candidates `peerCandidate` keeps; `dropped` hears each
+ * other one's address. When any was dropped, its `a=end-of-candidates` goes too: werift gives up at
+ * once when the candidates are said to be complete and none is left, instead of waiting for the
+ * viewer's own checks to show where it is (the idle timeout still ends a session that never connects).
+ */
 export function peerCandidatesOnly(sdp: string, peer: string | undefined, dropped: (address: string) => void): string {
-  return sdp
-    .split(/(?<=\n)/)
-    .filter((line) => {
-      if (!line.startsWith('a=candidate:')) return true
-      const candidate = line.trimEnd()
-      if (peerCandidate(candidate, peer)) return true
-      dropped(candidateAddress(candidate) ?? '?')
-      return false
-    })
-    .join('')
+  const lines = sdp.split(/(?<=\n)/)
+  let any = false
+  const kept = lines.filter((line) => {
+    if (!line.startsWith('a=candidate:')) return true
+    const candidate = line.trimEnd()
+    if (peerCandidate(candidate, peer)) return true
+    any = true
+    dropped(candidateAddress(candidate) ?? '?')
+    return false
+  })
+  return (any ? kept.filter((line) => line.trimEnd() !== 'a=end-of-candidates') : kept).join('')
 }

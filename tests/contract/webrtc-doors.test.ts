@@ -17,6 +17,8 @@ import type { Config } from '../../core/config'
 import type { Streamer } from '../../core/types'
 import { CLIENT_LIMITS, placesPerClient, SOCKETS_PER_CLIENT } from '../../core/http/client-limits'
 import { MediaHub } from '../../media/hub'
+import { RTCPeerConnection } from 'werift'
+import { H264_CODEC } from '../../media/webrtc/session'
 import { candidateAddress, peerCandidate, peerCandidatesOnly } from '../../media/webrtc/candidates'
 import { SIGNALLING_PATH } from '../../plugins/cockpit'
 import { Connection, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
@@ -119,7 +121,9 @@ const whep = (s: TestServer, body = OFFER, headers: Record<string, string> = {})
 async function startSession(c: Client): Promise<{ bind?: { consumer_id: string; producer_id: string; session_id: string }; error?: string }> {
   const at = c.messages.length
   c.send(question('startSession', { consumer_id: 'me', producer_id: producerId(EHD) }))
-  const reply = await c.nth(at + 1)
+  // Its answer, or the refusal of it: not the offer of a session ended while it was being made.
+  const isReply = (m: any) => (m.type === 'answer' && m.content.type === 'startSession') || (m.type === 'error' && !m.content.detail.startsWith('No offer could be made'))
+  const reply = await until('the answer to startSession', async () => c.messages.slice(at).find(isReply), (m) => m !== undefined, 15_000)
   if (reply.type === 'error') return { error: reply.content.detail }
   return { bind: reply.content.content }
 }
@@ -311,8 +315,12 @@ test('the candidate rule itself: the peer\'s own address (IPv4-mapped or not), a
   expect(peerCandidate(at('192.168.2.10'), undefined)).toBe(false)
   const dropped: string[] = []
   const sdp = `v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=${at('8.8.8.8')}\r\na=end-of-candidates\r\n`
-  expect(peerCandidatesOnly(sdp, '192.168.2.10', (a) => dropped.push(a))).toBe(`v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=end-of-candidates\r\n`)
+  // Its end-of-candidates goes with a dropped one: ICE then waits for the viewer's own checks.
+  expect(peerCandidatesOnly(sdp, '192.168.2.10', (a) => dropped.push(a))).toBe(`v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\n`)
   expect(dropped).toEqual(['8.8.8.8'])
+  expect(peerCandidatesOnly(sdp, '8.8.8.8', () => {})).toBe(`v=0\r\nm=video 9 UDP 96\r\na=${at('8.8.8.8')}\r\n`)
+  const whole = `v=0\r\nm=video 9 UDP 96\r\na=${at('192.168.2.10')}\r\na=end-of-candidates\r\n`
+  expect(peerCandidatesOnly(whole, '192.168.2.10', () => {})).toBe(whole)
 })
 
 test("no packet goes to a dropped candidate: a socket whose peer is elsewhere trickles one at a local UDP port and it hears nothing, while the peer's own one hears the service's connectivity checks", async () => {
@@ -371,5 +379,47 @@ test("no packet goes to a dropped candidate: a socket whose peer is elsewhere tr
   } finally {
     aimed.socket.close()
     own.socket.close()
+  }
+}, 30_000)
+
+test('a viewer whose every candidate is dropped (mDNS names, other interfaces, behind a proxy) still connects: the service learns its address from its checks (peer-reflexive)', async () => {
+  const BUS = 'usb-prflx'
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [BUS], log: createLogger('error') })
+  hubs.push(hub)
+  const sent: any[] = []
+  const refused: string[] = []
+  const context: SignallingContext = {
+    streams: () => [],
+    producer: (id) => (id === producerId(BUS) ? { bus_info: BUS, hub, member: 0 } : null),
+    admit: () => () => {},
+    listenHost: '127.0.0.1',
+    label: () => 'cockpit-prflx',
+    opened: () => {},
+    ended: () => {},
+    refused: (reason) => refused.push(reason),
+    limitHit: () => {},
+  }
+  // The socket's peer is an address the browser's candidates are not at (as behind a proxy).
+  const c = new Connection({ peer: '192.0.2.50', send: (t) => sent.push(JSON.parse(t)), close: () => {} }, context)
+  const browser = new RTCPeerConnection({ codecs: { video: [H264_CODEC()], audio: [] }, iceUseIpv4: false, iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'] })
+  try {
+    c.receive(JSON.stringify(question('startSession', { consumer_id: 'me', producer_id: producerId(BUS) })))
+    const offer = await until('our offer', async () => sent.find((m) => m.content?.type === 'mediaNegotiation'), (m) => m !== undefined, 15_000)
+    const bind = sent[0].content.content
+    await browser.setRemoteDescription(offer.content.content.sdp)
+    for (const m of await until('our candidate', async () => sent.filter((x) => x.content?.type === 'iceNegotiation'), (l) => l.length > 0)) await browser.addIceCandidate(m.content.content.ice)
+    await browser.setLocalDescription(await browser.createAnswer())
+    await until('the browser gathered', async () => browser.iceGatheringState, (s) => s === 'complete')
+    const answer = browser.localDescription!.sdp
+    expect(answer).toMatch(/a=candidate:\S+ 1 udp \d+ 127\.0\.0\.1 /)
+    c.receive(JSON.stringify({ type: 'negotiation', content: { type: 'mediaNegotiation', content: { ...bind, sdp: { type: 'answer', sdp: answer } } } }))
+    const session = [...c.all()][0]!
+    await until('connected', async () => session.viewer.connectedAt, (at) => at !== null, 20_000)
+    // Every candidate of the answer was dropped, and it connected all the same.
+    expect(refused.length).toBeGreaterThan(0)
+    expect(refused.every((r) => r === 'foreign_candidate')).toBe(true)
+  } finally {
+    c.socketClosed()
+    await browser.close()
   }
 }, 30_000)
