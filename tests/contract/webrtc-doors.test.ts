@@ -288,7 +288,8 @@ test("remote candidates are kept only at the signalling peer's own address: Cock
   const ice = (address: string, port: number) => ({ type: 'negotiation', content: { type: 'iceNegotiation', content: { ...bind, ice: { candidate: `candidate:1 1 udp 2122260223 ${address} ${port} typ host generation 0`, sdpMid: '0', sdpMLineIndex: 0 } } } })
   c.send(ice('127.0.0.1', 40001))
   c.send(ice('192.0.2.7', 53))
-  c.send(ice('f0e1d2c3-0000-4000-8000-000000000000.local', 40002))
+  // Another interface of the viewer's machine (never an mDNS name here: without the rule werift would look it up by multicast).
+  c.send(ice('198.51.100.20', 40002))
   const foreign = async () => (await s.call('GET', '/api/health')).body.plugins.cockpit.refused_messages.foreign_candidate
   await until('two candidates dropped', foreign, (n) => n === 2)
   // Dropped quietly: Chromium's mDNS names come in every session.
@@ -420,6 +421,29 @@ test('a viewer whose every candidate is dropped (mDNS names, other interfaces, b
     expect(refused.every((r) => r === 'foreign_candidate')).toBe(true)
   } finally {
     c.socketClosed()
+    await browser.close()
+  }
+}, 30_000)
+
+// Its candidates are rewritten to a documentation address, never an mDNS name: were the rule ever
+// broken, werift would look a .local name up by multicast, off the machine (192.0.2.9 stays unsent: the
+// service on 127.0.0.1 pairs with loopback only).
+test("a WHEP viewer whose offer has only candidates elsewhere (another interface; Chromium's mDNS names likewise) still connects: they are dropped and its own checks find the service", async () => {
+  const s = await withStream()
+  const browser = new RTCPeerConnection({ codecs: { video: [H264_CODEC()], audio: [] }, iceUseIpv4: false, iceUseIpv6: false, iceAdditionalHostAddresses: ['127.0.0.1'] })
+  try {
+    browser.addTransceiver('video', { direction: 'recvonly' })
+    await browser.setLocalDescription(await browser.createOffer())
+    await until('the viewer gathered', async () => browser.iceGatheringState, (state) => state === 'complete')
+    const offer = browser.localDescription!.sdp.replace(/(a=candidate:\S+ \d \S+ \d+ )127\.0\.0\.1 /g, '$1192.0.2.9 ')
+    expect(offer).toContain(' 192.0.2.9 ')
+    expect(offer).not.toContain(' 127.0.0.1 ')
+    const res = await whep(s, offer)
+    expect(res.status).toBe(201)
+    await browser.setRemoteDescription({ type: 'answer', sdp: await res.text() })
+    await until('connected', async () => browser.connectionState, (state) => state === 'connected', 20_000)
+    expect((await s.call('GET', '/api/health')).body.plugins.whep.foreign_candidates).toBeGreaterThan(0)
+  } finally {
     await browser.close()
   }
 }, 30_000)
