@@ -180,7 +180,7 @@ async function sendPath() {
     const peers: Receiver[] = []
     try {
       for (let i = 0; i < n; i++) {
-        const session = new WebRtcViewer({ id: `send-path-${i}`, reader: 'whep', bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', label: 'bench', onEnd: () => {} })
+        const session = new WebRtcViewer({ id: `send-path-${i}`, reader: 'whep', bus_info: EHD, hub, member: 0, listenHost: '127.0.0.1', peer: '127.0.0.1', label: 'bench', onEnd: () => {} })
         sessions.push(session)
         peers.push(await Receiver.spawn(['peer'], (offer) => session.answer(offer)))
       }

@@ -167,7 +167,7 @@ const OPTIONS: Option[] = [
   {
     flag: 'client-limits',
     key: 'clientLimits',
-    help: "'on' or 'off': the per-client limits on zip prepares, snapshots of a stopped camera and WebRTC sessions (429; docs/security.md)",
+    help: "'on' or 'off': the per-client limits on zip prepares, snapshots of a stopped camera, WebRTC sessions and places, and signalling sockets (429; docs/security.md)",
     parse: (r) => {
       if (!['on', 'off', 'true', 'false'].includes(r)) throw new Error(`client-limits must be 'on' or 'off', got '${r}'`)
       return r === 'on' || r === 'true'

@@ -16,6 +16,8 @@ import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 export interface SocketEndpoint<T extends object = object> {
   path: string
   accept(request: Request, caller: string | undefined): Response | { data: T }
+  /** An accepted request that did not become a socket (not a WebSocket handshake): what `accept` took, given back. */
+  unused?(data: T): void
   handler: WebSocketHandler<T>
 }
 
@@ -248,6 +250,7 @@ export function socketsServed(endpoints: SocketEndpoint[]): { routes: Record<str
         const data = Object(accepted.data) as object
         owners.set(data, endpoint)
         if (server.upgrade(request, { data })) return undefined
+        endpoint.unused?.(data)
         return jsonAnswer(426, 'This is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)')
       },
     ]),

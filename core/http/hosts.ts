@@ -70,22 +70,27 @@ export function vehicleHost(name: string): boolean {
 }
 
 /**
- * The Host check, first of all: two Host headers (Bun joins them with a comma) or one that is no host
- * name: 400 (RFC 9112 §3.2); a name that is not served: 421. No Host at all (HTTP/1.0) passes.
+ * Why a request's Host is not served, or null when it is: two Host headers (Bun joins them with a
+ * comma) or one that is no host name: 400 (RFC 9112 §3.2); a name that is not served: 421. No Host at
+ * all (HTTP/1.0) passes. One rule for the routes (hostCheck) and the doors they never see (./doors.ts).
  */
+export function hostRefusal(host: string | null, allowed: readonly string[]): { status: 400 | 421; detail: string } | null {
+  if (!host) return null
+  if (host.includes(',')) return { status: 400, detail: 'The request has more than one Host header (RFC 9112 allows exactly one)' }
+  const name = hostnameOf(host)
+  if (name === null) return { status: 400, detail: 'The Host header is not a host name' }
+  if (!servedHost(name, allowed)) return { status: 421, detail: `This service does not answer to the name '${name}': use its address, its own name or a .local name, or add the name with --allowed-hosts` }
+  return null
+}
+
+/** The Host check, first of all (hostRefusal). */
 export function hostCheck(allowed: readonly string[], refusals: Refusals, answered: EarlyAnswer = () => {}) {
   return new Elysia({ name: 'periscope:host-check' }).onRequest(({ request, set }) => {
-    const host = request.headers.get('host')
-    if (!host) return
-    const refuse = (status: 400 | 421, detail: string) => {
-      refusals.hosts++
-      set.status = status
-      answered(request, status)
-      return { detail }
-    }
-    if (host.includes(',')) return refuse(400, 'The request has more than one Host header (RFC 9112 allows exactly one)')
-    const name = hostnameOf(host)
-    if (name === null) return refuse(400, 'The Host header is not a host name')
-    if (!servedHost(name, allowed)) return refuse(421, `This service does not answer to the name '${name}': use its address, its own name or a .local name, or add the name with --allowed-hosts`)
+    const refused = hostRefusal(request.headers.get('host'), allowed)
+    if (!refused) return
+    refusals.hosts++
+    set.status = refused.status
+    answered(request, refused.status)
+    return { detail: refused.detail }
   })
 }

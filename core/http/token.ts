@@ -41,11 +41,16 @@ export function cookieToken(header: string | null): string | null {
   return null
 }
 
+/** Whether a given token is `token`, compared in constant time over SHA-256 digests (any length). */
+export function tokenMatcher(token: string): (given: string) => boolean {
+  const expected = digest(token)
+  return (given) => timingSafeEqual(digest(given), expected)
+}
+
 export function bearerToken(token: string | null, scope: 'changes' | 'all', refusals: Refusals, answered: EarlyAnswer = () => {}) {
   const plugin = new Elysia({ name: 'periscope:token' })
   if (!token) return plugin
-  const expected = digest(token)
-  const matches = (given: string) => timingSafeEqual(digest(given), expected)
+  const matches = tokenMatcher(token)
   return plugin.onRequest(({ request, set }) => {
     const path = requestPath(request)
     if (!path.startsWith('/api/') || ALWAYS_OPEN.has(path)) return

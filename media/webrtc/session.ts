@@ -15,6 +15,7 @@ import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
+import { candidateAddress, peerCandidate, peerCandidatesOnly } from './candidates'
 import { trueSenderClock } from './sender-clock'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
@@ -73,6 +74,14 @@ export interface SessionOptions {
   hub: StreamHub
   member: number
   listenHost: string
+  /**
+   * The address its signalling came from (the WHEP request's, the Cockpit socket's): only remote
+   * candidates there are used (./candidates.ts); undefined: none are, ICE learns the browser's address
+   * from its checks.
+   */
+  peer: string | undefined
+  /** A remote candidate was dropped (./candidates.ts): its address, for the plugin's count. */
+  onForeignCandidate?: (address: string) => void
   onEnd: (session: WebRtcViewer, reason: EndReason, detail?: string) => void
   /** A socket error that did not end the session (its browser is still heard from). */
   onSocketError?: (session: WebRtcViewer, detail: string) => void
@@ -110,8 +119,12 @@ export class WebRtcViewer {
   /** The first error on one of its sockets, if any (said once). */
   private socketError: string | null = null
   private readonly frameTicks: number
+  private readonly peer: string | undefined
+  private readonly foreign: (address: string) => void
 
   constructor(options: SessionOptions) {
+    this.peer = options.peer
+    this.foreign = options.onForeignCandidate ?? (() => {})
     this.id = options.id
     this.reader = options.reader
     this.label = options.label
@@ -165,7 +178,7 @@ export class WebRtcViewer {
 
   private async answerOffer(offer: string): Promise<string> {
     try {
-      await this.pc.setRemoteDescription({ type: 'offer', sdp: offer })
+      await this.pc.setRemoteDescription({ type: 'offer', sdp: peerCandidatesOnly(offer, this.peer, this.foreign) })
     } catch (err) {
       throw new OfferError(`The SDP offer could not be read: ${(err as Error).message}`)
     }
@@ -246,14 +259,18 @@ export class WebRtcViewer {
   async accept(answer: string): Promise<void> {
     if (this.pc.signalingState !== 'have-local-offer') throw new OfferError('An answer came for a session that is not waiting for one (it was answered already)')
     try {
-      await this.pc.setRemoteDescription({ type: 'answer', sdp: answer })
+      await this.pc.setRemoteDescription({ type: 'answer', sdp: peerCandidatesOnly(answer, this.peer, this.foreign) })
     } catch (err) {
       throw new OfferError(`The SDP answer could not be read: ${(err as Error).message}`)
     }
   }
 
-  /** A candidate the browser trickles (Cockpit sends them one by one). Throws OfferError for one that cannot be read. */
+  /**
+   * A candidate the browser trickles (Cockpit sends them one by one): one its signalling peer cannot
+   * honestly be is dropped (./candidates.ts). Throws OfferError for one that cannot be read.
+   */
   async addCandidate(candidate: { candidate: string; sdpMid?: string | null; sdpMLineIndex?: number | null }): Promise<void> {
+    if (!peerCandidate(candidate.candidate, this.peer)) return this.foreign(candidateAddress(candidate.candidate) ?? '?')
     try {
       await this.pc.addIceCandidate({ candidate: candidate.candidate, sdpMid: candidate.sdpMid ?? null, sdpMLineIndex: candidate.sdpMLineIndex ?? null })
     } catch (err) {

@@ -4,23 +4,22 @@
 // no typing) and on the HTTP port's path /api/cockpit/signalling (through a proxy, or when 6021 is
 // taken, e.g. by mavlink-camera-manager itself). Each device's `watch.cockpit` gives the address.
 //
-// Who may connect: the Host check holds (DNS rebinding), and with --token-scope all the token (header
-// or the console's cookie). The Origin is not checked: a WebSocket is no same-origin read, Cockpit runs
-// on many origins (BlueOS, its desktop app, a laptop), and what it gives is live video only, which any
-// page may already show (/api/streams/ is open to every origin for pictures). No message changes the
-// vehicle.
+// Who may connect: what may open a WHEP session, by the same functions (core/http/doors.ts): the Host
+// rule, the origin rule (a WebRTC MediaStream is not tainted: a page elsewhere could read its pixels),
+// the token, each client's share of the sockets and their rate; a socket that holds no session for
+// --cockpit-idle-timeout seconds is closed (Cockpit reconnects by itself). Sessions take WebRTC places
+// by WHEP's rules too (the camera's --max-viewers, the client's share and session rate). No message
+// changes the vehicle.
 //
 // It also serves what Cockpit adds from a BlueOS extension (./extras.ts: /cockpit_extras.json, named by
 // /register_service's extras.cockpit): a live-view page per camera for its widgets (./widget.ts), and
 // POST /api/devices/capture_still for its "take a still" action (the same still as MAVLink's).
 import { Elysia, t } from 'elysia'
-import { createHash, timingSafeEqual } from 'node:crypto'
-import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
+import type { Server, WebSocketHandler } from 'bun'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { MAX_SOCKET_MESSAGE_BYTES, type SocketEndpoint } from '../../core/front'
-import { hostnameOf, servedHost } from '../../core/http/hosts'
-import { bearerOf, cookieToken } from '../../core/http/token'
+import { socketPlace, upgradeRefusal, webrtcPlace } from '../../core/http/doors'
 import { END_REASONS, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
 import { stillsOf } from '../mavlink/capture'
@@ -39,11 +38,16 @@ export const SIGNALLING_PATH = '/api/cockpit/signalling'
 export const DEFAULT_COCKPIT_PORT = 6021
 /** Signalling sockets open at once, over both ports: more are refused (503). */
 export const MAX_SOCKETS = 64
-/** How often sessions are checked for silence (a browser that stopped sending RTCP). */
+/** How often sessions are checked for silence (a browser that stopped sending RTCP), and sockets for holding none. */
 const REAP_INTERVAL_MS = 1_000
+/** Seconds a signalling socket may hold no session before it is closed (--cockpit-idle-timeout). */
+export const DEFAULT_SOCKET_IDLE_SECONDS = 60
 
 interface SocketData {
   connection: Connection | null
+  /** The peer's address, and the release of its client's share of the sockets (core/http/doors.ts). */
+  peer: string | undefined
+  release: () => void
 }
 
 const json = (status: number, detail: string) => new Response(JSON.stringify({ detail }), { status, headers: { 'content-type': 'application/json' } })
@@ -64,11 +68,21 @@ export default definePlugin({
       default: String(DEFAULT_COCKPIT_PORT),
       parse: (raw) => parsePort(raw, "0/'off' to serve the signalling on the HTTP port's path only"),
     },
+    'cockpit-idle-timeout': {
+      help: 'seconds a Cockpit signalling socket may hold no WebRTC session before it is closed (Cockpit reconnects by itself)',
+      default: String(DEFAULT_SOCKET_IDLE_SECONDS),
+      parse: (raw) => {
+        const n = Number(raw)
+        if (!Number.isFinite(n) || n < 0.1 || n > 3600) throw new Error('expected seconds from 0.1 to 3600')
+        return n
+      },
+    },
   },
   setup({ config, registry, log, lifecycle, refusals, flags, handle }) {
     const wantedPort = (flags['cockpit-port'] as number | null | undefined) ?? null
     const wantedStreamsPort = (flags['cockpit-streams-port'] as number | null | undefined) ?? null
     let streamsServer: Server<undefined> | null = null
+    const socketIdleMs = ((flags['cockpit-idle-timeout'] as number | undefined) ?? DEFAULT_SOCKET_IDLE_SECONDS) * 1000
     const connections = new Set<Connection>()
     const stills = stillsOf({ registry, config, refusals })
     const sessions = new Map<string, CockpitSession>()
@@ -93,8 +107,11 @@ export default definePlugin({
         }
         return null
       },
-      viewers: (bus_info) => registry.webrtcViewers(bus_info),
-      maxViewers: config.maxViewers,
+      // WHEP's rules for a new session: the same bucket, the same places (core/http/doors.ts).
+      admit(peer, bus_info) {
+        refusals.limits.take('webrtc_session', peer)
+        return webrtcPlace(peer, bus_info, registry.webrtcViewers(bus_info), { config, refusals })
+      },
       listenHost: config.host,
       label: () => `cockpit-${++opened}`,
       opened(session) {
@@ -106,43 +123,35 @@ export default definePlugin({
         ended[reason]++
         log.info('cockpit session ended', { bus_info: session.bus_info, session: session.viewer.label, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.viewer.createdAt) / 1000) })
       },
-      refused: (reason) => refused[reason]++,
+      refused(reason) {
+        refused[reason]++
+        if (reason === 'foreign_candidate') registry.limitHit('webrtc_foreign_candidate')
+      },
       limitHit: (limit) => registry.limitHit(limit),
     }
 
-    const expected = config.token ? createHash('sha256').update(config.token).digest() : null
-    /** The upgrade request's checks (the app's own layers do not see it): Host, the token with --token-scope all, the socket bound. */
-    const accept = (request: Request): Response | { data: SocketData } => {
-      const host = request.headers.get('host')
-      if (host) {
-        const name = host.includes(',') ? null : hostnameOf(host)
-        if (name === null) {
-          refusals.hosts++
-          return json(400, 'The Host header is not a host name, or was sent twice')
-        }
-        if (!servedHost(name, config.allowedHosts)) {
-          refusals.hosts++
-          return json(421, `This service does not answer to the name '${name}': use its address, its own name or a .local name, or add the name with --allowed-hosts`)
-        }
-      }
-      if (expected && config.tokenScope === 'all') {
-        const given = bearerOf(request.headers.get('authorization')) ?? cookieToken(request.headers.get('cookie'))
-        if (given === null || !timingSafeEqual(createHash('sha256').update(given).digest(), expected)) {
-          if (given !== null) refusals.wrongTokens++
-          return json(401, "Watching needs the bearer token (--token-scope all), which Cockpit cannot send: run with --token-scope changes to use Cockpit, or open the console's page first on this address (its cookie carries the token)")
-        }
-      }
+    /** The upgrade's checks (the app's own layers do not see it), WHEP's by the same functions: Host, origin, token, the sockets' bound and the client's share. */
+    const accept = (request: Request, peer: string | undefined): Response | { data: SocketData } => {
+      const shut = upgradeRefusal(request, { config, refusals }, "Cockpit's WebRTC signalling")
+      if (shut) return shut
       if (connections.size >= MAX_SOCKETS) {
         registry.limitHit('cockpit_sockets')
         return json(503, `${connections.size} signalling sockets are open, the most allowed at once: close one (a Cockpit tab) or try later`)
       }
-      return { data: { connection: null } }
+      const address = peer?.startsWith('::ffff:') ? peer.slice(7) : peer
+      const place = socketPlace(address, refusals.limits, 'signalling')
+      if (place instanceof Response) {
+        registry.limitHit('cockpit_client_sockets')
+        return place
+      }
+      return { data: { connection: null, peer: address, release: place } }
     }
 
     const handler: WebSocketHandler<SocketData> = {
       open(ws) {
         const connection = new Connection(
           {
+            peer: ws.data.peer,
             send: (text) => void ws.send(text),
             close: (code, reason) => ws.close(code, reason),
           },
@@ -155,13 +164,14 @@ export default definePlugin({
         ws.data.connection?.receive(typeof message === 'string' ? message : new Uint8Array(message))
       },
       close(ws) {
+        ws.data.release()
         const connection = ws.data.connection
         if (!connection) return
         connections.delete(connection)
         connection.socketClosed()
       },
     }
-    registry.addSocketEndpoint({ path: SIGNALLING_PATH, accept, handler } as SocketEndpoint<SocketData> as unknown as SocketEndpoint, 'cockpit')
+    registry.addSocketEndpoint({ path: SIGNALLING_PATH, accept, unused: (data) => data.release(), handler } as SocketEndpoint<SocketData> as unknown as SocketEndpoint, 'cockpit')
 
     /** Its own port: any path upgrades (Cockpit connects to ws://vehicle:6021 with no path). */
     const serveOwnPort = (port: number) => {
@@ -170,9 +180,10 @@ export default definePlugin({
           hostname: config.host,
           port,
           fetch(request, server) {
-            const accepted = accept(request)
+            const accepted = accept(request, server.requestIP(request)?.address)
             if (accepted instanceof Response) return accepted
             if (server.upgrade(request, { data: accepted.data })) return undefined
+            accepted.data.release()
             return json(426, `This port serves Cockpit's WebRTC signalling, a WebSocket: give Cockpit ws://<this vehicle>:${port} (General → Video connection)`)
           },
           websocket: { ...handler, maxPayloadLength: MAX_SOCKET_MESSAGE_BYTES, idleTimeout: 120, sendPings: true },
@@ -190,6 +201,12 @@ export default definePlugin({
     const reap = () => {
       const now = Date.now()
       for (const session of sessions.values()) if (now - session.viewer.lastHeardAt > idleMs) void session.viewer.close('idle')
+      for (const connection of connections) {
+        if (connection.sessionlessSince !== null && now - connection.sessionlessSince > socketIdleMs) {
+          registry.limitHit('cockpit_idle_sockets')
+          connection.shut(1000, `No WebRTC session for ${socketIdleMs / 1000} s: closed (reconnect to watch)`)
+        }
+      }
     }
     let reaper: ReturnType<typeof setInterval> | null = null
 
@@ -208,7 +225,7 @@ export default definePlugin({
       start() {
         if (wantedPort !== null) serveOwnPort(wantedPort)
         if (wantedStreamsPort !== null) serveStreams(wantedStreamsPort)
-        reaper = setInterval(reap, Math.min(REAP_INTERVAL_MS, idleMs / 2))
+        reaper = setInterval(reap, Math.min(REAP_INTERVAL_MS, idleMs / 2, socketIdleMs / 2))
       },
       async stop() {
         if (reaper) clearInterval(reaper)
@@ -321,7 +338,7 @@ export default definePlugin({
             'Upgrade to a WebSocket and speak mavlink-camera-manager\'s signalling (docs/cockpit.md): peerId, availableStreams, startSession, mediaNegotiation (the service offers), iceNegotiation, endSession. ' +
             'A plain GET is 426. Sessions share --max-viewers with WHEP. Each malformed message is answered {"type": "error", "content": {"detail": "..."}}.',
           okStatus: 426,
-          errors: [400, 401, 421, 503],
+          errors: [400, 401, 403, 421, 429, 503],
         }),
       },
     )

@@ -6,8 +6,10 @@
 // (`iceNegotiation`), the browser answers and trickles its own. A session ends on
 // the browser's `endSession`, its socket's close, the idle timeout, or its stream's end (we then ask
 // `endSession` ourselves, as mavlink-camera-manager does). Sessions are media/webrtc/session.ts's
-// viewers, readers of the stream's hub, under WHEP's --max-viewers (counted together): the camera's
-// video, and the stream's Opus sound when it has one (a second section of our offer, after the video's).
+// viewers, readers of the stream's hub, admitted by the same rules as WHEP's (ctx.admit: the camera's
+// --max-viewers, the client's share and session rate, core/http/doors.ts): the camera's video, and the
+// stream's Opus sound when it has one (a second section of our offer, after the video's); only the
+// browser's candidates at the socket's own peer address are used (media/webrtc/candidates.ts).
 //
 // This is transport-agnostic: one Connection per WebSocket, fed its text messages; plugins/cockpit
 // serves it on the HTTP port's path and on its own port. The protocol has no error message; we send
@@ -15,6 +17,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Device, StreamHub } from '../../core/types'
 import { OfferError, WebRtcViewer, type EndReason } from '../../media/webrtc/session'
+import { HttpError } from '../../core/errors'
 
 /** The most bytes of one message: a browser's SDP answer is 2 to 6 kB, wrapped in JSON. */
 export const MAX_MESSAGE_BYTES = 32 * 1024
@@ -29,8 +32,8 @@ export const MAX_CANDIDATES_PER_SESSION = 32
 const MAX_ID_LENGTH = 128
 
 /** What went wrong with a message, for /metrics (periscope_refusals_total{what="cockpit_message"}). */
-export type RefusalReason = 'too_large' | 'rate' | 'not_json' | 'unknown_type' | 'bad_fields' | 'no_session' | 'no_stream' | 'max_viewers' | 'too_many_sessions' | 'unanswerable'
-export const REFUSAL_REASONS: readonly RefusalReason[] = ['too_large', 'rate', 'not_json', 'unknown_type', 'bad_fields', 'no_session', 'no_stream', 'max_viewers', 'too_many_sessions', 'unanswerable']
+export type RefusalReason = 'too_large' | 'rate' | 'not_json' | 'unknown_type' | 'bad_fields' | 'no_session' | 'no_stream' | 'max_viewers' | 'client_limit' | 'too_many_sessions' | 'unanswerable' | 'foreign_candidate'
+export const REFUSAL_REASONS: readonly RefusalReason[] = ['too_large', 'rate', 'not_json', 'unknown_type', 'bad_fields', 'no_session', 'no_stream', 'max_viewers', 'client_limit', 'too_many_sessions', 'unanswerable', 'foreign_candidate']
 
 /** One entry of `availableStreams`, as mavlink-camera-manager's signalling_protocol.rs `Stream`. */
 export interface StreamEntry {
@@ -99,9 +102,12 @@ export interface SignallingContext {
   streams(): StreamEntry[]
   /** The camera behind a producer id, with its running stream; null when none runs as H.264. */
   producer(id: string): { bus_info: string; hub: StreamHub; member: number } | null
-  /** WebRTC viewers of the camera now (WHEP's and Cockpit's), and the most allowed. */
-  viewers(bus_info: string): number
-  maxViewers: number
+  /**
+   * A WebRTC place of the camera for a new session from `peer`, by WHEP's rules (core/http/doors.ts:
+   * the client's session rate, the camera's --max-viewers, the client's share): the release to call
+   * when the session ends, or an HttpError (429, 503) whose detail is said.
+   */
+  admit(peer: string | undefined, bus_info: string): () => void
   listenHost: string
   /** A new session's label (cockpit-1, …) and its end (counted, logged). */
   label(): string
@@ -112,8 +118,10 @@ export interface SignallingContext {
   limitHit(limit: string): void
 }
 
-/** How a connection talks back: its WebSocket. */
+/** How a connection talks back: its WebSocket, and the address it came from. */
 export interface Socket {
+  /** The peer's address (its candidates must be there: media/webrtc/candidates.ts). */
+  readonly peer: string | undefined
   send(text: string): void
   close(code: number, reason: string): void
 }
@@ -125,6 +133,8 @@ export interface CockpitSession {
   bus_info: string
   viewer: WebRtcViewer
   candidates: number
+  /** Gives its client's WebRTC place back (ctx.admit). */
+  release: () => void
   /** Negotiation steps run one after the other (a candidate may arrive while the answer is being set). */
   queue: Promise<void>
 }
@@ -153,6 +163,8 @@ export class Connection {
   /** Messages dropped since the last one within the rate. */
   private dropped = 0
   private closed = false
+  /** Since when the socket holds no session (null while it holds one): a socket idle too long is shut (plugins/cockpit). */
+  sessionlessSince: number | null = Date.now()
 
   constructor(
     private readonly socket: Socket,
@@ -185,6 +197,14 @@ export class Connection {
     for (const session of this.sessions.values()) void session.viewer.close('disconnected')
   }
 
+  /** Closes the socket from our side (a flood, an idle socket); its sessions end. */
+  shut(code: number, reason: string): void {
+    if (this.closed) return
+    this.closed = true
+    this.socket.close(code, reason)
+    this.socketClosed()
+  }
+
   /** Every session, for the idle reaper and the health. */
   all(): IterableIterator<CockpitSession> {
     return this.sessions.values()
@@ -209,9 +229,7 @@ export class Connection {
       this.fail('rate', `More than ${MESSAGES_PER_SECOND} messages a second (after a burst of ${MESSAGE_BURST}): messages are dropped until the rate falls; the socket is closed if ${MESSAGE_BURST} more come first`)
     } else if (this.dropped > MESSAGE_BURST) {
       this.ctx.refused('rate')
-      this.closed = true
-      this.socket.close(1008, `More than ${MESSAGES_PER_SECOND} messages a second, on and on`)
-      this.socketClosed()
+      this.shut(1008, `More than ${MESSAGES_PER_SECOND} messages a second, on and on`)
     }
     return false
   }
@@ -267,10 +285,13 @@ export class Connection {
     }
     const producer = this.ctx.producer(producer_id)
     if (!producer) throw new Refused('no_stream', `No running H.264 stream has the id '${producer_id.slice(0, 40)}': ask availableStreams for the ids`)
-    const viewers = this.ctx.viewers(producer.bus_info)
-    if (viewers >= this.ctx.maxViewers) {
-      this.ctx.limitHit('cockpit_viewers')
-      throw new Refused('max_viewers', `'${producer.bus_info}' already has ${viewers} WebRTC viewers, the most allowed (--max-viewers); close one or try later`)
+    let release: () => void
+    try {
+      release = this.ctx.admit(this.socket.peer, producer.bus_info)
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err
+      if (err.status === 503) this.ctx.limitHit('cockpit_viewers')
+      throw new Refused(err.status === 503 ? 'max_viewers' : 'client_limit', err.detail)
     }
     const id = randomUUID()
     const viewer = new WebRtcViewer({
@@ -281,10 +302,13 @@ export class Connection {
       hub: producer.hub,
       member: producer.member,
       listenHost: this.ctx.listenHost,
+      peer: this.socket.peer,
+      onForeignCandidate: () => this.ctx.refused('foreign_candidate'),
       onEnd: (_viewer, reason, detail) => this.sessionEnded(session, reason, detail),
     })
-    const session: CockpitSession = { id, consumer_id, producer_id, bus_info: producer.bus_info, viewer, candidates: 0, queue: Promise.resolve() }
+    const session: CockpitSession = { id, consumer_id, producer_id, bus_info: producer.bus_info, viewer, candidates: 0, release, queue: Promise.resolve() }
     this.sessions.set(id, session)
+    this.sessionlessSince = null
     this.ctx.opened(session)
     const bind = { consumer_id, producer_id, session_id: id }
     this.send({ type: 'answer', content: { type: 'startSession', content: bind } })
@@ -306,6 +330,8 @@ export class Connection {
   /** The session ended (any side): forgotten, and the browser told unless it asked. */
   private sessionEnded(session: CockpitSession, reason: EndReason, detail?: string): void {
     this.sessions.delete(session.id)
+    session.release()
+    if (!this.sessions.size) this.sessionlessSince = Date.now()
     this.ctx.ended(session, reason, detail)
     if (reason !== 'deleted' && reason !== 'disconnected') {
       const why = reason === 'idle' ? 'The browser was not heard from for the idle timeout' : reason === 'stream ended' ? 'The camera stream stopped' : reason === 'stopped' ? 'The service is stopping' : `The WebRTC connection failed${detail ? ` (${detail})` : ''}`

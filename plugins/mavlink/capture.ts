@@ -82,8 +82,8 @@ export class Stills {
     }
     // Last, so a still refused above costs the client no token.
     if (typeof client === 'string') {
-      refusals.limits.takeFor('still', client)
-      refusals.limits.takeFor('still_mavlink', 'link')
+      refusals.limits.take('still', client)
+      refusals.limits.take('still_mavlink', 'link')
     } else refusals.limits.take('still', client)
     const dir = config.recordingsDir
     const file = stillFileName(device.nickname || device.name || device.bus_info, new Date(), (stem) =>

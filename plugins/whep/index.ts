@@ -10,13 +10,15 @@
 // else shows (docs/whep.md).
 import { Elysia } from 'elysia'
 import { randomBytes } from 'node:crypto'
-import { HttpError, conflict, notFound, unavailable } from '../../core/errors'
+import { HttpError, conflict, notFound } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { definePlugin } from '../../core/plugin'
 import { readBodyText } from '../../core/validation'
 import { acceptBundleOnly, checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
 import { END_REASONS, OfferError, WebRtcViewer, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
+import { callerAddress } from '../../core/front'
+import { webrtcPlace } from '../../core/http/doors'
 
 /** How often sessions are checked for silence (a browser's RTCP stopped). */
 const REAP_INTERVAL_MS = 1_000
@@ -46,6 +48,14 @@ export default definePlugin({
       return new HttpError(status, detail)
     }
     const ended = Object.fromEntries(END_REASONS.map((r) => [r, 0])) as Record<EndReason, number>
+    /** Remote candidates dropped: addresses the viewer's request did not come from (media/webrtc/candidates.ts). */
+    let foreignCandidates = 0
+    const foreignCandidate = () => {
+      foreignCandidates++
+      registry.limitHit('webrtc_foreign_candidate')
+    }
+    /** Each session's release of its client's WebRTC place (core/http/doors.ts). */
+    const places = new Map<WebRtcViewer, () => void>()
     const idleMs = config.whepIdleTimeoutSeconds * 1000
     const location = (bus_info: string, id: string) => `/api/streams/${encodeURIComponent(bus_info)}/whep/${id}`
 
@@ -53,6 +63,8 @@ export default definePlugin({
 
     const onEnd = (session: WebRtcViewer, reason: EndReason, detail?: string) => {
       sessions.delete(session.id)
+      places.get(session)?.()
+      places.delete(session)
       ended[reason]++
       log.info('whep session ended', { bus_info: session.bus_info, session: session.label, reason, ...(detail ? { detail } : {}), seconds: Math.round((Date.now() - session.createdAt) / 1000) })
     }
@@ -79,7 +91,7 @@ export default definePlugin({
         reaper = null
         await Promise.all([...sessions.values()].map((s) => s.close('stopped')))
       },
-      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.maxViewers, ended, refused_offers: { ...refused } }),
+      health: () => ({ state: 'ok', sessions: sessions.size, max_viewers_per_camera: config.maxViewers, ended, refused_offers: { ...refused }, foreign_candidates: foreignCandidates }),
     })
 
     // A device can be watched over WHEP while its stream runs as H.264 (an MJPG one is refused: see the route).
@@ -144,7 +156,8 @@ export default definePlugin({
         async ({ params: { bus_info }, request }) => {
           const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
           if (type !== 'application/sdp') throw new HttpError(415, `A WHEP offer is an SDP body with Content-Type: application/sdp (got ${type ? `'${type}'` : 'none'})`)
-          refusals.limits.take('whep_session', request)
+          // One bucket for both WebRTC doors (WHEP and Cockpit's startSession): core/http/client-limits.ts.
+          refusals.limits.take('webrtc_session', request)
           let offer = ''
           try {
             offer = await readBodyText(request, MAX_OFFER_BYTES)
@@ -161,12 +174,13 @@ export default definePlugin({
           }
           offer = acceptBundleOnly(offer)
           const live = soundSource !== null ? soundOnlyLive(soundSource) : cameraLive(bus_info)
-          // WHEP's and Cockpit's sessions together (both are media/webrtc viewers).
-          const viewers = registry.webrtcViewers(bus_info)
-          if (viewers >= config.maxViewers) throw unavailable(`'${bus_info}' already has ${viewers} WebRTC viewers (WHEP and Cockpit), the most allowed (--max-viewers); close one (DELETE its session) or try later`)
+          // The camera's places, WHEP's and Cockpit's together, and this client's share of them (core/http/doors.ts).
+          const client = callerAddress(request)
+          const release = webrtcPlace(client, bus_info, registry.webrtcViewers(bus_info), { config, refusals })
 
           const id = newSessionSecret()
-          const session = new WebRtcViewer({ id, reader: 'whep', label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, onEnd, onSocketError })
+          const session = new WebRtcViewer({ id, reader: 'whep', label: `whep-${++opened}`, bus_info, hub: live.hub, member: live.member, listenHost: config.host, peer: client, onForeignCandidate: foreignCandidate, onEnd, onSocketError })
+          places.set(session, release)
           sessions.set(id, session)
           let answer: string
           try {

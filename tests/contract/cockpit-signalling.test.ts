@@ -47,7 +47,8 @@ describe('over the wire', () => {
   let s: TestServer
   let wsUrl: string
   beforeAll(async () => {
-    s = await startContractServer({ plugins: PLUGINS })
+    // The service-wide bounds alone: each client's share (16 sockets) is tests/contract/webrtc-doors.test.ts's.
+    s = await startContractServer({ plugins: PLUGINS, config: { clientLimits: false } })
     wsUrl = s.url.replace('http:', 'ws:') + SIGNALLING_PATH
   })
   afterAll(async () => {
@@ -160,12 +161,15 @@ describe('over the wire', () => {
     await until('the sockets closed', async () => (await s.call('GET', '/api/health')).body.plugins.cockpit.sockets, (n) => n === 0)
   })
 
-  test('a Host that is not served is 421, as on every route; the Origin is not checked (live video only)', async () => {
+  test("a Host that is not served is 421, as on every route; a page elsewhere is refused (403) as WHEP refuses it, the vehicle's own pages are not", async () => {
     const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' }
     const evil = await fetch(s.url + SIGNALLING_PATH, { headers: { ...upgrade, host: 'rebound.example' } })
     expect(evil.status).toBe(421)
     expect(((await evil.json()) as any).detail).toContain('rebound.example')
-    const c = await connect(wsUrl, { origin: 'http://cockpit.elsewhere.example' })
+    const elsewhere = await fetch(s.url + SIGNALLING_PATH, { headers: { ...upgrade, origin: 'http://cockpit.elsewhere.example' } })
+    expect(elsewhere.status).toBe(403)
+    expect(((await elsewhere.json()) as any).detail).toContain('--cors-origins')
+    const c = await connect(wsUrl, { origin: 'http://localhost:5173' })
     c.send(question('peerId'))
     expect((await c.nth(1)).content.type).toBe('peerId')
     c.ws.close()
@@ -225,8 +229,7 @@ describe('sessions on a real hub and real werift', () => {
   const context = (): SignallingContext => ({
     streams: () => [],
     producer: (id) => (id === producerId(BUS) ? { bus_info: BUS, hub, member: 0 } : null),
-    viewers: () => 0,
-    maxViewers: 8,
+    admit: () => () => {},
     listenHost: '127.0.0.1',
     label: () => 'cockpit-test',
     opened: () => {},
@@ -244,7 +247,7 @@ describe('sessions on a real hub and real werift', () => {
     const sent: any[] = []
     const closed: [number, string][] = []
     ended = []
-    const c = new Connection({ send: (t) => sent.push(JSON.parse(t)), close: (code, reason) => closed.push([code, reason]) }, context())
+    const c = new Connection({ peer: '127.0.0.1', send: (t) => sent.push(JSON.parse(t)), close: (code, reason) => closed.push([code, reason]) }, context())
     const nth = (n: number) => until(`message ${n}`, async () => sent.length, (l) => l >= n, 15_000).then(() => sent[n - 1])
     const start = async () => {
       const at = sent.length

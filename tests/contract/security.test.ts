@@ -278,7 +278,7 @@ describe('per-client limits and the body deadline', () => {
       expect(statuses.slice(0, 20).filter((st) => st === 429)).toEqual([])
       expect(statuses.slice(20)).toEqual([429, 429])
       const m = parseMetrics((await whep.call('GET', '/metrics')).body)
-      expect(m.value('periscope_http_limited_total', { kind: 'whep_session' })).toBe(2)
+      expect(m.value('periscope_http_limited_total', { kind: 'webrtc_session' })).toBe(2)
     } finally {
       await whep.stop()
     }

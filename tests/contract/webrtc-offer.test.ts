@@ -12,7 +12,7 @@ const BUS = 'usb-cam-1'
 
 async function offerOf(sound: boolean): Promise<string[]> {
   const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 30, members: [BUS], log: createLogger('error'), sound })
-  const viewer = new WebRtcViewer({ id: 'x', reader: 'cockpit', label: 'cockpit-test', bus_info: BUS, hub, member: 0, listenHost: '127.0.0.1', onEnd: () => {} })
+  const viewer = new WebRtcViewer({ id: 'x', reader: 'cockpit', label: 'cockpit-test', bus_info: BUS, hub, member: 0, listenHost: '127.0.0.1', peer: '127.0.0.1', onEnd: () => {} })
   try {
     // Its media sections, each as its lines.
     return (await viewer.offer()).split(/\r\n(?=m=)/).slice(1)

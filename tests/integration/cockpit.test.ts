@@ -19,7 +19,9 @@ let browser: Browser
 const cockpitPort = freeTcpPort()
 beforeAll(async () => {
   requireGStreamer()
-  service = await startService({ args: ['--cockpit-port', String(cockpitPort), '--whep-idle-timeout', '5', '--max-viewers', '2'] })
+  // --client-limits off: one browser here fills a camera's every place (the service-wide --max-viewers);
+  // each client's share of them is tests/contract/webrtc-doors.test.ts's.
+  service = await startService({ args: ['--cockpit-port', String(cockpitPort), '--whep-idle-timeout', '5', '--max-viewers', '2', '--client-limits', 'off'] })
   browser = await launchBrowser()
 }, 60_000)
 afterAll(async () => {

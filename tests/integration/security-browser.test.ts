@@ -3,16 +3,22 @@
 // and DELETE on every state-changing route of the OpenAPI document, and reads recordings and logs: the
 // service answers every one of them 403, the page reads nothing, and the service's state is unchanged. A
 // page on the vehicle's own address at another port (BlueOS's pages on port 80) works. With --token-scope
-// all the console works after one prompt: its event stream and pictures ride on the cookie.
+// all the console works after one prompt: its event stream and pictures ride on the cookie. And the
+// live doors from another origin, against the whole service with a camera streaming H.264: the page
+// cannot open a WHEP session, cannot open Cockpit's signalling socket (on either port, nor from a
+// sandboxed frame, whose origin is null), shows MJPEG and snapshots in an <img> but cannot read their
+// pixels, and cannot read the event stream; a page on the vehicle's own address does all of it.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Server } from 'bun'
 import { loadPlugin } from '../../core/loader'
-import { startTestServer, until, type TestServer } from '../helpers'
+import { freeTcpPort, startTestServer, until, type TestServer } from '../helpers'
 import { launchBrowser, requireChromium } from './browser'
 import { answerTokenPrompt, keptToken } from './console-page.helpers'
 import { openConsole, waitInPage } from './console.helpers'
+import { requireGStreamer } from './gstreamer.helpers'
+import { h264Device, startService } from './service.helpers'
 
 const EHD = 'usb-0000:00:14.0-1'
 const RECORDING = 'dive-2026-01-01.mp4'
@@ -181,5 +187,149 @@ test('--token-scope all: the console asks once, then its pages, event stream and
     expect(c.errors()).toEqual([])
   } finally {
     await c.close()
+  }
+}, 120_000)
+
+/** What a page can do with the live doors (run in the page: WHEP, the signalling socket on both ports and from a sandboxed frame, MJPEG and snapshot pixels, events). */
+async function liveDoors(base: string, cockpitPort: number, bus: string) {
+  const g = globalThis as any
+  const out: Record<string, string> = {}
+  // WHEP: a real offer, as a player makes it.
+  const pc = new g.RTCPeerConnection()
+  pc.addTransceiver('video', { direction: 'recvonly' })
+  await pc.setLocalDescription(await pc.createOffer())
+  try {
+    const res = await fetch(`${base}/api/streams/${encodeURIComponent(bus)}/whep`, { method: 'POST', headers: { 'content-type': 'application/sdp' }, body: pc.localDescription.sdp })
+    out.whep = `read ${res.status}`
+  } catch {
+    out.whep = 'refused'
+  }
+  pc.close()
+  // The signalling socket: opened, or closed before it opened.
+  const socket = (url: string) =>
+    new Promise<string>((resolve) => {
+      const ws = new g.WebSocket(url)
+      ws.onopen = () => {
+        ws.close()
+        resolve('opened')
+      }
+      ws.onclose = () => resolve('refused')
+    })
+  out.signalling = await socket(`${base.replace('http:', 'ws:')}/api/cockpit/signalling`)
+  out.signallingPort = await socket(`ws://127.0.0.1:${cockpitPort}`)
+  // From a sandboxed frame: its origin is null, as a local file's and Cockpit's desktop app's.
+  out.sandboxed = await new Promise<string>((resolve) => {
+    const frame = g.document.createElement('iframe')
+    frame.sandbox = 'allow-scripts'
+    frame.srcdoc = `<script>const ws = new WebSocket('ws://127.0.0.1:${cockpitPort}'); ws.onopen = () => parent.postMessage('opened', '*'); ws.onclose = () => parent.postMessage('refused', '*')<\/script>`
+    g.addEventListener('message', (e: any) => resolve(String(e.data)), { once: true })
+    g.document.body.append(frame)
+  })
+  // Pictures: shown in an <img>, their pixels read through a canvas.
+  const picture = (url: string, crossOrigin = false) =>
+    new Promise<string>((resolve) => {
+      const img = new g.Image()
+      if (crossOrigin) img.crossOrigin = 'anonymous' // asks with an Origin: readable only where CORS allows it
+      const started = Date.now()
+      const look = () => {
+        // Drawn once whole (complete: a JPEG, or an MJPEG's first frame): an image still arriving draws nothing, and leaves the canvas clean.
+        if (img.complete && img.naturalWidth > 0) {
+          const canvas = g.document.createElement('canvas')
+          canvas.width = img.naturalWidth
+          canvas.height = img.naturalHeight
+          const context = canvas.getContext('2d')
+          context.drawImage(img, 0, 0)
+          let read: string
+          try {
+            context.getImageData(0, 0, 1, 1)
+            read = 'pixels read'
+          } catch (err: any) {
+            read = err.name
+          }
+          const width = img.naturalWidth
+          img.src = '' // the MJPEG connection ends with it
+          resolve(`shown ${width}, ${read}`)
+        } else if (Date.now() - started > 20_000) resolve('not shown')
+        else setTimeout(look, 100)
+      }
+      img.onerror = () => resolve('not shown')
+      img.src = url
+      look()
+    })
+  out.mjpeg = await picture(`${base}/api/streams/${encodeURIComponent(bus)}/mjpeg`)
+  out.snapshot = await picture(`${base}/api/streams/${encodeURIComponent(bus)}/snapshot.jpg?height=240`)
+  out.snapshotCors = await picture(`${base}/api/streams/${encodeURIComponent(bus)}/snapshot.jpg?height=360`, true)
+  try {
+    const res = await fetch(`${base}/api/streams/${encodeURIComponent(bus)}/snapshot.jpg?height=240`)
+    out.snapshotFetch = `read ${res.status} ${(await res.arrayBuffer()).byteLength > 0 ? 'bytes' : 'empty'}`
+  } catch {
+    out.snapshotFetch = 'refused'
+  }
+  // Events: an EventSource, which asks with an Origin.
+  out.events = await new Promise<string>((resolve) => {
+    const source = new g.EventSource(`${base}/api/events`)
+    source.onmessage = () => {
+      source.close()
+      resolve('read')
+    }
+    source.onopen = () => {
+      source.close()
+      resolve('opened')
+    }
+    source.onerror = () => {
+      source.close()
+      resolve('refused')
+    }
+  })
+  return out
+}
+
+test('the live doors from another origin: no WHEP session, no signalling socket (either port, nor a sandboxed frame), MJPEG and snapshots shown but their pixels unreadable, no events; the same page on the vehicle\'s own address gets all of them', async () => {
+  requireGStreamer()
+  const cockpitPort = freeTcpPort()
+  const live = await startService({ args: ['--cockpit-port', String(cockpitPort)] })
+  const stranger = pageServer('127.0.0.2')
+  const own = pageServer('127.0.0.1')
+  const browser = await launchBrowser()
+  try {
+    const cam = await h264Device(live)
+    const configured = await live.call('POST', '/api/devices/configure_stream', {
+      bus_info: cam.bus_info,
+      stream_type: 'UDP',
+      stream_format: { width: cam.width, height: cam.height, interval: { numerator: 1, denominator: cam.fps } },
+      encode_type: 'H264',
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: freeTcpPort() }],
+    })
+    expect(configured.status).toBe(200)
+    await until('the stream running', () => live.call('GET', '/api/devices'), (r) => r.body.find((d: any) => d.bus_info === cam.bus_info)?.stream_status?.state === 'running', 20_000)
+    const plugins = async () => (await live.call('GET', '/api/health')).body.plugins
+
+    const page = await browser.newPage()
+    await page.goto(`http://127.0.0.2:${stranger.port}/`, { waitUntil: 'domcontentloaded' })
+    const elsewhere = await page.evaluate(liveDoors, live.url, cockpitPort, cam.bus_info)
+    expect(elsewhere).toEqual({
+      whep: 'refused',
+      signalling: 'refused',
+      signallingPort: 'refused',
+      sandboxed: 'refused',
+      mjpeg: expect.stringMatching(/^shown [1-9]\d*, SecurityError$/),
+      snapshot: expect.stringMatching(/^shown [1-9]\d*, SecurityError$/),
+      snapshotCors: 'not shown',
+      snapshotFetch: 'refused',
+      events: 'refused',
+    })
+    expect((await plugins()).whep.sessions).toBe(0)
+    await page.close()
+
+    // The vehicle's own address on another port (BlueOS's pages on port 80): every door opens.
+    const mine = await browser.newPage()
+    await mine.goto(`http://127.0.0.1:${own.port}/`, { waitUntil: 'domcontentloaded' })
+    const home = await mine.evaluate(liveDoors, live.url, cockpitPort, cam.bus_info)
+    expect(home).toMatchObject({ whep: 'read 201', signalling: 'opened', signallingPort: 'opened', sandboxed: 'refused', mjpeg: expect.stringMatching(/^shown [1-9]\d*, SecurityError$/), snapshotCors: expect.stringMatching(/^shown [1-9]\d*, pixels read$/), snapshotFetch: 'read 200 bytes', events: 'opened' })
+    await mine.close()
+  } finally {
+    await browser.close()
+    await live.kill()
   }
 }, 120_000)

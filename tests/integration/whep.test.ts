@@ -27,7 +27,8 @@ async function startService(): Promise<Service> {
   const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = probe.port
   probe.stop(true)
-  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'info', '--whep-idle-timeout', String(IDLE_TIMEOUT_S)]
+  // --client-limits off: one browser here takes a camera's every place (--max-viewers); each client's share is tests/contract/webrtc-doors.test.ts's.
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'info', '--whep-idle-timeout', String(IDLE_TIMEOUT_S), '--client-limits', 'off']
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), ...args], { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') })
   const url = `http://127.0.0.1:${port}`
   const call = async (method: string, path: string, body?: unknown) => {
