@@ -102,6 +102,9 @@ export class LoopbackFeeder {
       for (const packet of earlier) send(packet)
       return mainThread(hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended }))
     }
+    // A hub with a relay sends from the relay's thread, off the main event loop (the kept group too: the thread keeps its own).
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous, options.keptGroup) : null
+    if (relayed) return relayed
     if (options.keptGroup) {
       // As preRecorded: the group sent and the reader added in this same turn, none lost or sent twice.
       const send = (packet: Uint8Array) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1')
@@ -109,9 +112,6 @@ export class LoopbackFeeder {
       for (const packet of kept) send(packet)
       return mainThread(hub.read(member, { name: options.name, from: kept.length ? 'now' : 'key', packet: send, ended: options.ended }))
     }
-    // A hub with a relay sends from the relay's thread, off the main event loop.
-    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous) : null
-    if (relayed) return relayed
     const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
     const reader: HubReader = {
       name: options.name,

@@ -65,7 +65,7 @@ export function compressedGroup(gop: readonly Uint8Array[]): Uint8Array[] {
     const timestamp = timestampOf(packet)
     if (timestamp !== previous) frame++
     previous = timestamp
-    const copy = packet.slice()
+    const copy = new Uint8Array(packet) // a copy (a Buffer's slice() would be a view of the shared bytes)
     new DataView(copy.buffer, copy.byteOffset, copy.byteLength).setUint32(4, (newest - (frames - 1 - frame)) >>> 0)
     return copy
   })
