@@ -25,6 +25,7 @@
 # user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
 import hmac
+import itertools
 import json
 import os
 import socket
@@ -234,7 +235,6 @@ class Mount:
         self.medias = {}  # GstRTSPMedia -> (id, its sockets)
         self.count = tracks + (1 if sound else 0)
         self.rates = [90000] * tracks + ([48000] if sound else [])
-        self.removed = False
         branches = " ".join(
             f'udpsrc name=src{i} caps="{CAPS[encoding]}" ! {REPAY[encoding].format(i=i)}' for i in range(tracks)
         )
@@ -251,7 +251,6 @@ class Mount:
     def configure(self, _factory, media):
         # A client's own media (from its DESCRIBE, or its SETUP without one): sockets of its own, the
         # service feeds them once told, from the kept group of pictures on.
-        global MEDIA_IDS
         sockets = []
         for _ in range(self.count):
             sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
@@ -265,11 +264,13 @@ class Mount:
             src.set_property("close-socket", False)
             src.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, RtpClock(self.rates[i]).probe)
         # The packets arrive in real time already: the sinks the library adds per transport send each
-        # on arrival, instead of holding it against the clock.
+        # on arrival, instead of holding it against the clock; nor does the library's rate control make
+        # its TCP sink sync again (these timestamps follow the camera's clock, a little ahead at times).
         media.get_element().get_parent().connect("deep-element-added", send_on_arrival)
+        for i in range(media.n_streams()):
+            media.get_stream(i).set_rate_control(False)
+        media_id = next(MEDIA_IDS)  # atomic: clients of every mount configure media in their own threads
         with self.lock:
-            MEDIA_IDS += 1
-            media_id = MEDIA_IDS
             self.medias[media] = (media_id, sockets)
         media.connect("unprepared", self.unprepared)
         say(event="media", path=self.path, id=media_id, ports=[s.get_local_address().get_port() for s in sockets])
@@ -314,7 +315,7 @@ class Mount:
             self.unprepared(media)
 
 
-MEDIA_IDS = 0
+MEDIA_IDS = itertools.count(1)
 
 
 def refuse_beyond_cap(server, mounts, viewers):

@@ -271,3 +271,15 @@ test('any subset of the tracks, in any order of clients, never breaks the path f
     both.socket.destroy()
   }
 }, 240_000)
+
+test('a client that leaves without TEARDOWN (its connection ends, or is half-closed) frees its place at once', async () => {
+  const viewers = async () => ((await s.call('GET', '/api/rtsp')).body.mounts as any[]).find((m) => m.path === `/${EHD}`)?.viewers
+  for (const leave of ['end', 'destroy'] as const) {
+    const client = await watchTracks(['video', 'audio'], true)
+    expect(await viewers()).toBe(1)
+    client.socket[leave]()
+    const deadline = Date.now() + 5000
+    while ((await viewers()) !== 0 && Date.now() < deadline) await Bun.sleep(100)
+    expect(await viewers()).toBe(0)
+  }
+}, 60_000)
