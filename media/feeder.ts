@@ -7,7 +7,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
 import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
-import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
+import { compressedGroup, RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
 import { SoundTimeline } from './sound'
 
 export interface FeedOptions {
@@ -20,6 +20,12 @@ export interface FeedOptions {
    * seconds), then every packet after it; without one, as `from`.
    */
   preRecorded?: boolean
+  /**
+   * Begin with the hub's kept group of pictures (its last key frame on, rtp.ts compressedGroup), then every
+   * packet after it; with none kept, from the next key frame. A viewer's decoder so opens on a whole
+   * picture, at once (the RTSP server's clients).
+   */
+  keptGroup?: boolean
   /**
    * One RTP timeline for the child, whatever happens upstream: a camera child restart (new SSRC, sequence
    * numbers, timestamps) is rewritten to follow on (rtp.ts RtpContinuity). For a child that stamps frames
@@ -96,9 +102,16 @@ export class LoopbackFeeder {
       for (const packet of earlier) send(packet)
       return mainThread(hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended }))
     }
-    // A hub with a relay sends from the relay's thread, off the main event loop.
-    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous) : null
+    // A hub with a relay sends from the relay's thread, off the main event loop (the kept group too: the thread keeps its own).
+    const relayed = hub instanceof MediaHub ? hub.relayTo(member, port, options, options.continuous, options.keptGroup) : null
     if (relayed) return relayed
+    if (options.keptGroup) {
+      // As preRecorded: the group sent and the reader added in this same turn, none lost or sent twice.
+      const send = (packet: Uint8Array) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1')
+      const kept = compressedGroup(hub.lastGop(member))
+      for (const packet of kept) send(packet)
+      return mainThread(hub.read(member, { name: options.name, from: kept.length ? 'now' : 'key', packet: send, ended: options.ended }))
+    }
     const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
     const reader: HubReader = {
       name: options.name,

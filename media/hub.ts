@@ -14,18 +14,14 @@ import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '..
 import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import type { MediaEncoding as TrackEncoding } from './rtp'
+import { GopCache } from './gop'
 import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame, timestampOf } from './rtp'
 
+export { GopCache } from './gop'
+
 /** Bigger than the kernel's default (208 KiB): a 1080p key frame arrives as a burst of ~200 packets. */
 const RECEIVE_BUFFER = 4 << 20
-/**
- * The most a kept group of pictures holds; a longer one (a camera with a long GOP, a high bitrate) is
- * dropped and nothing is kept until the next key frame. Software H.264 at 1080p30 with a key frame every
- * second is ~0.8 MB in ~600 packets; a viewer is sent the whole group at once when it joins.
- */
-const GOP_MAX_BYTES = 3 << 20
-const GOP_MAX_PACKETS = 2500
 /**
  * The most packets one reader handles in one turn of the event loop before it yields to the others and
  * to HTTP (a key frame's burst is ~200 packets; a backlog drains over a few turns).
@@ -33,38 +29,6 @@ const GOP_MAX_PACKETS = 2500
 export const DRAIN_BUDGET = 256
 /** The `member` of a reader of the stream's sound (readSound). */
 const SOUND = -1
-
-/**
- * One member's packets from its latest key frame on, with no gap: a lost packet, a new SSRC (the
- * camera's child restarted) or a group past the bounds empties it until the next key frame.
- */
-export class GopCache {
-  private packets: Uint8Array[] = []
-  private bytes = 0
-
-  push(packet: Uint8Array): void {
-    if (startsKeyFrame(packet, 'H264')) {
-      this.packets = [packet]
-      this.bytes = packet.length
-      return
-    }
-    const last = this.packets.at(-1)
-    if (!last) return
-    const follows = packet.length >= 12 && sequenceOf(packet) === ((sequenceOf(last) + 1) & 0xffff) && ssrcOf(packet) === ssrcOf(last)
-    if (!follows || this.packets.length >= GOP_MAX_PACKETS || this.bytes + packet.length > GOP_MAX_BYTES) {
-      this.packets = []
-      this.bytes = 0
-      return
-    }
-    this.packets.push(packet)
-    this.bytes += packet.length
-  }
-
-  /** A copy of the list (the packets themselves are shared). */
-  get gop(): Uint8Array[] {
-    return this.packets.slice()
-  }
-}
 
 /**
  * The most a pre-record ring keeps per member, whatever --pre-record-seconds asks (1080p30 software H.264
@@ -371,14 +335,14 @@ export class MediaHub implements StreamHub {
    * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
    * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
    */
-  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false): RelayedReading | null {
+  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false, kept = false): RelayedReading | null {
     const relay = this.relay
     const id = this.relayIds[member]
     if (!relay || id === undefined) return null
     const set = this.relayed[member]
     if (!set) throw new RangeError(`member ${member} of ${this.members}`)
     if (this.closed) return null
-    const target = relay.feed(id, port, reader.from === 'key', continuous ? this.frameTicks : undefined)
+    const target = relay.feed(id, port, kept ? 'kept' : reader.from === 'key' ? 'key' : 'now', continuous ? this.frameTicks : undefined)
     const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target), (to, switched) => relay.retarget(id, target, to, switched))
     set.add(reading)
     return reading

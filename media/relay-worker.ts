@@ -3,12 +3,13 @@
 // the recorder, the MJPEG transcoder) — so UDP-to-UDP forwarding never waits behind HTTP work.
 import { createSocket, type Socket } from 'node:dgram'
 import { parentPort } from 'node:worker_threads'
-import { RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding } from './rtp'
+import { GopCache } from './gop'
+import { compressedGroup, RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding } from './rtp'
 
 export type RelayCommand =
   | { op: 'open'; id: number; encoding: MediaEncoding; hubPort: number }
   | { op: 'close'; id: number }
-  | { op: 'feed'; id: number; target: number; port: number; fromKey: boolean; frameTicks?: number }
+  | { op: 'feed'; id: number; target: number; port: number; from: 'now' | 'key' | 'kept'; frameTicks?: number }
   | { op: 'unfeed'; id: number; target: number }
   /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target, timestamp } (the key frame's RTP timestamp). */
   | { op: 'retarget'; id: number; target: number; port: number }
@@ -29,6 +30,8 @@ interface Input {
   encoding: MediaEncoding
   hubPort: number
   targets: Map<number, Target>
+  /** H.264: the last group of pictures, for a target fed from it (the RTSP server's clients). */
+  gop: GopCache | null
 }
 
 const inputs = new Map<number, Input>()
@@ -37,10 +40,11 @@ out.on('error', () => {}) // loopback to our own hub and children: a refused sen
 
 function open(command: Extract<RelayCommand, { op: 'open' }>): void {
   const socket = createSocket({ type: 'udp4', recvBufferSize: 4 << 20 })
-  const input: Input = { socket, encoding: command.encoding, hubPort: command.hubPort, targets: new Map() }
+  const input: Input = { socket, encoding: command.encoding, hubPort: command.hubPort, targets: new Map(), gop: command.encoding === 'H264' ? new GopCache() : null }
   socket.on('error', () => {})
   socket.on('message', (packet) => {
     out.send(packet, input.hubPort, '127.0.0.1')
+    input.gop?.push(packet)
     for (const [id, target] of input.targets) {
       const key = (target.waiting || target.next !== null) && startsKeyFrame(packet, input.encoding)
       if (target.waiting) {
@@ -71,8 +75,14 @@ parentPort!.on('message', (command: RelayCommand) => {
   if (command.op === 'close') {
     inputs.delete(command.id)
     input.socket.close()
-  } else if (command.op === 'feed')
-    input.targets.set(command.target, { port: command.port, next: null, waiting: command.fromKey, continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null })
+  } else if (command.op === 'feed') {
+    const target: Target = { port: command.port, next: null, waiting: command.from !== 'now', continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null }
+    // From the kept group: sent now, on this thread, so the live packets follow it with none lost or twice.
+    const kept = command.from === 'kept' && input.gop ? compressedGroup(input.gop.gop) : []
+    for (const packet of kept) out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
+    if (kept.length) target.waiting = false
+    input.targets.set(command.target, target)
+  }
   else if (command.op === 'retarget') {
     const target = input.targets.get(command.target)
     if (target) target.next = command.port

@@ -89,12 +89,14 @@ export class Relay {
   }
 
   /**
-   * Sends input `id`'s packets to 127.0.0.1:`port` too (from the next key frame with `fromKey`; with
-   * `frameTicks`, one RTP timeline across camera child restarts: rtp.ts RtpContinuity); returns the target's id.
+   * Sends input `id`'s packets to 127.0.0.1:`port` too: from `now`, from the next `key` frame, or from the
+   * `kept` group of pictures (the thread's own, sent at once as rtp.ts compressedGroup; none kept: from the
+   * next key frame). With `frameTicks`, one RTP timeline across camera child restarts (rtp.ts RtpContinuity).
+   * Returns the target's id.
    */
-  feed(id: number, port: number, fromKey: boolean, frameTicks?: number): number {
+  feed(id: number, port: number, from: 'now' | 'key' | 'kept', frameTicks?: number): number {
     const target = this.next++
-    this.post({ op: 'feed', id, target, port, fromKey, frameTicks })
+    this.post({ op: 'feed', id, target, port, from, frameTicks })
     return target
   }
 

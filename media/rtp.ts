@@ -49,6 +49,28 @@ export function rtpHeader(packet: Uint8Array): { ssrc: number; sequenceNumber: n
   return { sequenceNumber: sequenceOf(packet), timestamp: timestampOf(packet), ssrc: ssrcOf(packet) }
 }
 
+/**
+ * A kept group of pictures (a hub's lastGop) to send a new viewer at once: copies whose frames are one
+ * RTP tick apart, the last keeping its own timestamp, so the viewer decodes them all at once (its first
+ * picture whole, and the latest) and goes on live, on the stream's timeline. (The packets are shared
+ * with the hub's other readers: never rewritten in place.)
+ */
+export function compressedGroup(gop: readonly Uint8Array[]): Uint8Array[] {
+  if (!gop.length) return []
+  const frames = new Set(gop.map(timestampOf)).size
+  const newest = timestampOf(gop.at(-1)!)
+  let frame = -1
+  let previous: number | null = null
+  return gop.map((packet) => {
+    const timestamp = timestampOf(packet)
+    if (timestamp !== previous) frame++
+    previous = timestamp
+    const copy = new Uint8Array(packet) // a copy (a Buffer's slice() would be a view of the shared bytes)
+    new DataView(copy.buffer, copy.byteOffset, copy.byteLength).setUint32(4, (newest - (frames - 1 - frame)) >>> 0)
+    return copy
+  })
+}
+
 /** Whether this RTP packet opens a frame a decoder can start from: H.264 its SPS, JPEG its first fragment. */
 export function startsKeyFrame(packet: Uint8Array, encoding: MediaEncoding = 'H264'): boolean {
   const at = payloadOffset(packet)

@@ -11,9 +11,9 @@
 // 'closed'), and remembers when the browser was last heard (RTCP), so the plugin can reap a tab that
 // vanished without DELETE.
 import { networkInterfaces } from 'node:os'
-import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpPacket, type RTCRtpSender, type RTCRtpTransceiver } from 'werift'
+import { MediaStream, MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, type RTCRtpSender, type RTCRtpTransceiver } from 'werift'
 import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
-import { rtpHeader, startsKeyFrame } from '../rtp'
+import { compressedGroup, rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
 import { candidateAddress, peerCandidate, peerCandidatesOnly } from './candidates'
 import { trueSenderClock } from './sender-clock'
@@ -306,7 +306,8 @@ export class WebRtcViewer {
         packet: (packet) => this.forward(packet),
         ended: (end) => this.streamEnded(end),
       })
-      this.replay(gop)
+      // Sent at once, one tick a frame (rtp.ts compressedGroup): the viewer's first picture is whole, and the latest.
+      for (const packet of compressedGroup(gop)) this.forward(packet)
     }
     if (this.soundSender && !this.soundReading) {
       const sender = this.soundSender
@@ -343,27 +344,6 @@ export class WebRtcViewer {
     this.unwatch = () => stops.forEach((stop) => stop())
   }
 
-
-  /**
-   * Sends a group of pictures that is already past: its frames get timestamps one tick apart, ending at
-   * the newest one's own, so the browser decodes them as fast as it can and the live frames that follow
-   * keep their place on the clock (no lasting delay). Sequence numbers are the tap's, unchanged: the
-   * live packets continue them.
-   */
-  private replay(gop: readonly Uint8Array[]): void {
-    if (!gop.length) return
-    const frames = new Set(gop.map((packet) => rtpHeader(packet).timestamp)).size
-    const newest = rtpHeader(gop.at(-1)!).timestamp
-    let frame = -1
-    let previous: number | null = null
-    for (const packet of gop) {
-      const { timestamp } = rtpHeader(packet)
-      if (timestamp !== previous) frame++
-      previous = timestamp
-      this.forward(packet, (newest - (frames - 1 - frame)) >>> 0)
-    }
-  }
-
   /** The camera's stream was restarted (a new job, a new hub): carry on from the new hub's latest key frame. */
   follow(hub: StreamHub, member: number): void {
     if (this.ended) return
@@ -378,8 +358,8 @@ export class WebRtcViewer {
     this.subscribe()
   }
 
-  /** Sends one packet of the hub, with `timestamp` in place of its own when given (a replayed one). */
-  private forward(packet: Uint8Array, timestamp?: number): void {
+  /** Sends one packet of the hub. */
+  private forward(packet: Uint8Array): void {
     if (this.ended || !this.sender || packet.length < 12) return
     const header = rtpHeader(packet)
     if (this.lastSsrc !== null && header.ssrc !== this.lastSsrc) {
@@ -397,14 +377,7 @@ export class WebRtcViewer {
     // through the track, which would parse it and copy it once more per viewer on every packet.
     const failed = () => {} // a packet werift cannot parse or send: skip it, the next key frame repairs the picture
     try {
-      const bytes = Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)
-      if (timestamp === undefined) this.sender.sendRtp(bytes).catch(failed)
-      else {
-        // A parsed copy of the header: the packet's bytes are shared with the hub's other readers.
-        const rtp = RtpPacket.deSerialize(bytes)
-        rtp.header.timestamp = timestamp
-        this.sender.sendRtp(rtp).catch(failed)
-      }
+      this.sender.sendRtp(Buffer.from(packet.buffer, packet.byteOffset, packet.byteLength)).catch(failed)
     } catch {
       failed()
     }

@@ -26,8 +26,9 @@ const PING_TIMEOUT_MS = 12_000
 
 export type HelperEvent =
   | { event: 'ready'; port: number }
-  | { event: 'added'; path: string; ports: number[] }
-  | { event: 'running'; path: string; on: boolean }
+  | { event: 'added'; path: string }
+  | { event: 'media'; path: string; id: number; ports: number[] }
+  | { event: 'media_gone'; path: string; id: number }
   | { event: 'removed'; path: string }
   | { event: 'viewers'; camera: string; count: number }
   | { event: 'refused'; why: 'viewers' | 'connections' | 'idle' }

@@ -2,8 +2,8 @@
 // stream runs, over UDP or TCP-interleaved, to any number of clients. GStreamer's own RTSP server does
 // the protocol in a supervised helper (server.py, helper.ts); this plugin keeps its mounts in step with
 // the running streams (a stream's start is an event, its restart or stop its hub's 'replaced'/'closed')
-// and, once a client came, feeds each mount as a reader of the stream's hub (media/hub.ts) through a
-// loopback feeder (media/feeder.ts). The camera's pipeline is never touched: clients come and go at no cost to it.
+// and feeds each client's own media as a reader of the stream's hub (media/hub.ts), from its kept group
+// of pictures on, through a loopback feeder (media/feeder.ts). The camera's pipeline is never touched: clients come and go at no cost to it.
 // At most --max-viewers clients per camera (its path and its alias together): the helper says 503 beyond.
 import { Elysia, t } from 'elysia'
 import { docs } from '../../core/openapi'
@@ -15,11 +15,10 @@ import { pathSegment, soundOnlyRtspPath, wantedMounts, type WantedMount } from '
 
 interface Mount {
   wanted: WantedMount
-  /** Per track, the helper's loopback port (null until the helper added the mount). */
-  ports: number[] | null
-  /** The helper's media runs (since a first client came): only then are packets forwarded. */
-  running: boolean
-  readings: Reading[]
+  /** The helper serves the path (it said 'added'). */
+  added: boolean
+  /** Each client's own media in the helper (by its id): the readings that feed its tracks. */
+  medias: Map<number, { ports: number[]; readings: Reading[] }>
   /** Stops listening to the hub's 'replaced'/'closed'. */
   unwatch: () => void
 }
@@ -70,24 +69,31 @@ export default definePlugin({
         ? null
         : new RtspHelper(port, config.host, config.maxViewers, { maxConnections: config.rtspMaxConnections, idleSeconds: config.rtspIdleTimeoutSeconds }, log, onHelper, config.tokenScope === 'all' ? config.token : null)
 
-    function feed(mount: Mount): void {
-      unfeed(mount)
-      const ports = mount.ports
-      if (!ports || !mount.running) return
+    /**
+     * Feeds one client's media: each video track from the hub's kept group of pictures (its decoder opens
+     * on a whole key frame at once, and no other client's stream waits for it), the sound from now.
+     */
+    function feed(mount: Mount, id: number, ports: number[]): void {
       if (!feeder) return
       const fed = feeder
       const options = {
         name: 'rtsp',
+        keptGroup: true,
         ended: (end: ReaderEnd) => end.reason === 'failed' && log.warn('rtsp: a mount stopped being fed', { path: mount.wanted.path, error: end.detail }),
       }
-      mount.readings = mount.wanted.members.map((member, track) => fed.feed(mount.wanted.hub, member, ports[track]!, options))
+      const readings = mount.wanted.members.map((member, track) => fed.feed(mount.wanted.hub, member, ports[track]!, options))
       // The sound's track comes after the video's (its port is the last).
       const soundPort = ports[mount.wanted.members.length]
-      if (mount.wanted.sound && soundPort) mount.readings.push(fed.feedSound(mount.wanted.hub, soundPort, options))
+      if (mount.wanted.sound && soundPort) readings.push(fed.feedSound(mount.wanted.hub, soundPort, options))
+      mount.medias.set(id, { ports, readings })
     }
 
-    function unfeed(mount: Mount): void {
-      for (const reading of mount.readings.splice(0)) reading.close()
+    function unfeed(mount: Mount, id?: number): void {
+      for (const [key, media] of mount.medias) {
+        if (id !== undefined && key !== id) continue
+        for (const reading of media.readings) reading.close()
+        mount.medias.delete(key)
+      }
     }
 
     function add(mount: Mount): void {
@@ -132,7 +138,7 @@ export default definePlugin({
         if (mounts.has(path)) continue
         // The stream's restart or stop changes the mounts at once (its clients get BYE).
         const stops = [want.hub.on('replaced', schedule), want.hub.on('closed', schedule)]
-        const mount: Mount = { wanted: want, ports: null, running: false, readings: [], unwatch: () => stops.forEach((stop) => stop()) }
+        const mount: Mount = { wanted: want, added: false, medias: new Map(), unwatch: () => stops.forEach((stop) => stop()) }
         mounts.set(path, mount)
         add(mount)
       }
@@ -160,18 +166,17 @@ export default definePlugin({
         viewers.clear()
         for (const mount of mounts.values()) {
           unfeed(mount)
-          mount.ports = null
-          mount.running = false
+          mount.added = false
           add(mount)
         }
         return
       }
-      if (event.event !== 'added' && event.event !== 'running') return
+      if (event.event !== 'added' && event.event !== 'media' && event.event !== 'media_gone') return
       const mount = mounts.get(event.path)
       if (!mount) return
-      if (event.event === 'added') mount.ports = event.ports
-      else mount.running = event.on
-      feed(mount)
+      if (event.event === 'added') mount.added = true
+      else if (event.event === 'media') feed(mount, event.id, event.ports)
+      else unfeed(mount, event.id)
     }
 
     lifecycle({
@@ -199,7 +204,7 @@ export default definePlugin({
       },
       health() {
         if (!helper) return { state: 'ok', detail: 'off (--rtsp-port 0)', enabled: false }
-        const base = { enabled: true, port, max_viewers_per_camera: config.maxViewers, mounts: [...mounts.values()].filter((mount) => mount.ports).length, restarts: helper.restarts }
+        const base = { enabled: true, port, max_viewers_per_camera: config.maxViewers, mounts: [...mounts.values()].filter((mount) => mount.added).length, restarts: helper.restarts }
         if (helper.state === 'ready') return { state: 'ok', ...base }
         if (helper.state === 'missing') return { state: 'down', detail: helper.error ?? 'the RTSP server is not installed', ...base }
         return { state: 'degraded', detail: helper.error ?? `the RTSP server is ${helper.state}`, ...base }
@@ -226,7 +231,7 @@ export default definePlugin({
           state: helper?.state ?? 'stopped',
           error: helper?.error ?? null,
           // Only what the server serves now (added by the helper), so a listed URL answers.
-          mounts: [...mounts.values()].filter((mount) => mount.ports).map(({ wanted }) => ({
+          mounts: [...mounts.values()].filter((mount) => mount.added).map(({ wanted }) => ({
             path: wanted.path,
             url: `rtsp://${authority}:${port}${wanted.path}`,
             bus_info: wanted.bus_info,

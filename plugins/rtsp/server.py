@@ -9,8 +9,10 @@
 #   {"op": "remove", "path": "/usb-x"}
 # stdout, one JSON object a line:
 #   {"event": "ready", "port": P}                        listening
-#   {"event": "added", "path": ..., "ports": [...]}      feed track i to 127.0.0.1:ports[i]
-#   {"event": "running", "path": ..., "on": true|false} its media runs (feed it) / no longer does
+#   {"event": "added", "path": ...}                      served (no client yet)
+#   {"event": "media", "path": ..., "id": N, "ports": [...]}  a client's own media: feed its track i to
+#                                                        127.0.0.1:ports[i], from the kept group of pictures on
+#   {"event": "media_gone", "path": ..., "id": N}        that media ended (its client left): stop feeding it
 #   {"event": "removed", "path": ...}
 #   {"event": "viewers", "camera": ..., "count": N}      clients watching that camera now
 #   {"event": "refused", "why": "viewers"|"connections"|"idle"}  a client refused or cut off by a limit
@@ -23,6 +25,7 @@
 # user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
 import hmac
+import itertools
 import json
 import os
 import socket
@@ -176,19 +179,62 @@ class Viewers:
                         del self.watching[cam]
 
 
+class RtpClock:
+    """Stamps a track's packets from their RTP timestamps, not their arrival: the payloader makes the
+    client's RTP timestamps from these, so the client sees the camera's spacing of frames and sounds,
+    not the jitter of their way here (bursts, a loaded machine). Stamped by arrival, the sound's packets
+    came 14 ticks apart after a late one, and ffmpeg over TCP saw timestamps go backwards. The first
+    packet (the kept group of pictures' first, sent at once) anchors the timeline to its arrival; a timeline
+    more than RESYNC_NS off the arrivals (the source restarted, or the client held off its PLAY while the
+    packets waited) is anchored again, never backwards."""
+
+    RESYNC_NS = Gst.SECOND
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.anchor = None  # (arrival pts, extended RTP timestamp)
+        self.last_ts = 0
+        self.extended = 0
+        self.last_pts = 0
+
+    def probe(self, _pad, info):
+        buf = info.get_buffer()
+        arrival = buf.pts
+        if buf.get_size() < 12 or arrival == Gst.CLOCK_TIME_NONE:
+            return Gst.PadProbeReturn.OK
+        ts = int.from_bytes(buf.extract_dup(4, 4), "big")
+        if self.anchor is None:
+            self.anchor = (arrival, 0)
+        else:
+            self.extended += ((ts - self.last_ts + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+        self.last_ts = ts
+        base, at = self.anchor
+        pts = base + (self.extended - at) * Gst.SECOND // self.rate
+        if abs(pts - arrival) > self.RESYNC_NS:
+            self.anchor = (max(arrival, self.last_pts), self.extended)
+            pts = self.anchor[0]
+        pts = max(pts, self.last_pts)
+        self.last_pts = pts
+        buf.pts = pts
+        buf.dts = pts
+        return Gst.PadProbeReturn.OK
+
+
 class Mount:
+    """A path's factory. Each client gets a media of its own (not shared): the service feeds it from the
+    stream's kept group of pictures on (so the client's first picture is a whole key frame, at once, and
+    nobody else's stream waits for it), and whatever tracks a client sets up, or leaves unprepared, no
+    other client's media is touched (a shared media left with a track unprepared by a video-only client
+    answered 503 to every later DESCRIBE)."""
+
     def __init__(self, server, path, encoding, tracks, camera, sound=False):
         self.server = server
         self.path = path
         self.camera = camera
-        self.medias = set()
-        self.held = set()
-        self.sockets = []
-        for _ in range(tracks + (1 if sound else 0)):
-            sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
-            sock.bind(Gio.InetSocketAddress.new_from_string("127.0.0.1", 0), False)
-            sock.set_option(1, 8, RECEIVE_BUFFER)  # SOL_SOCKET, SO_RCVBUF
-            self.sockets.append(sock)
+        self.lock = threading.Lock()
+        self.medias = {}  # GstRTSPMedia -> (id, its sockets)
+        self.count = tracks + (1 if sound else 0)
+        self.rates = [90000] * tracks + ([48000] if sound else [])
         branches = " ".join(
             f'udpsrc name=src{i} caps="{CAPS[encoding]}" ! {REPAY[encoding].format(i=i)}' for i in range(tracks)
         )
@@ -196,60 +242,56 @@ class Mount:
             branches += f' udpsrc name=src{tracks} caps="{SOUND_CAPS}" ! {SOUND_REPAY.format(i=tracks)}'
         self.factory = GstRtspServer.RTSPMediaFactory()
         self.factory.set_launch(f"( {branches} )")
-        self.factory.set_shared(True)  # one pipeline per mount, however many clients
+        self.factory.set_shared(False)
         self.factory.set_suspend_mode(GstRtspServer.RTSPSuspendMode.NONE)
         self.factory.connect("media-configure", self.configure)
         protect(self.factory)  # no effect without require_token: then every client is let in
         server.get_mount_points().add_factory(path, self.factory)
 
-    @property
-    def ports(self):
-        return [s.get_local_address().get_port() for s in self.sockets]
-
     def configure(self, _factory, media):
-        # A new media (the first client): drop what queued while none ran (stale), then read our sockets.
-        for sock in self.sockets:
-            sock.set_blocking(False)
-            try:
-                while os.read(sock.get_fd(), 65536):  # one datagram a read
-                    pass
-            except BlockingIOError:
-                pass
-            sock.set_blocking(True)
+        # A client's own media (from its DESCRIBE, or its SETUP without one): sockets of its own, the
+        # service feeds them once told, from the kept group of pictures on.
+        sockets = []
+        for _ in range(self.count):
+            sock = Gio.Socket.new(Gio.SocketFamily.IPV4, Gio.SocketType.DATAGRAM, Gio.SocketProtocol.UDP)
+            sock.bind(Gio.InetSocketAddress.new_from_string("127.0.0.1", 0), False)
+            sock.set_option(1, 8, RECEIVE_BUFFER)  # SOL_SOCKET, SO_RCVBUF
+            sockets.append(sock)
         bin_ = media.get_element()
-        for i, sock in enumerate(self.sockets):
+        for i, sock in enumerate(sockets):
             src = bin_.get_by_name(f"src{i}")
             src.set_property("socket", sock)
             src.set_property("close-socket", False)
+            src.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, RtpClock(self.rates[i]).probe)
         # The packets arrive in real time already: the sinks the library adds per transport send each
-        # on arrival, instead of holding it against the clock (a 20 ms processing deadline, once a
-        # second client joins a running media).
+        # on arrival, instead of holding it against the clock; nor does the library's rate control make
+        # its TCP sink sync again (these timestamps follow the camera's clock, a little ahead at times).
         media.get_element().get_parent().connect("deep-element-added", send_on_arrival)
-        self.medias.add(media)
-        media.connect("prepared", self.hold)
+        for i in range(media.n_streams()):
+            media.get_stream(i).set_rate_control(False)
+        media_id = next(MEDIA_IDS)  # atomic: clients of every mount configure media in their own threads
+        with self.lock:
+            self.medias[media] = (media_id, sockets)
         media.connect("unprepared", self.unprepared)
-        say(event="running", path=self.path, on=True)
-
-    def hold(self, media):
-        # The mount keeps its media prepared until it is removed. Else the library unprepares it when its
-        # last client leaves and may still hand it to a client joining meanwhile, which then gets 503
-        # ("can not reuse media"). Running on costs a depayload and payload, no decoding; a client
-        # joins a running pipeline at once.
-        if media not in self.held:
-            self.held.add(media)
-            GLib.idle_add(lambda: media.prepare(None) and False)
+        say(event="media", path=self.path, id=media_id, ports=[s.get_local_address().get_port() for s in sockets])
 
     def unprepared(self, media):
-        self.medias.discard(media)
-        if not self.medias:
-            say(event="running", path=self.path, on=False)
+        with self.lock:
+            entry = self.medias.pop(media, None)
+        if entry is None:
+            return
+        media_id, sockets = entry
+        say(event="media_gone", path=self.path, id=media_id)
+        for sock in sockets:
+            sock.close()
 
     def remove(self):
         self.server.get_mount_points().remove_factory(self.path)
+        with self.lock:
+            medias = set(self.medias)
         # The stream ended: its clients get BYE (EOS) and are disconnected, so none waits on a dead mount.
-        for media in list(self.medias):
+        for media in medias:
             media.get_element().send_event(Gst.Event.new_eos())
-        medias = set(self.medias)
 
         def on_this_mount(_server, client, _data=None):
             hit = []
@@ -267,12 +309,13 @@ class Mount:
             return GstRtspServer.RTSPFilterResult.REMOVE if hit else GstRtspServer.RTSPFilterResult.KEEP
 
         self.server.client_filter(on_this_mount)
-        for media in list(self.held):
-            media.unprepare()
-        self.held.clear()
-        self.medias.clear()
-        for sock in self.sockets:
-            sock.close()
+        for media in medias:
+            media.unprepare()  # one only DESCRIBEd is in no session: its own unprepare says media_gone
+        for media in list(self.medias):
+            self.unprepared(media)
+
+
+MEDIA_IDS = itertools.count(1)
 
 
 def refuse_beyond_cap(server, mounts, viewers):
@@ -390,8 +433,8 @@ def main():
             if cmd["op"] == "add":
                 if path in mounts:
                     mounts.pop(path).remove()
-                mount = mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]), cmd.get("camera", path), bool(cmd.get("sound")))
-                say(event="added", path=path, ports=mount.ports)
+                mounts[path] = Mount(server, path, cmd["encoding"], int(cmd["tracks"]), cmd.get("camera", path), bool(cmd.get("sound")))
+                say(event="added", path=path)
             elif cmd["op"] == "remove":
                 mount = mounts.pop(path, None)
                 if mount:

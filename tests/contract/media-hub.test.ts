@@ -5,6 +5,8 @@
 import { expect, test } from 'bun:test'
 import { createLogger, type LogRecord } from '../../core/log'
 import type { HubReader, ReaderEnd, StreamHub } from '../../core/types'
+import { createSocket } from 'node:dgram'
+import { LoopbackFeeder } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
 import { READER_QUEUE_BYTES, READER_QUEUE_PACKETS, ReaderQueue } from '../../media/queue'
 import { startsKeyFrame } from '../../media/rtp'
@@ -219,3 +221,53 @@ test('a hub told at its creation that the stream carries sound says so before th
   expect(told.hasSound).toBe(false)
   untold.close()
 })
+
+for (const relay of [false, true]) {
+  test(`a feeder from the kept group (RTSP's clients${relay ? ', sent by the relay thread' : ', on the main thread'}): the group at once, one tick a frame ending at the newest's own timestamp, then live; none kept: from the next key frame`, async () => {
+    const log = createLogger('error', {}, () => {})
+    const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 30, members: ['cam'], log, relay })
+    const sender = createSocket('udp4')
+    const [hubPort] = relay ? await hub.listen() : [0]
+    let sent = 0
+    /** A packet into the hub, as the camera's child sends it (through the relay's socket when it has one). */
+    const receive = async (seq: number, ts: number, key = false) => {
+      const packet = h264(seq, { key, marker: true })
+      new DataView(packet.buffer).setUint32(4, ts)
+      if (!relay) return hub.receive(0, packet)
+      sender.send(packet, hubPort!, '127.0.0.1')
+      sent++
+      await until('the packet through the relay', async () => hub.sent(0).frames, (n) => n === sent)
+    }
+    const socket = createSocket('udp4')
+    const got: Uint8Array[] = []
+    socket.on('message', (packet) => void got.push(new Uint8Array(packet)))
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+    const feeder = new LoopbackFeeder(log)
+    try {
+      const port = socket.address().port
+      const fresh = feeder.feed(hub, 0, port, { name: 'rtsp', keptGroup: true }) // nothing kept yet
+      await receive(1, 1000) // a P frame: no use to a decoder that has nothing
+      await receive(2, 4000, true)
+      await until('the key frame', async () => got.length, (n) => n >= 1)
+      expect(got.map(seqOf)).toEqual([2])
+      fresh.close()
+      await receive(3, 7000)
+      await receive(4, 10000)
+      got.length = 0
+      const kept = hub.lastGop(0).map((p) => p.slice())
+      const reading = feeder.feed(hub, 0, port, { name: 'rtsp', keptGroup: true })
+      await until('the group', async () => got.length, (n) => n >= 3) // (through the relay, a packet sent sooner may overtake the feed)
+      await receive(5, 13000)
+      await until('the group and the live frame', async () => got.length, (n) => n >= 4)
+      expect(got.map(seqOf)).toEqual([2, 3, 4, 5])
+      expect(got.map((p) => new DataView(p.buffer).getUint32(4))).toEqual([9998, 9999, 10000, 13000])
+      expect(hub.lastGop(0).slice(0, 3)).toEqual(kept) // the hub's own packets (shared by its readers) are untouched
+      reading.close()
+    } finally {
+      feeder.close()
+      socket.close()
+      sender.close()
+      hub.close()
+    }
+  })
+}
