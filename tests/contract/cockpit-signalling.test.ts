@@ -11,12 +11,9 @@ import { MediaHub } from '../../media/hub'
 import { MAX_SOCKETS, SIGNALLING_PATH } from '../../plugins/cockpit'
 import { Connection, MAX_CANDIDATES_PER_SESSION, MAX_MESSAGE_BYTES, MAX_SESSIONS_PER_SOCKET, MESSAGE_BURST, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
 import { freeTcpPort, parseMetrics, until, type TestServer } from '../helpers'
-import { definePlugin } from '../../core/plugin'
 import { loadPlugin } from '../../core/loader'
-import type { Streamer } from '../../core/types'
-import { Elysia } from 'elysia'
 import { startTestServer } from '../helpers'
-import { EHD, startContractServer } from './setup'
+import { EHD, standInStreamer, startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
 
@@ -322,26 +319,7 @@ describe('sessions on a real hub and real werift', () => {
 
 test('with a running H.264 stream (a stand-in streamer with a real hub): availableStreams lists it by nickname and size; a session never answered ends at the idle timeout and the service asks endSession', async () => {
   const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [EHD], log: createLogger('error') })
-  const streamer = {
-    name: 'stand-in',
-    start: async () => {},
-    stop: async () => {},
-    status: () => ({ state: 'running', error: null, restarts: 0 }),
-    frameDrops: () => 0,
-    activeRecordings: () => [],
-    live: (bus_info: string) => (bus_info === EHD ? { hub, member: 0 } : null),
-    startRecording: async () => null,
-    stopRecording: async () => null,
-    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
-    stopAll: async () => {},
-  } as unknown as Streamer
-  const standIn = definePlugin({
-    name: 'stand-in-streamer',
-    setup({ registry }) {
-      registry.provide('streamer', streamer, 'stand-in-streamer')
-      return new Elysia({ name: 'periscope:stand-in-streamer' })
-    },
-  })
+  const standIn = standInStreamer(hub)
   const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standIn]
   const s = await startTestServer({ plugins, config: { simulate: 'default', whepIdleTimeoutSeconds: 1 } })
   try {

@@ -5,16 +5,13 @@
 // is "Available" when the list has its name running, else "Offline". The same list at
 // /api/cockpit/streams; both obey the HTTP port's rules (Host, origin, token); a taken port is said once.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Elysia } from 'elysia'
 import { createLogger } from '../../core/log'
 import { loadPlugin } from '../../core/loader'
-import { definePlugin } from '../../core/plugin'
-import type { Streamer } from '../../core/types'
 import { MediaHub } from '../../media/hub'
 import { SIGNALLING_PATH } from '../../plugins/cockpit'
 import { STREAMS_PATH } from '../../plugins/cockpit/streams'
 import { freeTcpPort, startTestServer, until, type TestServer } from '../helpers'
-import { EHD } from './setup'
+import { EHD, standInStreamer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit']
 
@@ -52,32 +49,8 @@ async function signalled(s: TestServer): Promise<string[]> {
   }
 }
 
-/** A streamer whose one camera (EHD) runs as H.264 on a real hub: the contract tier has no GStreamer. */
-function standIn(hub: MediaHub) {
-  const streamer = {
-    name: 'stand-in',
-    start: async () => {},
-    stop: async () => {},
-    status: () => ({ state: 'running', error: null, restarts: 0 }),
-    frameDrops: () => 0,
-    activeRecordings: () => [],
-    live: (bus_info: string) => (bus_info === EHD ? { hub, member: 0 } : null),
-    startRecording: async () => null,
-    stopRecording: async () => null,
-    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
-    stopAll: async () => {},
-  } as unknown as Streamer
-  return definePlugin({
-    name: 'stand-in-streamer',
-    setup({ registry }) {
-      registry.provide('streamer', streamer, 'stand-in-streamer')
-      return new Elysia({ name: 'periscope:stand-in-streamer' })
-    },
-  })
-}
-
 async function start(hub: MediaHub, config: Record<string, unknown> = {}, streamsPort: number | null = null): Promise<TestServer> {
-  const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standIn(hub)]
+  const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standInStreamer(hub)]
   const s = await startTestServer({ plugins, config: { simulate: 'default', ...config, pluginFlags: { 'cockpit-streams-port': streamsPort } } })
   const auth: Record<string, string> = config.token ? { authorization: `Bearer ${config.token}` } : {}
   expect((await s.call('POST', '/api/devices/set_nickname', { bus_info: EHD, nickname: 'Bow' }, auth)).status).toBe(200)

@@ -1,5 +1,9 @@
 // The contract tier's instance: simulated cameras with the foundation's plugins, no hardware.
+import { Elysia } from 'elysia'
 import { loadPlugin } from '../../core/loader'
+import { definePlugin } from '../../core/plugin'
+import type { Streamer } from '../../core/types'
+import type { MediaHub } from '../../media/hub'
 import { CID } from '../../drivers/mock/cameras'
 import type { Config, LogLevel } from '../../core/config'
 import { startTestServer, type TestServer } from '../helpers'
@@ -53,3 +57,30 @@ export async function device(s: TestServer, bus_info: string): Promise<any> {
 }
 
 export const controlOf = (dev: any, id: number) => dev.controls.find((c: any) => c.control_id === id)
+
+/**
+ * A streamer plugin whose one camera (`bus_info`, EHD by default) runs on a real hub: the contract tier has
+ * no GStreamer, and the viewers (WHEP, Cockpit's signalling) read that hub as they read a real stream's.
+ */
+export function standInStreamer(hub: MediaHub, bus_info = EHD) {
+  const streamer = {
+    name: 'stand-in',
+    start: async () => {},
+    stop: async () => {},
+    status: () => ({ state: 'running', error: null, restarts: 0 }),
+    frameDrops: () => 0,
+    activeRecordings: () => [],
+    live: (bus: string) => (bus === bus_info ? { hub, member: 0 } : null),
+    startRecording: async () => null,
+    stopRecording: async () => null,
+    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
+    stopAll: async () => {},
+  } as unknown as Streamer
+  return definePlugin({
+    name: 'stand-in-streamer',
+    setup({ registry }) {
+      registry.provide('streamer', streamer, 'stand-in-streamer')
+      return new Elysia({ name: 'periscope:stand-in-streamer' })
+    },
+  })
+}

@@ -9,12 +9,9 @@
 // hub with real werift; the service listens on 127.0.0.1, so nothing is ever sent off the machine.
 import { afterAll, expect, test } from 'bun:test'
 import { createSocket } from 'node:dgram'
-import { Elysia } from 'elysia'
 import { createLogger } from '../../core/log'
 import { loadPlugin } from '../../core/loader'
-import { definePlugin } from '../../core/plugin'
 import type { Config } from '../../core/config'
-import type { Streamer } from '../../core/types'
 import { CLIENT_LIMITS, placesPerClient, SOCKETS_PER_CLIENT } from '../../core/http/client-limits'
 import { MediaHub } from '../../media/hub'
 import { RTCPeerConnection } from 'werift'
@@ -23,7 +20,7 @@ import { candidateAddress, peerCandidate, peerCandidatesOnly } from '../../media
 import { SIGNALLING_PATH } from '../../plugins/cockpit'
 import { Connection, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
 import { freeTcpPort, parseMetrics, startTestServer, until, type TestServer } from '../helpers'
-import { EHD, startContractServer } from './setup'
+import { EHD, standInStreamer, startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
 const ELECTRON_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Cockpit/1.17.0 Chrome/122.0.6261.156 Electron/29.4.6 Safari/537.36'
@@ -81,26 +78,7 @@ async function metric(s: TestServer, name: string, labels: Record<string, string
 async function withStream(config: Partial<Config> = {}): Promise<TestServer> {
   const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: 15, members: [EHD], log: createLogger('error') })
   hubs.push(hub)
-  const streamer = {
-    name: 'stand-in',
-    start: async () => {},
-    stop: async () => {},
-    status: () => ({ state: 'running', error: null, restarts: 0 }),
-    frameDrops: () => 0,
-    activeRecordings: () => [],
-    live: (bus_info: string) => (bus_info === EHD ? { hub, member: 0 } : null),
-    startRecording: async () => null,
-    stopRecording: async () => null,
-    recording: () => ({ active: false, file: null, started: null, bytes: 0, error: null }),
-    stopAll: async () => {},
-  } as unknown as Streamer
-  const standIn = definePlugin({
-    name: 'stand-in-streamer',
-    setup({ registry }) {
-      registry.provide('streamer', streamer, 'stand-in-streamer')
-      return new Elysia({ name: 'periscope:stand-in-streamer' })
-    },
-  })
+  const standIn = standInStreamer(hub)
   const plugins = [...(await Promise.all(PLUGINS.map(loadPlugin))), standIn]
   const s = await startTestServer({ plugins, config: { simulate: 'default', ...config } })
   servers.push(s)
