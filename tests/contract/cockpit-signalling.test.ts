@@ -13,32 +13,11 @@ import { Connection, MAX_CANDIDATES_PER_SESSION, MAX_MESSAGE_BYTES, MAX_SESSIONS
 import { freeTcpPort, parseMetrics, until, type TestServer } from '../helpers'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer } from '../helpers'
-import { EHD, standInStreamer, startContractServer } from './setup'
+import { connect, EHD, question, standInStreamer, startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
 
-/** A WebSocket client that keeps every message it gets and how it closed. */
-async function connect(url: string, headers: Record<string, string> = {}) {
-  const ws = new WebSocket(url, { headers } as never)
-  const messages: any[] = []
-  let closed: { code: number; reason: string } | null = null
-  ws.onmessage = (e) => messages.push(JSON.parse(String(e.data)))
-  ws.onclose = (e) => (closed = { code: e.code, reason: e.reason })
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve()
-    ws.onerror = () => reject(new Error(`could not connect to ${url}`))
-  })
-  return {
-    ws,
-    messages,
-    closed: () => closed,
-    send: (m: unknown) => ws.send(typeof m === 'string' ? m : JSON.stringify(m)),
-    /** Waits for the nth message (1-based) and returns it. */
-    nth: (n: number) => until(`message ${n}`, async () => messages.length, (l) => l >= n).then(() => messages[n - 1]),
-  }
-}
 
-const question = (type: string, content?: unknown) => ({ type: 'question', content: content === undefined ? { type } : { type, content } })
 
 describe('over the wire', () => {
   let s: TestServer

@@ -6,7 +6,7 @@ import type { Streamer } from '../../core/types'
 import type { MediaHub } from '../../media/hub'
 import { CID } from '../../drivers/mock/cameras'
 import type { Config, LogLevel } from '../../core/config'
-import { startTestServer, type TestServer } from '../helpers'
+import { startTestServer, until, type TestServer } from '../helpers'
 import { operationOf, responseSchema, schemaProblems, type OpenApiDoc } from './openapi-schema'
 
 export const CONTRACT_PLUGINS = ['mock', 'cameras', 'preferences', 'dwe']
@@ -84,3 +84,27 @@ export function standInStreamer(hub: MediaHub, bus_info = EHD) {
     },
   })
 }
+
+/** A signalling (WebSocket) client that keeps every message it gets and how it closed. */
+export async function connect(url: string, headers: Record<string, string> = {}) {
+  const ws = new WebSocket(url, { headers } as never)
+  const messages: any[] = []
+  let closed: { code: number; reason: string } | null = null
+  ws.onmessage = (e) => messages.push(JSON.parse(String(e.data)))
+  ws.onclose = (e) => (closed = { code: e.code, reason: e.reason })
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve()
+    ws.onerror = () => reject(new Error(`could not connect to ${url}`))
+  })
+  return {
+    ws,
+    messages,
+    closed: () => closed,
+    send: (m: unknown) => ws.send(typeof m === 'string' ? m : JSON.stringify(m)),
+    /** Waits for the nth message (1-based) and returns it. */
+    nth: (n: number) => until(`message ${n}`, async () => messages.length, (l) => l >= n, 15_000).then(() => messages[n - 1]),
+  }
+}
+
+/** A `question` of Cockpit's signalling protocol (mavlink-camera-manager's). */
+export const question = (type: string, content?: unknown) => ({ type: 'question', content: content === undefined ? { type } : { type, content } })

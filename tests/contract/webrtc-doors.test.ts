@@ -20,7 +20,7 @@ import { candidateAddress, peerCandidate, peerCandidatesOnly } from '../../media
 import { SIGNALLING_PATH } from '../../plugins/cockpit'
 import { Connection, producerId, type SignallingContext } from '../../plugins/cockpit/signalling'
 import { freeTcpPort, parseMetrics, startTestServer, until, type TestServer } from '../helpers'
-import { EHD, standInStreamer, startContractServer } from './setup'
+import { connect, EHD, question, standInStreamer, startContractServer } from './setup'
 
 const PLUGINS = ['mock', 'cameras', 'preferences', 'dwe', 'whep', 'cockpit', 'metrics']
 const ELECTRON_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Cockpit/1.17.0 Chrome/122.0.6261.156 Electron/29.4.6 Safari/537.36'
@@ -38,29 +38,8 @@ afterAll(async () => {
   for (const h of hubs) h.close()
 })
 
-/** A WebSocket client that keeps every message it gets and how it closed. */
-async function connect(url: string, headers: Record<string, string> = {}) {
-  const ws = new WebSocket(url, { headers } as never)
-  const messages: any[] = []
-  let closed: { code: number; reason: string } | null = null
-  ws.onmessage = (e) => messages.push(JSON.parse(String(e.data)))
-  ws.onclose = (e) => (closed = { code: e.code, reason: e.reason })
-  await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => resolve()
-    ws.onerror = () => reject(new Error(`could not connect to ${url}`))
-  })
-  return {
-    ws,
-    messages,
-    closed: () => closed,
-    send: (m: unknown) => ws.send(JSON.stringify(m)),
-    /** Waits for the nth message (1-based) and returns it. */
-    nth: (n: number) => until(`message ${n}`, async () => messages.length, (l) => l >= n, 15_000).then(() => messages[n - 1]),
-  }
-}
 type Client = Awaited<ReturnType<typeof connect>>
 
-const question = (type: string, content?: unknown) => ({ type: 'question', content: content === undefined ? { type } : { type, content } })
 
 /** The upgrade's answer without a socket: a refusal's status and sentence (101 when it would open). */
 async function upgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; detail: string }> {
