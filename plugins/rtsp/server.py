@@ -101,6 +101,18 @@ def send_on_arrival(_pipeline, _bin, element):
     if isinstance(element, GstBase.BaseSink):
         element.set_property("sync", False)
         element.set_property("processing-deadline", 0)
+        # Every PLAY turns the library's rate control back on (its client takes ONVIF's Rate-Control
+        # default, yes, and a subclass cannot say no from Python: adjust_play_mode's out arguments are
+        # not introspectable), and rate control is the TCP sink's sync: each packet then waited until
+        # its timestamp came, 13-15 ms after its arrival (the first packet of the kept group, which
+        # anchors the timeline, is read after its newest frame came). Undone as it is set, in the same
+        # call (a packet that came in those microseconds would wait once, at most RtpClock.RESYNC_NS).
+        element.connect("notify::sync", never_sync)
+
+
+def never_sync(sink, _pspec):
+    if sink.get_property("sync"):
+        sink.set_property("sync", False)
 
 
 RTSP_USER = "periscope"  # plugins/rtsp/helper.ts says the same
@@ -264,8 +276,8 @@ class Mount:
             src.set_property("close-socket", False)
             src.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, RtpClock(self.rates[i]).probe)
         # The packets arrive in real time already: the sinks the library adds per transport send each
-        # on arrival, instead of holding it against the clock; nor does the library's rate control make
-        # its TCP sink sync again (these timestamps follow the camera's clock, a little ahead at times).
+        # on arrival, instead of holding it against the clock (these timestamps follow the camera's
+        # clock, ahead of it at times), even once PLAY turns rate control on again (send_on_arrival).
         media.get_element().get_parent().connect("deep-element-added", send_on_arrival)
         for i in range(media.n_streams()):
             media.get_stream(i).set_rate_control(False)
