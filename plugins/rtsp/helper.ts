@@ -23,6 +23,10 @@ const STABLE_MS = 60_000
 /** A ready helper is asked every PING_EVERY_MS, and killed when it has not answered for PING_TIMEOUT_MS. */
 const PING_EVERY_MS = 2_000
 const PING_TIMEOUT_MS = 12_000
+/** Time for a stuck helper to write its threads' stacks before it is killed. */
+const STACKS_GRACE_MS = 300
+/** The end of the helper's stderr kept for the log of its exit: room for every thread's stack. */
+const STDERR_KEPT = 16_000
 
 export type HelperEvent =
   | { event: 'ready'; port: number }
@@ -121,7 +125,10 @@ export class RtspHelper {
       this.stopPinging()
       this.error = `it stopped answering (nothing for ${Math.round(silent / 1000)} s)`
       this.log.error('rtsp helper stopped answering: killed, to be restarted', { pid: child.pid, silent_ms: Math.round(silent) })
-      child.kill('SIGKILL') // its exit restarts it, as any exit does
+      // Its threads' stacks first (server.py's faulthandler, on stderr: logged with its exit), so the
+      // cause of a stall can be read; then the kill, whose exit restarts it as any exit does.
+      child.kill('SIGUSR1')
+      setTimeout(() => child.kill('SIGKILL'), STACKS_GRACE_MS)
     }, PING_EVERY_MS)
     this.pinger.unref?.()
   }
@@ -170,8 +177,9 @@ export class RtspHelper {
       }
       this.onEvent(event)
     })
-    void pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => void (stderr = (stderr + '\n' + line).slice(-2000)))
-    void child.exited.then((code) => {
+    const stderrRead = pumpLines(child.stderr as ReadableStream<Uint8Array>, (line) => void (stderr = (stderr + '\n' + line).slice(-STDERR_KEPT)))
+    void child.exited.then(async (code) => {
+      await Promise.race([stderrRead, Bun.sleep(500)]) // its last words (a stuck helper's stacks) are in the log of its exit
       children.delete(child.pid)
       if (this.child !== child) return
       this.child = null

@@ -24,10 +24,12 @@
 # env PERISCOPE_RTSP_TOKEN (--token-scope all): every client must authenticate (Basic) as
 # user RTSP_USER with the token as password (rtsp://periscope:<token>@host:port/path); others get 401.
 # stdin closing ends the helper.
+import faulthandler
 import hmac
 import itertools
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -412,6 +414,9 @@ def limit_connections(server, most, idle_seconds):
 
 
 def main():
+    # SIGUSR1 writes every thread's Python stack to stderr, even with the main loop stuck: the
+    # supervisor (helper.ts) sends it before it kills a helper that stopped answering, and logs it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     port = int(sys.argv[1])
     address = sys.argv[2] if len(sys.argv) > 2 else "0.0.0.0"
     viewers = Viewers(int(sys.argv[3]) if len(sys.argv) > 3 else 8)
