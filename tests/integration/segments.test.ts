@@ -9,84 +9,28 @@ import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { createLogger } from '../../core/log'
-import { buildPipeline, type SegmentLimits } from '../../drivers/gstreamer/pipeline'
+import { type SegmentLimits } from '../../drivers/gstreamer/pipeline'
 import { Recorder } from '../../drivers/gstreamer/recorder'
 import { segmentCuts } from '../../media/segment-cuts'
 import { MediaHub } from '../../media/hub'
 import { RecordingStore } from '../../drivers/storage/recordings'
 import { until } from '../helpers'
 import { alive, freePort, packetTimes, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { decodedFrames, expectFiniteSegments, FAT, firstKeyFrame, FPS, names, playsAlone } from './segments.helpers'
 import { startService } from './service.helpers'
 
 beforeAll(() => requireGStreamer())
 
-/** 3.5 minutes of 30 fps, cut in 1 minute segments (issue 22's test, at its own scale). */
-const FRAMES = 6300
-const SEGMENT_SECONDS = 60
-const FPS = 30
+// The scale: what the cutter does at a minute it does at 2 s (the same key-frame rule on the same clock,
+// the same size check per GOP), so 5 s of frames in 2 s segments, one cut short, prove it in 5 s of real
+// time; 3.5 minutes in 1 minute segments and a 1 MiB size cut run in the soak (tests/soak/segments.test.ts).
+const FRAMES = 150
+const SEGMENT_SECONDS = 2
+const SIZE_BYTES = 48 * 1024
 
-const run = (argv: string[], timeoutMs = 60_000) => {
-  const r = Bun.spawnSync(argv, { timeout: timeoutMs, killSignal: 'SIGKILL', stdout: 'pipe', stderr: 'pipe' })
-  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() }
-}
-
-/** Frames ffprobe decodes in the file's video track `track` (0: the leader's). */
-const decodedFrames = (path: string, track = 0) => Number(run(['ffprobe', '-v', 'error', '-count_frames', '-select_streams', `v:${track}`, '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', path]).out.trim())
-
-/** key_frame of the first decoded frame of the file's video track `track` (1 = a key frame). */
-const firstKeyFrame = (path: string, track = 0) =>
-  run(['ffprobe', '-v', 'error', '-select_streams', `v:${track}`, '-show_frames', '-read_intervals', '%+#1', '-show_entries', 'frame=key_frame', '-of', 'csv=p=0', path]).out.trim().split('\n')[0]?.split(',')[0]
-
-/** The file decodes alone from its first byte to its last with no error at all. */
-function playsAlone(path: string): string {
-  const r = run(['ffmpeg', '-nostdin', '-v', 'error', '-xerror', '-i', path, '-f', 'null', '-'])
-  return r.code === 0 ? r.err.trim() : `exit ${r.code}: ${r.err.trim()}`
-}
-
-/**
- * A RECORDING job's own pipeline (buildPipeline, as the runner builds it) over a live source of exactly
- * FRAMES frames, key frame every second, run to its end: answers the files written, in order. (Live, as a
- * camera is: fed as fast as it can go, splitmuxsink 1.22 sometimes never finishes at the end of the stream.)
- */
-async function recordFinite(limits: SegmentLimits): Promise<string[]> {
-  const job = simulatedJob({ encode_type: 'H264', stream_type: 'RECORDING', fps: FPS })
-  job.members[0]!.source = {
-    kind: 'gst',
-    description: `videotestsrc is-live=true num-buffers=${FRAMES} pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=${FPS}/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${FPS} bitrate=500 ! video/x-h264,stream-format=byte-stream,alignment=au`,
-  }
-  const tokens = buildPipeline(job, { recordingPath: join(job.recordings_dir, 'finite'), segments: limits })!
-  const child = Bun.spawn(['gst-launch-1.0', '-e', ...tokens], { stdout: 'ignore', stderr: 'pipe', stdin: 'ignore' })
-  const timer = setTimeout(() => child.kill('SIGKILL'), 330_000)
-  const code = await child.exited
-  clearTimeout(timer)
-  expect(`exit ${code}: ${await new Response(child.stderr).text()}`).toBe('exit 0: ')
-  return readdirSync(job.recordings_dir).sort().map((f) => join(job.recordings_dir, f))
-}
-
-const FAT = 4 * 1024 ** 3 - 64 * 1024 ** 2
-const names = (files: string[]) => files.map((f) => f.slice(f.lastIndexOf('/') + 1))
-
-test(`${FRAMES} frames (3.5 minutes) in one file, in 1 minute segments, and cut by size (4 GiB on a card, 1 MiB here): every frame in exactly one file, each opens on a key frame and plays alone`, async () => {
-  // The three at once: the same deterministic stream, in real time.
-  const [single, segments, bySize] = await Promise.all([recordFinite({ seconds: 0, bytes: FAT }), recordFinite({ seconds: SEGMENT_SECONDS, bytes: FAT }), recordFinite({ seconds: 0, bytes: 1024 * 1024 })])
-  expect(names(single)).toEqual(['finite_seg001.mkv'])
-  expect(decodedFrames(single[0]!)).toBe(FRAMES)
-
-  expect(names(segments)).toEqual(['finite_seg001.mkv', 'finite_seg002.mkv', 'finite_seg003.mkv', 'finite_seg004.mkv'])
-  const counts = segments.map((f) => decodedFrames(f))
-  // Cut at the first key frame at or after each minute: 1800 frames each, the rest in the last.
-  expect(counts).toEqual([1800, 1800, 1800, 900])
-  expect(counts.reduce((a, b) => a + b, 0)).toBe(decodedFrames(single[0]!))
-
-  expect(bySize.length).toBeGreaterThanOrEqual(3)
-  for (const f of bySize) expect(statSync(f).size).toBeLessThanOrEqual(1024 * 1024)
-  expect(bySize.map((f) => decodedFrames(f)).reduce((a, b) => a + b, 0)).toBe(FRAMES)
-
-  for (const f of [...segments, ...bySize]) {
-    expect(firstKeyFrame(f)).toBe('1')
-    expect(playsAlone(f)).toBe('')
-  }
-}, 400_000)
+test(`${FRAMES} frames (${FRAMES / FPS} s) in one file, in ${SEGMENT_SECONDS} s segments, and cut by size (4 GiB on a card, ${SIZE_BYTES / 1024} KiB here): every frame in exactly one file, each opens on a key frame and plays alone`, async () => {
+  await expectFiniteSegments(FRAMES, SEGMENT_SECONDS, SIZE_BYTES)
+}, 60_000)
 
 test('recording while streaming in 2 s segments: one recording in the API, only the newest file in progress; rename, keep-safe delete act on all files', async () => {
   const { streamer } = testStreamer({ segments: { seconds: 2, bytes: 4 * 1024 ** 3 - 64 * 1024 ** 2 } })
