@@ -135,7 +135,9 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
 
     const check = async () => {
       const wall = Date.now()
-      const asleep = wall - lastCheck > ASLEEP_AFTER_MS
+      // A hidden tab's timers are throttled (to once a minute after a while): late, not asleep. Its
+      // session, if gone meanwhile, is found dead by its missing frames once the tab shows.
+      const asleep = wall - lastCheck > ASLEEP_AFTER_MS && document.visibilityState === 'visible'
       lastCheck = wall
       // Awake again: what the card shows is old, and the service has likely ended the silent session
       // (--whep-idle-timeout), which the browser would take long to notice: a new one, now.
