@@ -3,13 +3,16 @@
 // second page of the browser) takes the one place, and the card falls back to snapshots that refresh
 // and says why. The previews switch (all cards, and one card) stops every WHEP, MJPEG and snapshot
 // request, as the service's own viewer counts (/metrics) and the page's requests show, across a reload.
+// The WebRTC preview comes back by itself: a picture that stops moving is marked frozen within 1 s, and
+// after the browser slept (its processes stopped) past the service's idle timeout, it plays again.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'puppeteer-core'
 import { until } from '../helpers'
-import { openPage, openSession, showImage } from './browser'
+import { browserPid, openPage, openSession, showImage } from './browser'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { press } from './console-page.helpers'
-import { requireGStreamer } from './gstreamer.helpers'
+import { gstChildrenOf, requireGStreamer } from './gstreamer.helpers'
+import { descendants } from '../leaks'
 import { scrape } from './metrics.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 (WHEP preview)
@@ -278,6 +281,131 @@ describe('the previews switch', () => {
       await c.page.evaluate(() => (globalThis as any).localStorage.clear()).catch(() => {})
       await stopStream(EHD)
       await stopStream(WEBCAM)
+    }
+  }, 120_000)
+})
+
+/**
+ * In the page, the exploreHD preview's own record, independent of the card's code: each frame its
+ * <video> shows (requestVideoFrameCallback), and each time the card's frozen mark came or went, with the
+ * sentence and the time of the last frame shown before it.
+ */
+async function recordPicture(): Promise<void> {
+  await c.page.evaluate((sel: string) => {
+    const w = globalThis as any
+    const box = w.document.querySelector(sel)
+    const video = box.querySelector('video')
+    const rec = (w.picture = { frames: 0, lastFrame: 0, marks: [] as { frozen: boolean; at: number; lastFrame: number; text: string }[], said: [] as string[] })
+    const shown = () => {
+      rec.frames++
+      rec.lastFrame = w.performance.now()
+      video.requestVideoFrameCallback(shown)
+    }
+    video.requestVideoFrameCallback(shown)
+    new w.MutationObserver(() => {
+      const text = box.querySelector('[data-preview-state]')?.textContent
+      if (text && rec.said.at(-1) !== text) rec.said.push(text)
+      const frozen = box.hasAttribute('data-frozen')
+      if (rec.marks.at(-1)?.frozen === frozen || (!frozen && !rec.marks.length)) return
+      rec.marks.push({ frozen, at: w.performance.now(), lastFrame: rec.lastFrame, text: box.querySelector('[data-preview-state]')?.textContent ?? '' })
+    }).observe(box, { attributes: true, subtree: true, childList: true, characterData: true })
+  }, `${card(EHD)} [data-preview="whep"]`)
+}
+
+type Mark = { frozen: boolean; at: number; lastFrame: number; text: string }
+const picture = () => c.page.evaluate(() => (globalThis as any).picture as { frames: number; lastFrame: number; marks: Mark[]; said: string[] })
+
+/** Waits until the preview plays: `n` more frames shown, and no frozen mark on the card. */
+async function plays(what: string, timeoutMs: number, n = 10): Promise<void> {
+  const from = (await picture()).frames
+  try {
+    await c.page.waitForFunction(
+      (least: number, sel: string) => {
+        const w = globalThis as any
+        return w.picture.frames >= least && !w.document.querySelector(sel)
+      },
+      { timeout: timeoutMs, polling: 50 },
+      from + n,
+      `${card(EHD)} [data-preview="whep"][data-frozen]`,
+    )
+  } catch (e) {
+    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}; the card said ${JSON.stringify((await picture()).said)}`)
+  }
+}
+
+describe('the WebRTC preview comes back by itself', () => {
+  // A short idle timeout (the flag's least is 1 s): the service ends a silent viewer's session soon, and
+  // the browser stopped that long (3 s and more) looks asleep to the page, as a laptop's lid would.
+  let own: ConsoleSession | undefined
+  beforeAll(async () => {
+    requireGStreamer()
+    own = c = await openConsole({ args: ['--whep-idle-timeout', '3'] })
+  }, 60_000)
+  afterAll(() => own?.close())
+
+  test('frames stop (the camera paused): marked frozen within 1 s, saying so, and unmarked when they return; the browser asleep past the idle timeout: plays again within 5 s, no reload', async () => {
+    const stopped: number[] = []
+    const resume = () => {
+      for (const pid of stopped.splice(0)) {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {} // gone meanwhile
+      }
+    }
+    try {
+      await stream(EHD, 'H264')
+      await c.open('cameras')
+      await c.page.waitForSelector(`${card(EHD)} [data-preview="whep"] video`)
+      await recordPicture()
+      await plays('the exploreHD preview playing', 20_000)
+      await until('the page counted as a viewer', () => viewers(EHD, 'whep'), (n) => n === 1)
+      await c.page.evaluate(() => ((globalThis as any).sameDocument = true)) // gone at any reload
+
+      // The camera's child paused: no new frame. The card says so within 1 s of the last frame shown.
+      const camera = gstChildrenOf(c.service.proc.pid)
+      expect(camera.length).toBe(1)
+      process.kill(camera[0]!, 'SIGSTOP')
+      stopped.push(camera[0]!)
+      await waitInPage(c.page, 'the frozen mark', () => (globalThis as any).picture.marks.some((m: Mark) => m.frozen), 10_000)
+      const frozen = (await picture()).marks.find((m) => m.frozen)!
+      console.log(`console preview: frozen mark ${Math.round(frozen.at - frozen.lastFrame)} ms after the last frame shown: "${frozen.text}"`)
+      // 1 s, and some room for a loaded machine's late timers.
+      expect(frozen.at - frozen.lastFrame).toBeLessThanOrEqual(1250)
+      expect(frozen.text).toContain('video frozen')
+      expect(await c.page.$eval(`${card(EHD)} [data-preview="whep"] .overlay`, (e: any) => e.textContent)).toContain('frozen')
+      resume()
+      await plays('the preview playing again once the camera goes on', 10_000)
+      expect((await picture()).marks.at(-1)?.frozen).toBe(false)
+
+      // The browser asleep (every process of it stopped) past --whep-idle-timeout: the service ends the
+      // silent session. Continued, the page notices, ends it, offers again and plays, with no reload.
+      const browser = browserPid(c.browser)!
+      const chromium = [browser, ...descendants(browser).map((p) => p.pid)]
+      for (const pid of chromium) {
+        process.kill(pid, 'SIGSTOP')
+        stopped.push(pid)
+      }
+      await until('the service ended the silent viewer', () => viewers(EHD, 'whep'), (n) => n === 0, 20_000)
+      const continued = Date.now()
+      resume()
+      // A new session (the service counts its viewer again), then frames of it: frames the browser held
+      // from before it stopped would show for a moment, and do not count.
+      const within = continued + 5_000
+      await until('the page offered again', () => viewers(EHD, 'whep'), (n) => n === 1, 5_000)
+      await plays('the preview playing again after the browser slept', Math.max(within - Date.now(), 1))
+      console.log(`console preview: playing again ${Date.now() - continued} ms after the browser continued`)
+      expect(await c.page.evaluate(() => (globalThis as any).sameDocument)).toBe(true)
+      // Marked frozen as it woke, and saying it reconnects, then unmarked.
+      const { marks, said } = await picture()
+      expect(marks.filter((m) => m.frozen).length).toBe(2)
+      expect(marks.at(-1)?.frozen).toBe(false)
+      expect(said).toContain('video frozen — reconnecting (1st try)')
+      expect(await viewers(EHD, 'whep')).toBe(1) // the new session only
+      expect(c.errors()).toEqual([])
+    } finally {
+      resume()
+      await c.open('status').catch(() => {})
+      await stopStream(EHD)
     }
   }, 120_000)
 })

@@ -1,11 +1,12 @@
 // A camera's live picture, from the links the service lists in the device's `watch` (never a URL built
 // here; devices.ts has them as this page reaches them, watchLinksForPage): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
 // MJPEG in an <img> for an MJPG stream, and a snapshot refreshed every few seconds when neither works.
-// The decoded frames and size are read from the browser (getStats, naturalWidth) and shown.
+// The decoded frames and size are read from the browser (getStats, naturalWidth) and shown. A WebRTC
+// view marks a picture that stopped moving as frozen, saying why, and comes back by itself (WhepView).
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { whyRefused } from './api'
+import { reachable, whyRefused } from './api'
 import { FrameRate } from './framerate'
 import { whepSession } from './whep'
 import { useValue, Value } from './state'
@@ -16,56 +17,201 @@ type Mode = 'whep' | 'mjpeg' | 'snapshot'
 /** Seconds between snapshots when the live views fail. */
 const SNAPSHOT_EVERY_MS = 3000
 
-function WhepView({ url, onFail }: { url: string; onFail(why: string): void }) {
+/**
+ * No new frame for this long: the picture on the card is marked frozen (never a still shown as live),
+ * so the mark is up within 1 s of the last frame (FROZEN_AFTER_MS + CHECK_EVERY_MS); three frame
+ * intervals for a stream slower than 4 fps, so a slow stream is not called frozen between its frames.
+ */
+const FROZEN_AFTER_MS = 750
+/** No new frame for this long, the session is taken for dead: ended and offered again. */
+const DEAD_AFTER_MS = 2000
+/** A new session's first frame (ICE, DTLS, the stream's latest key frame) may take this long. */
+const FIRST_FRAME_WITHIN_MS = 4000
+/** 'disconnected' this long is taken for dead (the browser says 'failed' only after about 30 s). */
+const DISCONNECTED_FOR_MS = 2000
+/** How often the picture and the connection are checked. */
+const CHECK_EVERY_MS = 200
+/**
+ * A check this late on the wall clock means the page was asleep (a laptop's lid, a stopped browser):
+ * the page's own clock (performance.now) may not have moved meanwhile, so that one cannot tell.
+ */
+const ASLEEP_AFTER_MS = 1500
+/** The pause before the nth new offer: 0.5, 1, 2, 4, then 5 s. */
+const retryDelay = (n: number) => Math.min(5000, 500 * 2 ** (n - 1))
+const ordinal = (n: number) => `${n}${n % 100 >= 11 && n % 100 <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th')}`
+const after = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+interface Picture {
+  frozen: boolean
+  /** New offers since the picture last moved. */
+  tries: number
+  /** Whether this view ever showed a frame. */
+  shown: boolean
+}
+
+/**
+ * The WebRTC view, which comes back by itself: it watches the decoded frames and the connection, marks
+ * the picture frozen after FROZEN_AFTER_MS without a frame, and when the session is dead (the connection
+ * failed or closed, disconnected for long, no answer from the service, no frame for DEAD_AFTER_MS) ends
+ * it (DELETE, best effort) and offers again after a growing pause. A refusal (503 --max-viewers, 409) is
+ * the card's to show (onFail).
+ */
+function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFail(why: string): void }) {
   const video = useRef<HTMLVideoElement>(null)
   // Browsers play media muted until the pilot asks (autoplay rules): the Listen button unmutes.
   const [listening, setListening] = useState(false)
   const [hasSound, setHasSound] = useState(false)
-  const [stats, setStats] = useState<{ frames: number; width: number; height: number; fps: number | null } | null>(null)
+  type Stats = { frames: number; width: number; height: number; fps: number | null }
+  const [shownStats, setShownStats] = useState<Stats | null>(null)
+  const [picture, setPicture] = useState<Picture>({ frozen: false, tries: 0, shown: false })
+  const answering = useValue(reachable)
   useEffect(() => {
-    let closed = false
-    const pc = new RTCPeerConnection({ iceServers: [] })
-    pc.addTransceiver('video', { direction: 'recvonly' })
-    // The stream's sound, when it has one (the service answers this section inactive otherwise).
-    pc.addTransceiver('audio', { direction: 'recvonly' })
-    const media = new MediaStream()
-    pc.ontrack = (e) => {
-      media.addTrack(e.track)
-      if (e.track.kind === 'audio') setHasSound(true)
-      if (video.current && video.current.srcObject !== media) video.current.srcObject = media
-    }
-    pc.onconnectionstatechange = () => {
-      if (!closed && pc.connectionState === 'failed') onFail('the WebRTC connection failed')
-    }
-    const close = whepSession(pc, url, onFail)
+    let stopped = false
+    let pc: RTCPeerConnection | null = null
+    let close: (() => Promise<void>) | null = null
+    let tries = 0
+    // This session's: when it was offered, its decoded frames, its last new frame, since when disconnected.
+    let offeredAt = 0
+    let frames = 0
+    let lastFrameAt: number | null = null
+    let disconnectedAt: number | null = null
+    /** The last new frame of any session: the picture on the card. */
+    let movedAt: number | null = null
+    /** The picture is from a session taken for dead: frozen until the next one shows a frame. */
+    let stale = false
+    /** The current session's media: frames of an older one (a jitter buffer's, after a sleep) do not count. */
+    let media: MediaStream | null = null
+    let lastCheck = Date.now()
+    let checking = false
     // The browser's own count of decoded frames: shown, so a frozen picture is seen as one. The rate is
     // over a 2 s window, shown once a full one has passed (framerate.ts).
     const rate = new FrameRate()
-    const timer = setInterval(async () => {
-      let s = { frames: 0, width: 0, height: 0 }
-      ;(await pc.getStats()).forEach((r) => {
-        if (r.type === 'inbound-rtp' && r.kind === 'video') s = { frames: r.framesDecoded ?? 0, width: r.frameWidth ?? 0, height: r.frameHeight ?? 0 }
+
+    const offer = () => {
+      if (stopped) return
+      const next = new RTCPeerConnection({ iceServers: [] })
+      pc = next
+      next.addTransceiver('video', { direction: 'recvonly' })
+      // The stream's sound, when it has one (the service answers this section inactive otherwise).
+      next.addTransceiver('audio', { direction: 'recvonly' })
+      const own = new MediaStream()
+      next.ontrack = (e) => {
+        own.addTrack(e.track)
+        if (e.track.kind === 'audio') setHasSound(true)
+        if (pc !== next) return
+        media = own
+        if (video.current && video.current.srcObject !== own) video.current.srcObject = own
+      }
+      offeredAt = performance.now()
+      frames = 0
+      lastFrameAt = null
+      disconnectedAt = null
+      close = whepSession(next, url, (why, status) => {
+        if (stopped || pc !== next) return
+        // No answer at all (the service restarting, the link down): offer again; a refusal is the card's.
+        if (status === 0) lost()
+        else onFail(why)
       })
-      const fps = rate.add(performance.now(), s.frames)
-      if (!closed) setStats({ ...s, fps })
-    }, 1000)
+    }
+
+    /** The session is dead: end it and offer again after a pause, the old one ended first (or given up on after 1 s) so a camera with --max-viewers 1 has its place. */
+    const lost = (pause = retryDelay(tries + 1)) => {
+      if (stopped || !pc) return
+      pc = null
+      media = null
+      stale = true
+      tries++
+      const ended = close?.() ?? Promise.resolve()
+      close = null
+      void Promise.all([Promise.race([ended, after(1000)]), after(pause)]).then(offer)
+    }
+
+    /** A new frame of the current session on the card: the picture moves. */
+    const moved = (at: number) => {
+      movedAt = at
+      stale = false
+      tries = 0
+    }
+
+    const check = async () => {
+      const wall = Date.now()
+      // A hidden tab's timers are throttled (to once a minute after a while): late, not asleep. Its
+      // session, if gone meanwhile, is found dead by its missing frames once the tab shows.
+      const asleep = wall - lastCheck > ASLEEP_AFTER_MS && document.visibilityState === 'visible'
+      lastCheck = wall
+      // Awake again: what the card shows is old, and the service has likely ended the silent session
+      // (--whep-idle-timeout), which the browser would take long to notice: a new one, now.
+      if (asleep) lost(0)
+      const current = pc
+      if (current && !checking) {
+        checking = true
+        let s = { frames: 0, width: 0, height: 0 }
+        try {
+          ;(await current.getStats()).forEach((r) => {
+            if (r.type === 'inbound-rtp' && r.kind === 'video') s = { frames: r.framesDecoded ?? 0, width: r.frameWidth ?? 0, height: r.frameHeight ?? 0 }
+          })
+        } catch {} // a closed connection has no stats: its state says so below
+        checking = false
+        if (stopped || current !== pc) return
+        const at = performance.now()
+        if (s.frames > frames) {
+          frames = s.frames
+          lastFrameAt = at
+          if (!byFrames) moved(at)
+        }
+        const state = current.connectionState
+        disconnectedAt = state === 'disconnected' ? (disconnectedAt ?? at) : null
+        const silent = lastFrameAt === null ? at - offeredAt > FIRST_FRAME_WITHIN_MS : at - lastFrameAt > DEAD_AFTER_MS
+        if (state === 'failed' || state === 'closed' || (disconnectedAt !== null && at - disconnectedAt > DISCONNECTED_FOR_MS) || silent) lost()
+        setShownStats({ ...s, fps: rate.add(at, s.frames) })
+      }
+      if (stopped) return
+      const frozen = stale || (movedAt !== null && performance.now() - movedAt > Math.max(FROZEN_AFTER_MS, 3 * frameMs))
+      setPicture((p) => (p.frozen === frozen && p.tries === tries && p.shown === (movedAt !== null) ? p : { frozen, tries, shown: movedAt !== null }))
+    }
+
+    // Each frame the video shows, as it shows it (where the browser tells: requestVideoFrameCallback);
+    // the decoder's count (getStats, at each check) stands in where it does not, as for a card out of view.
+    const element = video.current
+    const byFrames = Boolean(element && 'requestVideoFrameCallback' in element)
+    const shown = () => {
+      if (stopped || !element) return
+      if (pc && media && element.srcObject === media) {
+        lastFrameAt = performance.now()
+        moved(lastFrameAt)
+      }
+      element.requestVideoFrameCallback(shown)
+    }
+    if (byFrames) element!.requestVideoFrameCallback(shown)
+    offer()
+    const timer = setInterval(() => void check(), CHECK_EVERY_MS)
     return () => {
-      closed = true
+      stopped = true
       clearInterval(timer)
-      close()
+      void close?.()
     }
   }, [url])
+  // What the pilot is told while the picture is away, in words: what the page knows first (the service
+  // not answering its event stream), else that the picture is frozen or not there yet.
+  const away = picture.frozen || picture.tries > 0
+  const said = !answering ? 'vehicle not answering' : picture.shown ? 'video frozen' : 'no video yet'
   return (
-    <div class="preview-box" data-preview="whep" data-frames-decoded={stats?.frames ?? 0} data-fps={stats?.fps == null ? '' : stats.fps.toFixed(1)}>
+    <div class="preview-box" data-preview="whep" data-frozen={away ? 'true' : undefined} data-tries={picture.tries} data-frames-decoded={shownStats?.frames ?? 0} data-fps={shownStats?.fps == null ? '' : shownStats.fps.toFixed(1)}>
       <video ref={video} muted={!listening} autoplay playsInline />
+      {away && (
+        <span class="preview-state" role="status" data-preview-state>
+          {said}
+          {picture.tries > 0 ? ` — reconnecting (${ordinal(picture.tries)} try)` : ''}
+        </span>
+      )}
       {hasSound && (
         <button type="button" class="small listen" data-action="listen" aria-pressed={listening} onClick={() => setListening(!listening)} title="Hear the stream's sound in this browser">
           {listening ? 'Sound on' : 'Listen'}
         </button>
       )}
-      {stats && (
+      {shownStats && (
         <span class="overlay">
-          {stats.width}×{stats.height} · {stats.fps === null ? '… fps' : `${Math.round(stats.fps)} fps`} · WebRTC
+          {shownStats.width}×{shownStats.height} · {away ? 'frozen' : shownStats.fps === null ? '… fps' : `${Math.round(shownStats.fps)} fps`} · WebRTC
         </span>
       )}
     </div>
@@ -211,8 +357,13 @@ export function Preview({ d }: { d: Device }) {
   )
 }
 
+/** The stream's frame interval (ms), as configured. */
+const frameMs = (d: Device) => (d.stream.interval.denominator > 0 ? (1000 * d.stream.interval.numerator) / d.stream.interval.denominator : 0)
+
 function LivePreview({ d }: { d: Device }) {
   const running = d.stream_status?.state === 'running'
+  // Between two runs of the stream (the supervisor's backoff after a fault, or starting again).
+  const restarting = d.stream.enabled && (d.stream_status?.state === 'starting' || d.stream_status?.state === 'backoff')
   const watch = d.watch
   const encode = d.stream.encode_type
   const live: Mode | null = running && watch?.whep && (encode === 'H264' || encode === 'SOFTWARE_H264') ? 'whep' : running && watch?.mjpeg && encode === 'MJPG' ? 'mjpeg' : null
@@ -221,7 +372,7 @@ function LivePreview({ d }: { d: Device }) {
   // A new stream (restarted, reconfigured) gets a new try at the live view.
   useEffect(() => setFailed(null), [live, watch?.whep, watch?.mjpeg, d.stream_status?.restarts])
   const fail = (why: string) => setFailed(why)
-  if (live && !failed) return live === 'whep' ? <WhepView key={watch!.whep} url={watch!.whep!} onFail={fail} /> : <MjpegView key={watch!.mjpeg} url={watch!.mjpeg!} onFail={fail} />
+  if (live && !failed) return live === 'whep' ? <WhepView key={watch!.whep} url={watch!.whep!} frameMs={frameMs(d)} onFail={fail} /> : <MjpegView key={watch!.mjpeg} url={watch!.mjpeg!} onFail={fail} />
   if (live && failed && watch?.snapshot)
     return (
       <div>
@@ -236,7 +387,7 @@ function LivePreview({ d }: { d: Device }) {
       {still && watch?.snapshot ? (
         <SnapshotView url={watch.snapshot} every={null} />
       ) : (
-        <span class="muted">{d.leader ? 'Streams with its leader' : running ? 'No live view for this stream' : 'Stream stopped'}</span>
+        <span class="muted">{d.leader ? 'Streams with its leader' : running ? 'No live view for this stream' : restarting ? 'Stream restarting' : 'Stream stopped'}</span>
       )}
       {!running && watch?.snapshot && !still && (
         <button type="button" class="small" onClick={() => setStill(true)}>

@@ -30,22 +30,26 @@ const previousPageEnded: Promise<unknown> = (() => {
   return Promise.all(left.map((session) => request('DELETE', session).catch(() => {})))
 })()
 
-/** Opens a WHEP session of `pc` at `url`; returns what closes it (the connection and the session). */
-export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: string) => void): () => void {
+/**
+ * Opens a WHEP session of `pc` at `url`; returns what closes it (the connection and the session), which
+ * settles once the service answered the DELETE (or did not: it is best effort). `onFail` gets the
+ * service's sentence and its status (0: no answer at all).
+ */
+export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: string, status: number) => void): () => Promise<void> {
   let closed = false
   let session: string | null = null
-  const end = () => {
-    if (session) void request('DELETE', session, undefined, { keepalive: true }).catch(() => {})
-  }
+  const end = (): Promise<void> => (session ? request('DELETE', session, undefined, { keepalive: true }).then(() => {}, () => {}) : Promise.resolve())
   // Ended by the view (not by the page going): no longer this tab's to end after a reload.
-  const forget = () => {
-    end()
+  const forget = (): Promise<void> => {
+    const ended = end()
     if (session) setOpenSessions(openSessions().filter((s) => s !== session))
     session = null
+    return ended
   }
   // A reload or a closed tab runs no cleanup: the session is ended as the page goes, or the service
   // would count a viewer that is gone (taking a --max-viewers place) until --whep-idle-timeout.
-  addEventListener('pagehide', end)
+  const pagehide = () => void end()
+  addEventListener('pagehide', pagehide)
   ;(async () => {
     await pc.setLocalDescription(await pc.createOffer())
     // All candidates in the offer (WHEP without trickle).
@@ -62,11 +66,11 @@ export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: st
     if (session) setOpenSessions([...openSessions(), session])
     if (closed) return void forget()
     await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
-  })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e)))
+  })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e), e instanceof ApiError ? e.status : 0))
   return () => {
     closed = true
-    removeEventListener('pagehide', end)
+    removeEventListener('pagehide', pagehide)
     pc.close()
-    forget()
+    return forget()
   }
 }
