@@ -5,9 +5,8 @@ import { afterEach, expect, test } from 'bun:test'
 import { loadPlugin } from '../../core/loader'
 import { createLogger } from '../../core/log'
 import { MediaHub } from '../../media/hub'
-import { rtpPacket } from '../../media/rtp'
 import { listenEvents, parseMetrics, startTestServer, until, type TestServer } from '../helpers'
-import { CONTRACT_PLUGINS, EHD, device, standInStreamer } from './setup'
+import { CONTRACT_PLUGINS, EHD, device, Feeder, standInStreamer } from './setup'
 
 const FPS = 20
 const KEY_EVERY = 10 // frames: a key frame every 0.5 s
@@ -32,54 +31,6 @@ async function withStream(): Promise<{ s: TestServer; hub: MediaHub }> {
   return { s, hub }
 }
 
-/**
- * Feeds the hub one-packet frames at `rate` a second (changeable), a key frame (an SPS) every KEY_EVERY:
- * from a clock, so a late timer catches up and the rate over a second stays the one asked for.
- */
-class Feeder {
-  private seq = 0
-  private sent = 0
-  private since = performance.now()
-  private base = 0
-  private timer: ReturnType<typeof setInterval>
-  firstAt = -1
-
-  constructor(
-    private readonly hub: MediaHub,
-    private rate: number,
-  ) {
-    this.timer = setInterval(() => this.feed(), 5)
-    feeders.push(this)
-  }
-
-  setRate(rate: number): void {
-    this.feed()
-    this.base = this.sent
-    this.since = performance.now()
-    this.rate = rate
-  }
-
-  /** The next packet's sequence number jumps by `n`: n packets lost on the way. */
-  lose(n: number): void {
-    this.seq += n
-  }
-
-  private feed(): void {
-    const due = this.base + Math.floor(((performance.now() - this.since) * this.rate) / 1000)
-    while (this.sent < due) {
-      const payload = new Uint8Array(PAYLOAD)
-      payload[0] = this.sent % KEY_EVERY === 0 ? 0x67 : 0x41 // SPS (a key frame starts) or a non-IDR slice
-      this.hub.receive(0, rtpPacket(96, this.seq++ & 0xffff, (this.sent * 90_000) / FPS, 0x1234, payload, true))
-      if (this.firstAt < 0) this.firstAt = performance.now()
-      this.sent++
-    }
-  }
-
-  stop(): void {
-    clearInterval(this.timer)
-  }
-}
-
 const health = async (s: TestServer) => (await device(s, EHD)).stream_status.health
 
 async function metric(s: TestServer, name: string): Promise<number | undefined> {
@@ -95,7 +46,8 @@ test("the stream's health in the API and /metrics is what was fed: rate, bitrate
   await events.ready
   try {
     expect(await health(s)).toBeNull() // no frame yet: nothing measured
-    const feeder = new Feeder(hub, FPS)
+    const feeder = new Feeder(hub, FPS, KEY_EVERY, PAYLOAD)
+    feeders.push(feeder)
     const h = await until('a measured rate near the fed one', () => health(s), (h) => near(h?.fps, FPS, 0.1), 15_000)
     expect(h).toMatchObject({ configured_fps: FPS, lost_packets: 0, stalls: 0, stalled: false, alert: null })
     expect(near(h.bitrate, FPS * (PAYLOAD + 12) * 8, 0.2)).toBe(true)
@@ -128,7 +80,8 @@ test('a stream at half its rate raises the alert only after 2 s (event, warning,
   const events = listenEvents(`${s.url}/api/events`)
   await events.ready
   try {
-    const feeder = new Feeder(hub, FPS / 2)
+    const feeder = new Feeder(hub, FPS / 2, KEY_EVERY, PAYLOAD)
+    feeders.push(feeder)
     const raised = await until('the alert', async () => events.events.find((e) => e.type === 'stream_health'), (e) => e !== undefined, 15_000)
     // Never in the stream's first 2 s: the first part-second only starts the measure, then two whole seconds low.
     expect(raised!.at - feeder.firstAt).toBeGreaterThanOrEqual(1950)
@@ -162,7 +115,7 @@ test('a stream that stops with the alert raised clears it (event), and shows no 
   const events = listenEvents(`${s.url}/api/events`)
   await events.ready
   try {
-    new Feeder(hub, FPS / 2)
+    feeders.push(new Feeder(hub, FPS / 2, KEY_EVERY, PAYLOAD))
     await until('the alert', async () => events.events.find((e) => e.type === 'stream_health'), (e) => e !== undefined, 15_000)
     hub.close()
     const cleared = await until('the alert cleared', async () => events.events.filter((e) => e.type === 'stream_health')[1], (e) => e !== undefined)
