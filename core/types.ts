@@ -401,6 +401,8 @@ export interface StreamHub {
   lastGop(member: number): readonly Uint8Array[]
   /** Member `member`'s health as it arrives (rate delivered, bitrate, key frames, stalls), measured once a second; null before its first frame. */
   health(member: number): HubHealth | null
+  /** Member `member`'s intervals between frames since the hub opened: cumulative counts per bound (seconds, then +Inf), their sum and count. */
+  frameIntervals(member: number): { bounds: readonly number[]; counts: number[]; sum: number; count: number }
   /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
   readonly closed: boolean

@@ -12,8 +12,18 @@ export const LOW_RATE_SHARE = 0.9
 export const ALERT_TICKS = 2
 /** No frame for longer than this (ms) is a stall. */
 export const STALL_MS = 1000
+/** Upper bounds (seconds) of the frame-interval histogram's buckets: 240 fps to a 2 s stall. */
+export const FRAME_INTERVAL_BUCKETS = [0.005, 0.01, 0.02, 0.034, 0.05, 0.067, 0.1, 0.2, 0.5, 1, 2] as const
 /** A jump in RTP sequence numbers past this is a new timeline (the child restarted), not a loss. */
 const MAX_GAP = 3000
+
+export interface FrameIntervals {
+  bounds: readonly number[]
+  /** Cumulative: frames whose interval was at most each bound, then all of them. */
+  counts: number[]
+  sum: number
+  count: number
+}
 
 /** One member's health: counters fed by the hub per packet, figures made by tick(). */
 export class MemberHealth {
@@ -25,6 +35,9 @@ export class MemberHealth {
   private lastKeyAt = -1
   private keyInterval: number | null = null
   private stalls = 0
+  /** Frame intervals: counts by bucket (the last past every bound), their sum in seconds. */
+  private readonly intervalCounts = new Array<number>(FRAME_INTERVAL_BUCKETS.length + 1).fill(0)
+  private intervalSum = 0
   /** At the last tick: the counters, when it was, and the last frame's time then; null before the first frame's tick. */
   private mark: { frames: number; bytes: number; at: number; frameAt: number } | null = null
   private fps: number | null = null
@@ -60,7 +73,14 @@ export class MemberHealth {
     if (endsFrame(packet)) {
       this.opening = true
       const now = performance.now()
-      if (this.lastFrameAt >= 0 && now - this.lastFrameAt > STALL_MS) this.stalls++
+      if (this.lastFrameAt >= 0) {
+        const gap = (now - this.lastFrameAt) / 1000
+        if (gap * 1000 > STALL_MS) this.stalls++
+        let bucket = 0
+        while (bucket < FRAME_INTERVAL_BUCKETS.length && gap > FRAME_INTERVAL_BUCKETS[bucket]!) bucket++
+        this.intervalCounts[bucket]!++
+        this.intervalSum += gap
+      }
       this.lastFrameAt = now
     }
   }
@@ -89,6 +109,13 @@ export class MemberHealth {
       if (++this.okTicks >= ALERT_TICKS && this.alert) return !(this.alert = false)
     }
     return false
+  }
+
+  /** The intervals between frames since the first: cumulative counts per bound of FRAME_INTERVAL_BUCKETS (then +Inf), their sum (s) and count. */
+  intervals(): FrameIntervals {
+    let total = 0
+    const counts = this.intervalCounts.map((n) => (total += n))
+    return { bounds: FRAME_INTERVAL_BUCKETS, counts, sum: this.intervalSum, count: total }
   }
 
   /** The stream ended: a raised alert is cleared with it (returns whether one was). */

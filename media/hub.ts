@@ -15,7 +15,7 @@ import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import type { MediaEncoding as TrackEncoding } from './rtp'
 import { GopCache } from './gop'
-import { HEALTH_TICK_MS, healthChanged, MemberHealth } from './health'
+import { HEALTH_TICK_MS, healthChanged, MemberHealth, type FrameIntervals } from './health'
 import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame, timestampOf } from './rtp'
 
@@ -468,6 +468,12 @@ export class MediaHub implements StreamHub {
     const health = this.healths[member]
     if (!health) throw new RangeError(`member ${member} of ${this.members}`)
     return health.figures()
+  }
+
+  frameIntervals(member: number): FrameIntervals {
+    const health = this.healths[member]
+    if (!health) throw new RangeError(`member ${member} of ${this.members}`)
+    return health.intervals()
   }
 
   /** From the first packet on, the members' figures once a second; alerts raised or cleared go to watchHealth's listeners. */

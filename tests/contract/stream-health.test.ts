@@ -61,6 +61,17 @@ test("the stream's health in the API and /metrics is what was fed: rate, bitrate
     expect(await metric(s, 'periscope_stream_health_alert')).toBe(0)
     expect(await metric(s, 'periscope_stream_stalled')).toBe(0)
 
+    // The frame intervals' histogram (20 fps: 50 ms apart), every frame after the first, none past a stall.
+    const samples = parseMetrics(await (await fetch(`${s.url}/metrics`)).text()).samples.filter((m) => m.labels.bus_info === EHD)
+    const sample = (name: string, le?: string) => samples.find((m) => m.name === name && m.labels.le === le)?.value ?? NaN
+    const count = sample('periscope_stream_frame_interval_seconds_count')
+    expect(count).toBe(sample('periscope_stream_frames_total') - 1)
+    expect(sample('periscope_stream_frame_interval_seconds_bucket', '+Inf')).toBe(count)
+    expect(sample('periscope_stream_frame_interval_seconds_bucket', '1')).toBe(count)
+    expect(sample('periscope_stream_frame_interval_seconds_bucket', '0.067')).toBeGreaterThanOrEqual(count / 2)
+    expect(sample('periscope_stream_frame_interval_seconds_bucket', '0.02')).toBeLessThan(count / 2)
+    expect(near(sample('periscope_stream_frame_interval_seconds_sum') / count, 1 / FPS, 0.2)).toBe(true)
+
     feeder.lose(3)
     await until('three packets lost in the API', () => health(s), (h) => h?.lost_packets === 3)
     expect(await metric(s, 'periscope_stream_lost_packets_total')).toBe(3)
