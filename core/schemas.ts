@@ -74,6 +74,7 @@ export const StreamHealthModel = t.Object(
     bitrate: t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: 'Bits per second of RTP over the last second (one copy); null until the first whole second.' }),
     frames: t.Integer({ minimum: 0, description: 'Frames delivered since the stream started.' }),
     lost_packets: t.Integer({ minimum: 0, description: 'RTP packets missing from the sequence since the stream started.' }),
+    dropped_frames: t.Integer({ minimum: 0, description: "Frames the camera's pipeline dropped since the stream started (frame_stats.num_drops: v4l2src QoS, and a group's frames out of step; a follower: its group's)." }),
     keyframe_interval: t.Union([t.Number({ minimum: 0 }), t.Null()], { description: 'Seconds between the last two key frames; null before the second one.' }),
     stalls: t.Integer({ minimum: 0, description: 'Times no frame came for more than a second since the stream started (one still going on counts when it ends).' }),
     stalled: t.Boolean({ description: 'No frame has come for more than a second now.' }),

@@ -240,8 +240,8 @@ export interface AudioService {
 
 export type StreamStatus = Static<typeof StreamStatusModel>
 export type StreamHealth = Static<typeof StreamHealthModel>
-/** A hub's health figures of one member (media/health.ts): the API's, with `alert` saying only whether it is raised. */
-export type HubHealth = Omit<StreamHealth, 'alert'> & { alert: boolean }
+/** A hub's health figures of one member (media/health.ts): the API's less the camera's own drops, with `alert` saying only whether it is raised. */
+export type HubHealth = Omit<StreamHealth, 'alert' | 'dropped_frames'> & { alert: boolean }
 export type StreamState = StreamStatus['state']
 
 /** One camera of a stream group (a lone camera is a group of one). */

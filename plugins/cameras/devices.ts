@@ -19,6 +19,7 @@ import type {
   Stream,
   StreamMember,
   StreamJob,
+  HubHealth,
   StreamHealth,
   VendorControl,
 } from '../../core/types'
@@ -104,7 +105,7 @@ export class DeviceManager implements DeviceDirectory {
     const name = this.displayName(bus_info)
     const sentence = healthSentence(name, health)
     const message = health.alert ? sentence : ended ? `${name}: the stream stopped` : `${name}: video back at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}`
-    this.ctx.events.emit('stream_health', { bus_info, state: health.alert ? 'alert' : 'ok', message, health: { ...health, alert: health.alert ? sentence : null } })
+    this.ctx.events.emit('stream_health', { bus_info, state: health.alert ? 'alert' : 'ok', message, health: this.asShown(bus_info, health) })
     if (health.alert) this.ctx.log.warn(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
     else this.ctx.log.info(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
   }
@@ -120,8 +121,19 @@ export class DeviceManager implements DeviceDirectory {
   private healthOf(bus_info: string): StreamHealth | null {
     const live = this.ctx.registry.get('streamer')?.live(bus_info)
     const health = live && !live.hub.closed ? live.hub.health(live.member) : null
-    if (!health) return null
-    return { ...health, alert: health.alert ? healthSentence(this.displayName(bus_info), health) : null }
+    return health && this.asShown(bus_info, health)
+  }
+
+  /** A hub's figures as the API shows them: with the alert's sentence, and the camera's dropped frames (its group's: frame_stats). */
+  private asShown(bus_info: string, health: HubHealth): StreamHealth {
+    const entry = this.present.get(bus_info)
+    const leader = entry && this.settingsOf(entry).leader
+    const streamKey = leader ? this.busInfoOf(leader) : bus_info
+    return {
+      ...health,
+      dropped_frames: this.ctx.registry.get('streamer')?.frameDrops(streamKey) ?? 0,
+      alert: health.alert ? healthSentence(this.displayName(bus_info), health) : null,
+    }
   }
 
   /** Degraded while a connected camera's vendor control shows its default because its read failed. */

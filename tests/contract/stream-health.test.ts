@@ -49,7 +49,7 @@ test("the stream's health in the API and /metrics is what was fed: rate, bitrate
     const feeder = new Feeder(hub, FPS, KEY_EVERY, PAYLOAD)
     feeders.push(feeder)
     const h = await until('a measured rate near the fed one', () => health(s), (h) => near(h?.fps, FPS, 0.1), 15_000)
-    expect(h).toMatchObject({ configured_fps: FPS, lost_packets: 0, stalls: 0, stalled: false, alert: null })
+    expect(h).toMatchObject({ configured_fps: FPS, lost_packets: 0, dropped_frames: 0, stalls: 0, stalled: false, alert: null })
     expect(near(h.bitrate, FPS * (PAYLOAD + 12) * 8, 0.2)).toBe(true)
     expect(near(h.keyframe_interval, KEY_EVERY / FPS, 0.3)).toBe(true)
     expect(h.frames).toBeGreaterThan(FPS)
@@ -71,6 +71,11 @@ test("the stream's health in the API and /metrics is what was fed: rate, bitrate
     expect(sample('periscope_stream_frame_interval_seconds_bucket', '0.067')).toBeGreaterThanOrEqual(count / 2)
     expect(sample('periscope_stream_frame_interval_seconds_bucket', '0.02')).toBeLessThan(count / 2)
     expect(near(sample('periscope_stream_frame_interval_seconds_sum') / count, 1 / FPS, 0.2)).toBe(true)
+
+    // The camera's own drops (the runner's frame stats) show beside the rest, as frame_stats does.
+    s.ctx.registry.get('streamer')!.frameDrops = () => 7
+    const dev = await until('the dropped frames', () => device(s, EHD), (d) => d.stream_status.health?.dropped_frames === 7)
+    expect(dev.frame_stats.num_drops).toBe(7)
 
     feeder.lose(3)
     await until('three packets lost in the API', () => health(s), (h) => h?.lost_packets === 3)
