@@ -88,8 +88,8 @@ export class MemberHealth {
   /**
    * Once a second: the rate delivered since the last tick (frames over the time between the last frames
    * of the two ticks, so a tick's timer jitter does not move it), the bitrate, and the alert. The first
-   * tick after the first frame only sets the mark: a partial second is not judged. Returns whether the
-   * alert was raised or cleared.
+   * tick after the first frame only sets the mark: a stream's first second is its warm-up (an encoder
+   * starting up delivers in bursts), not judged. Returns whether the alert was raised or cleared.
    */
   tick(now: number): boolean {
     if (this.lastFrameAt < 0) return false
