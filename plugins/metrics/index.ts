@@ -178,7 +178,7 @@ export default definePlugin({
     // The stream's health at its hub (media/health.ts), measured once a second; absent while it does not run.
     const deliveredFps = new Gauge(camera('periscope_stream_fps', "Frames per second the camera's pipeline delivered over the last second (stream_status.health.fps)"))
     const configuredFps = new Gauge(camera('periscope_stream_configured_fps', 'The frame rate the stream is configured for'))
-    const bitrate = new Gauge(camera('periscope_stream_bitrate_bits', "Bits per second of the stream's RTP over the last second (one copy)"))
+    const bitrate = new Gauge(camera('periscope_stream_bytes_per_second', "Bytes per second of the stream's RTP over the last second, one copy (stream_status.health.bitrate / 8; promtool wants bytes, not bits)"))
     const keyInterval = new Gauge(camera('periscope_stream_keyframe_interval_seconds', 'Seconds between the last two key frames'))
     const lostPackets = new Counter(camera('periscope_stream_lost_packets_total', "RTP packets missing from the stream's sequence at its hub since the stream was last started"))
     const stalls = new Counter(camera('periscope_stream_stalls_total', 'Times no frame came for more than a second since the stream was last started'))
@@ -232,7 +232,7 @@ export default definePlugin({
         if (health) {
           configuredFps.set({ bus_info }, health.configured_fps)
           if (health.fps !== null) deliveredFps.set({ bus_info }, health.fps)
-          if (health.bitrate !== null) bitrate.set({ bus_info }, health.bitrate)
+          if (health.bitrate !== null) bitrate.set({ bus_info }, health.bitrate / 8)
           if (health.keyframe_interval !== null) keyInterval.set({ bus_info }, health.keyframe_interval)
           lostPackets.inc({ bus_info }, health.lost_packets)
           stalls.inc({ bus_info }, health.stalls)

@@ -56,7 +56,7 @@ test("the stream's health in the API and /metrics is what was fed: rate, bitrate
 
     expect(await until('/metrics: the delivered rate', () => metric(s, 'periscope_stream_fps'), (v) => near(v, FPS, 0.1))).toBeDefined()
     expect(await metric(s, 'periscope_stream_configured_fps')).toBe(FPS)
-    expect(near(await metric(s, 'periscope_stream_bitrate_bits'), FPS * (PAYLOAD + 12) * 8, 0.2)).toBe(true)
+    expect(near(await metric(s, 'periscope_stream_bytes_per_second'), FPS * (PAYLOAD + 12), 0.2)).toBe(true)
     expect(near(await metric(s, 'periscope_stream_keyframe_interval_seconds'), KEY_EVERY / FPS, 0.3)).toBe(true)
     expect(await metric(s, 'periscope_stream_health_alert')).toBe(0)
     expect(await metric(s, 'periscope_stream_stalled')).toBe(0)
