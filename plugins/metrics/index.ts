@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (text exposition format 0.0.4), through prom-client. Camera values
 // are read when Prometheus scrapes, from what GET /api/devices shows (stream state, restarts, drops,
-// recording), the streams' hubs (frames and bytes sent, what readers lost) and the viewer plugins' counts (registry):
+// recording), the streams' hubs (frames and bytes sent, what readers lost, the health figures and frame intervals) and the viewer plugins' counts (registry):
 // nothing polls. Requests are counted and timed by route template where core/http/request-log.ts
 // measures them, so a bus_info or a recording name never becomes a label value.
 import { Elysia } from 'elysia'
