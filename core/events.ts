@@ -25,6 +25,8 @@ export type EventType =
   | 'audio_state'
   /** Sound sources were plugged or unplugged: {sources: ids}. */
   | 'audio_sources'
+  /** A stream's delivered frame rate fell below 90 % of its configured rate for 2 s (state: alert), or is back for 2 s or the stream stopped (state: ok): {bus_info, state, message, health}. */
+  | 'stream_health'
 
 export interface PeriscopeEvent { type: EventType; data: unknown; id: number; time: string }
 type Listener = (event: PeriscopeEvent) => void

@@ -67,11 +67,27 @@ export const DeviceInfoModel = t.Object({
 })
 export const FrameDropStats = t.Object({ num_drops: t.Integer() })
 export const STREAM_STATES = ['stopped', 'starting', 'running', 'backoff', 'error'] as const
+export const StreamHealthModel = t.Object(
+  {
+    fps: t.Union([t.Number({ minimum: 0 }), t.Null()], { description: 'Frames delivered per second over the last second, as the service receives them from the camera\'s pipeline; null until the first whole second of frames.' }),
+    configured_fps: t.Number({ minimum: 0, description: 'The frame rate the stream is configured for.' }),
+    bitrate: t.Union([t.Integer({ minimum: 0 }), t.Null()], { description: 'Bits per second of RTP over the last second (one copy); null until the first whole second.' }),
+    frames: t.Integer({ minimum: 0, description: 'Frames delivered since the stream started.' }),
+    lost_packets: t.Integer({ minimum: 0, description: 'RTP packets missing from the sequence since the stream started.' }),
+    dropped_frames: t.Integer({ minimum: 0, description: "Frames the camera's pipeline dropped since the stream started (frame_stats.num_drops: v4l2src QoS, and a group's frames out of step; a follower: its group's)." }),
+    keyframe_interval: t.Union([t.Number({ minimum: 0 }), t.Null()], { description: 'Seconds between the last two key frames; null before the second one.' }),
+    stalls: t.Integer({ minimum: 0, description: 'Times no frame came for more than a second since the stream started (one still going on counts when it ends).' }),
+    stalled: t.Boolean({ description: 'No frame has come for more than a second now.' }),
+    alert: t.Union([t.String(), t.Null()], { description: 'While the delivered rate has been below 90 % of the configured rate for 2 s (until it has been back for 2 s): the sentence, e.g. "exploreHD: video at 12 fps of 30"; else null. Raised and cleared as stream_health events.' }),
+  },
+  { description: "Beyond the spec: the stream's health as the service receives it (this camera's own frames), measured once a second; null while no stream of it runs." },
+)
 export const StreamStatusModel = t.Object(
   {
     state: Enum(STREAM_STATES),
     error: t.Union([t.String(), t.Null()]),
     restarts: t.Integer(),
+    health: t.Optional(t.Union([StreamHealthModel, t.Null()])),
   },
   { description: 'Beyond the spec: what the stream is doing now.' },
 )
@@ -309,6 +325,7 @@ export const COMPONENTS: Record<string, TSchema> = {
   DeviceInfoModel,
   FrameDropStats,
   StreamStatusModel,
+  StreamHealthModel,
   DeviceRecordingModel,
   SetUVCControlRequest,
   FollowerRequest,

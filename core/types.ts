@@ -17,6 +17,7 @@ import type {
   StreamEndpointModel,
   StreamModel,
   StreamStatusModel,
+  StreamHealthModel,
   WatchModel,
   WiredDeviceModel,
 } from './schemas'
@@ -238,6 +239,9 @@ export interface AudioService {
 // ---- streaming (drivers/gstreamer) ----
 
 export type StreamStatus = Static<typeof StreamStatusModel>
+export type StreamHealth = Static<typeof StreamHealthModel>
+/** A hub's health figures of one member (media/health.ts): the API's less the camera's own drops, with `alert` saying only whether it is raised. */
+export type HubHealth = Omit<StreamHealth, 'alert' | 'dropped_frames'> & { alert: boolean }
 export type StreamState = StreamStatus['state']
 
 /** One camera of a stream group (a lone camera is a group of one). */
@@ -395,6 +399,10 @@ export interface StreamHub {
    * the cache's bound. The packets are shared: copy one before changing it.
    */
   lastGop(member: number): readonly Uint8Array[]
+  /** Member `member`'s health as it arrives (rate delivered, bitrate, key frames, stalls), measured once a second; null before its first frame. */
+  health(member: number): HubHealth | null
+  /** Member `member`'s intervals between frames since the hub opened: cumulative counts per bound (seconds, then +Inf), their sum and count. */
+  frameIntervals(member: number): { bounds: readonly number[]; counts: number[]; sum: number; count: number }
   /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */
   readerStats(): { readers: number; byName: Record<string, number>; dropped: Record<string, number>; failed: number }
   readonly closed: boolean

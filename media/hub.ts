@@ -10,11 +10,12 @@
 // arrives between two key frames starts at once.
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
-import type { HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
+import type { HubHealth, HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub } from '../core/types'
 import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import type { MediaEncoding as TrackEncoding } from './rtp'
 import { GopCache } from './gop'
+import { HEALTH_TICK_MS, healthChanged, MemberHealth, type FrameIntervals } from './health'
 import { Relay } from './relay'
 import { endsFrame, sequenceOf, ssrcOf, startsKeyFrame, timestampOf } from './rtp'
 
@@ -240,6 +241,8 @@ export class MediaHub implements StreamHub {
   private readonly cameras: string[]
   private readonly slots: Set<Slot>[]
   private readonly counts: { bytes: number; frames: number }[]
+  private readonly healths: MemberHealth[]
+  private healthTimer: ReturnType<typeof setInterval> | null = null
   private readonly gops: GopCache[]
   private readonly rings: PreRecordRing[]
   private readonly sockets: Socket[] = []
@@ -274,6 +277,7 @@ export class MediaHub implements StreamHub {
     this.cameras = options.members.slice()
     this.slots = this.cameras.map(() => new Set())
     this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
+    this.healths = this.counts.map((counts) => new MemberHealth(this.fps, this.encoding, counts))
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
     const pre = options.preRecordSeconds ?? 0
     this.rings = this.encoding === 'H264' && pre > 0 ? this.cameras.map(() => new PreRecordRing(pre)) : []
@@ -361,6 +365,8 @@ export class MediaHub implements StreamHub {
     if (!counts) return
     counts.bytes += packet.length
     if (endsFrame(packet)) counts.frames++
+    this.healths[member]!.packet(packet)
+    if (!this.healthTimer) this.startHealth()
     if (member === 0 && packet.length >= 12) {
       this.lastLeaderTs = timestampOf(packet)
       this.lastLeaderAt = performance.now()
@@ -458,6 +464,29 @@ export class MediaHub implements StreamHub {
     return this.soundRing?.filter((k) => k.at >= since) ?? []
   }
 
+  health(member: number): HubHealth | null {
+    const health = this.healths[member]
+    if (!health) throw new RangeError(`member ${member} of ${this.members}`)
+    return health.figures()
+  }
+
+  frameIntervals(member: number): FrameIntervals {
+    const health = this.healths[member]
+    if (!health) throw new RangeError(`member ${member} of ${this.members}`)
+    return health.intervals()
+  }
+
+  /** From the first packet on, the members' figures once a second; alerts raised or cleared go to watchHealth's listeners. */
+  private startHealth(): void {
+    this.healthTimer = setInterval(() => {
+      const now = performance.now()
+      this.healths.forEach((health, member) => {
+        if (health.tick(now)) healthChanged({ hub: this, bus_info: this.cameras[member]!, member, health: health.figures()! })
+      })
+    }, HEALTH_TICK_MS)
+    this.healthTimer.unref?.()
+  }
+
   lastGop(member: number): readonly Uint8Array[] {
     return this.gops[member]?.gop ?? []
   }
@@ -506,6 +535,11 @@ export class MediaHub implements StreamHub {
 
   private shut(end: ReaderEnd): void {
     this.closed = true
+    if (this.healthTimer) clearInterval(this.healthTimer)
+    // An alert raised goes with the stream (its next hub, if any, judges afresh).
+    this.healths.forEach((health, member) => {
+      if (health.end()) healthChanged({ hub: this, bus_info: this.cameras[member]!, member, health: health.figures()!, ended: true })
+    })
     this.silence()
     for (const slots of [...this.slots, this.soundSlots]) for (const slot of [...slots]) slot.end(end)
     for (const set of this.relayed) for (const reading of [...set]) reading.end(end)

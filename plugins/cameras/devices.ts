@@ -19,9 +19,12 @@ import type {
   Stream,
   StreamMember,
   StreamJob,
+  HubHealth,
+  StreamHealth,
   VendorControl,
 } from '../../core/types'
 import { DeviceError } from '../../core/types'
+import { HEALTH_TICK_MS, healthSentence, watchHealth, type HealthChange } from '../../media/health'
 import { checkStreamFormat, defaultStream, sourcePixelFormat } from './formats'
 
 /** The recorder's words for a full disk (GStreamer's filesink: "No space left on device"). */
@@ -57,7 +60,8 @@ export class DeviceManager implements DeviceDirectory {
   private present = new Map<string, Present>() // by bus_info
   private settings = new Map<string, DeviceSettings>() // by identity
   private queue: Promise<unknown> = Promise.resolve()
-  private cachedList = new Map<string, Uint8Array>() // by origin
+  /** By origin; kept at most a health tick, since the streams' health figures change every second without an event. */
+  private cachedList = new Map<string, { json: Uint8Array; at: number }>()
   private unsubscribers: (() => void)[] = []
 
   constructor(private readonly ctx: PluginContext) {
@@ -69,6 +73,7 @@ export class DeviceManager implements DeviceDirectory {
   // ---- lifecycle ----
 
   async start(): Promise<void> {
+    this.unsubscribers.push(watchHealth((change) => this.onHealth(change)))
     this.unsubscribers.push(
       this.ctx.registry.telemetry.onChange((change, now) => {
         if (change === 'armed') void this.onArmed(now?.armed ?? false).catch((e) => this.ctx.log.error('record while armed failed', { err: e }))
@@ -84,6 +89,50 @@ export class DeviceManager implements DeviceDirectory {
         }),
       )
       for (const raw of await backend.list()) await this.serial(() => this.adopt(backend, raw, false))
+    }
+  }
+
+  /** Alerts raised, by bus_info: the hub that raised it (a clear is taken only from it). */
+  private alerts = new Map<string, unknown>()
+
+  /** A stream's delivered rate fell below 90 % of its configured rate for 2 s, or is back for 2 s: an event and a log line. */
+  private onHealth({ hub, bus_info, health, ended }: HealthChange): void {
+    if (health.alert) {
+      if (this.ctx.registry.get('streamer')?.live(bus_info)?.hub !== hub) return // another service's hub (tests run several)
+      this.alerts.set(bus_info, hub)
+    } else if (this.alerts.get(bus_info) === hub) this.alerts.delete(bus_info)
+    else return
+    const name = this.displayName(bus_info)
+    const sentence = healthSentence(name, health)
+    const message = health.alert ? sentence : ended ? `${name}: the stream stopped` : `${name}: video back at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}`
+    this.ctx.events.emit('stream_health', { bus_info, state: health.alert ? 'alert' : 'ok', message, health: this.asShown(bus_info, health) })
+    if (health.alert) this.ctx.log.warn(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
+    else this.ctx.log.info(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
+  }
+
+  /** What a pilot calls the camera: its nickname, else its name, else its bus_info. */
+  private displayName(bus_info: string): string {
+    const entry = this.present.get(bus_info)
+    if (!entry) return bus_info
+    return this.settingsOf(entry).nickname || entry.raw.name || bus_info
+  }
+
+  /** The health of the stream of camera `bus_info` (its own member's), as the API shows it; null while none runs. */
+  private healthOf(bus_info: string): StreamHealth | null {
+    const live = this.ctx.registry.get('streamer')?.live(bus_info)
+    const health = live && !live.hub.closed ? live.hub.health(live.member) : null
+    return health && this.asShown(bus_info, health)
+  }
+
+  /** A hub's figures as the API shows them: with the alert's sentence, and the camera's dropped frames (its group's: frame_stats). */
+  private asShown(bus_info: string, health: HubHealth): StreamHealth {
+    const entry = this.present.get(bus_info)
+    const leader = entry && this.settingsOf(entry).leader
+    const streamKey = leader ? this.busInfoOf(leader) : bus_info
+    return {
+      ...health,
+      dropped_frames: this.ctx.registry.get('streamer')?.frameDrops(streamKey) ?? 0,
+      alert: health.alert ? healthSentence(this.displayName(bus_info), health) : null,
     }
   }
 
@@ -260,7 +309,7 @@ export class DeviceManager implements DeviceDirectory {
       frame_stats: { num_drops: streamer?.frameDrops(streamKey) ?? 0 },
       is_externally_managed: saved.externally_managed,
       string3: raw.serial,
-      stream_status: streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 },
+      stream_status: { ...(streamer?.status(streamKey) ?? { state: 'stopped' as const, error: null, restarts: 0 }), health: this.healthOf(raw.bus_info) },
       leader: saved.leader ? this.busInfoOf(saved.leader) : null,
       recording: streamer?.recording(raw.bus_info) ?? { active: false, file: null, started: null, bytes: 0, error: null },
       record_while_armed: saved.record_while_armed ?? false,
@@ -286,14 +335,16 @@ export class DeviceManager implements DeviceDirectory {
     // parsed only to build a new answer, not on every poll.
     const pathAt = requestUrl.indexOf('/', requestUrl.indexOf('//') + 2)
     const key = pathAt < 0 ? requestUrl : requestUrl.slice(0, pathAt)
-    let json = this.cachedList.get(key)
+    const cached = this.cachedList.get(key)
+    const now = performance.now()
+    let json = cached && now - cached.at < HEALTH_TICK_MS ? cached.json : undefined
     if (!json) {
       const origin = new URL(requestUrl)
       const entries = [...this.present.values()].sort((a, b) => a.device_type - b.device_type || (a.raw.bus_info < b.raw.bus_info ? -1 : a.raw.bus_info > b.raw.bus_info ? 1 : 0))
       json = new TextEncoder().encode(JSON.stringify(entries.map((e) => this.toModel(e, origin))))
       // Host headers are the client's to choose: keep only the newest few.
-      if (this.cachedList.size >= 8) this.cachedList.delete(this.cachedList.keys().next().value!)
-      this.cachedList.set(key, json)
+      if (!cached && this.cachedList.size >= 8) this.cachedList.delete(this.cachedList.keys().next().value!)
+      this.cachedList.set(key, { json, at: now })
     }
     return json
   }

@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (text exposition format 0.0.4), through prom-client. Camera values
 // are read when Prometheus scrapes, from what GET /api/devices shows (stream state, restarts, drops,
-// recording), the streams' hubs (frames and bytes sent, what readers lost) and the viewer plugins' counts (registry):
+// recording), the streams' hubs (frames and bytes sent, what readers lost, the health figures and frame intervals) and the viewer plugins' counts (registry):
 // nothing polls. Requests are counted and timed by route template where core/http/request-log.ts
 // measures them, so a bus_info or a recording name never becomes a label value.
 import { Elysia } from 'elysia'
@@ -175,7 +175,28 @@ export default definePlugin({
     const AUDIO_STATES = ['off', 'starting', 'running', 'gone', 'backoff', 'error']
     const audioState = new Gauge(camera('periscope_audio_state', "1 for the state of the camera's stream sound now (plugins/audio), 0 for the others; gone: its sound card is unplugged", ['state']))
     const audioLevel = new Gauge(camera('periscope_audio_level_dbfs', "The stream sound's last level in dBFS (after the gain, before the mute), measure peak or rms; absent while it does not run", ['measure']))
-    const perCamera = [info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes, audioState, audioLevel]
+    // The stream's health at its hub (media/health.ts), measured once a second; absent while it does not run.
+    const deliveredFps = new Gauge(camera('periscope_stream_fps', "Frames per second the camera's pipeline delivered over the last second (stream_status.health.fps)"))
+    const configuredFps = new Gauge(camera('periscope_stream_configured_fps', 'The frame rate the stream is configured for'))
+    const bitrate = new Gauge(camera('periscope_stream_bytes_per_second', "Bytes per second of the stream's RTP over the last second, one copy (stream_status.health.bitrate / 8; promtool wants bytes, not bits)"))
+    const keyInterval = new Gauge(camera('periscope_stream_keyframe_interval_seconds', 'Seconds between the last two key frames'))
+    const lostPackets = new Counter(camera('periscope_stream_lost_packets_total', "RTP packets missing from the stream's sequence at its hub since the stream was last started"))
+    const stalls = new Counter(camera('periscope_stream_stalls_total', 'Times no frame came for more than a second since the stream was last started'))
+    const stalled = new Gauge(camera('periscope_stream_stalled', '1 while no frame has come for more than a second'))
+    const healthAlert = new Gauge(camera('periscope_stream_health_alert', '1 while the delivered rate has been below 90 % of the configured rate for 2 s (until it is back for 2 s): the stream_health event'))
+    // prom-client's Histogram is fed one observation at a time; the hub keeps the buckets itself (a frame
+    // is counted on the hot path at no cost to a scrape), so this family is written from them at scrape time.
+    let intervalValues: { metricName: string; labels: Record<string, string | number>; value: number }[] = []
+    const intervalHistogram = {
+      name: 'periscope_stream_frame_interval_seconds',
+      help: "Seconds between consecutive frames as they reach the stream's hub, since the stream was last started (a stall shows past 1 s)",
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => ({ name: intervalHistogram.name, help: intervalHistogram.help, type: 'histogram', aggregator: 'sum', values: intervalValues }),
+      reset: () => void (intervalValues = []),
+    }
+    metrics.registerMetric(intervalHistogram as never)
+    const perCamera = [intervalHistogram, info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes, audioState, audioLevel, deliveredFps, configuredFps, bitrate, keyInterval, lostPackets, stalls, stalled, healthAlert]
 
     const devices = (): Device[] => {
       try {
@@ -207,6 +228,22 @@ export default definePlugin({
           readerFailures.inc({ bus_info }, stats.failed)
         }
         frames.inc({ bus_info }, sent.frames)
+        const health = live && !live.hub.closed ? live.hub.health(live.member) : null
+        if (health) {
+          configuredFps.set({ bus_info }, health.configured_fps)
+          if (health.fps !== null) deliveredFps.set({ bus_info }, health.fps)
+          if (health.bitrate !== null) bitrate.set({ bus_info }, health.bitrate / 8)
+          if (health.keyframe_interval !== null) keyInterval.set({ bus_info }, health.keyframe_interval)
+          lostPackets.inc({ bus_info }, health.lost_packets)
+          stalls.inc({ bus_info }, health.stalls)
+          stalled.set({ bus_info }, health.stalled ? 1 : 0)
+          healthAlert.set({ bus_info }, health.alert ? 1 : 0)
+          const gaps = live!.hub.frameIntervals(live!.member)
+          const name = intervalHistogram.name
+          gaps.bounds.forEach((le, i) => intervalValues.push({ metricName: `${name}_bucket`, labels: { bus_info, le }, value: gaps.counts[i]! }))
+          intervalValues.push({ metricName: `${name}_bucket`, labels: { bus_info, le: '+Inf' }, value: gaps.count })
+          intervalValues.push({ metricName: `${name}_sum`, labels: { bus_info }, value: gaps.sum }, { metricName: `${name}_count`, labels: { bus_info }, value: gaps.count })
+        }
         sentBytes.inc({ bus_info }, sent.bytes)
         for (const [protocol, count] of Object.entries(registry.viewers(bus_info))) viewers.set({ bus_info, protocol }, count)
         recording.set({ bus_info }, made.active ? 1 : 0)
@@ -255,7 +292,7 @@ export default definePlugin({
           tag: 'system',
           summary: 'Prometheus metrics (text exposition format)',
           description:
-            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, viewers by protocol, the recording made while streaming (and its segment cuts), the sound\'s state and level. ' +
+            'Per camera (label bus_info; periscope_camera_info carries the name and nickname): stream state, restarts, dropped frames, frames and RTP bytes sent, the stream\'s health (frame rate delivered and configured, bitrate, key-frame interval, a histogram of frame intervals, lost packets, stalls, the rate alert), viewers by protocol, the recording made while streaming (and its segment cuts), the sound\'s state and level. ' +
             'Per route template: requests by status, and latency. The recordings disk, log entries by level, and the process: CPU, RSS, event-loop lag. Counters of a stream count since it was last started. ' +
             'Not under /api: open like every read, and a scrape does not count as a client for the network rollback.',
           ok: { content: { 'text/plain': { schema: { type: 'string' }, example: 'periscope_stream_frames_total{bus_info="usb-0000:00:14.0-1"} 1800' } }, description: 'text/plain; version=0.0.4' },

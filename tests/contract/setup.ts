@@ -4,6 +4,7 @@ import { loadPlugin } from '../../core/loader'
 import { definePlugin } from '../../core/plugin'
 import type { Streamer } from '../../core/types'
 import type { MediaHub } from '../../media/hub'
+import { rtpPacket } from '../../media/rtp'
 import { CID } from '../../drivers/mock/cameras'
 import type { Config, LogLevel } from '../../core/config'
 import { startTestServer, until, type TestServer } from '../helpers'
@@ -83,6 +84,56 @@ export function standInStreamer(hub: MediaHub, bus_info = EHD) {
       return new Elysia({ name: 'periscope:stand-in-streamer' })
     },
   })
+}
+
+/**
+ * Feeds member 0 of a hub one-packet H.264 frames of `payload` bytes at `rate` a second (changeable), a key
+ * frame (an SPS) every `keyEvery`: from a clock, so a late timer catches up and the rate over a second
+ * stays the one asked for. stop() ends it.
+ */
+export class Feeder {
+  private seq = 0
+  private sent = 0
+  private since = performance.now()
+  private base = 0
+  private timer: ReturnType<typeof setInterval>
+  firstAt = -1
+
+  constructor(
+    private readonly hub: MediaHub,
+    private rate: number,
+    private readonly keyEvery = 10,
+    private readonly payload = 1000,
+  ) {
+    this.timer = setInterval(() => this.feed(), 5)
+  }
+
+  setRate(rate: number): void {
+    this.feed()
+    this.base = this.sent
+    this.since = performance.now()
+    this.rate = rate
+  }
+
+  /** The next packet's sequence number jumps by `n`: n packets lost on the way. */
+  lose(n: number): void {
+    this.seq += n
+  }
+
+  private feed(): void {
+    const due = this.base + Math.floor(((performance.now() - this.since) * this.rate) / 1000)
+    while (this.sent < due) {
+      const payload = new Uint8Array(this.payload)
+      payload[0] = this.sent % this.keyEvery === 0 ? 0x67 : 0x41 // SPS (a key frame starts) or a non-IDR slice
+      this.hub.receive(0, rtpPacket(96, this.seq++ & 0xffff, Math.round((this.sent * 90_000) / this.hub.fps), 0x1234, payload, true))
+      if (this.firstAt < 0) this.firstAt = performance.now()
+      this.sent++
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+  }
 }
 
 /** A signalling (WebSocket) client that keeps every message it gets and how it closed. */

@@ -1,10 +1,10 @@
 // The console's shell and entry point: navigation between the pages (one file each in pages/, chosen
 // by the URL's hash so any page can be bookmarked and the service needs no route per page), the theme,
-// the previews switch, the banner while the service is unreachable, the token prompt, and the notices.
+// the previews switch, the banners (the service unreachable, a stream's rate alert), the token prompt, and the notices.
 import { render, type FunctionComponent } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { reachable, tokenPrompt } from './api'
-import { followDevices } from './devices'
+import { devices, followDevices } from './devices'
 import { connectEvents } from './events'
 import { CamerasPage } from './pages/cameras'
 import { NetworkPage } from './pages/network'
@@ -123,6 +123,21 @@ function Banner() {
   )
 }
 
+/** A stream delivering below its rate (stream_status.health.alert), one line a camera, until it clears by itself. */
+function HealthBanner() {
+  const alerts = (useValue(devices) ?? []).flatMap((d) => (d.stream_status?.health?.alert ? [{ bus_info: d.bus_info, alert: d.stream_status.health.alert }] : []))
+  if (!alerts.length) return null
+  return (
+    <div class="banner warn" role="status" data-banner="stream-health">
+      {alerts.map((a) => (
+        <div key={a.bus_info} data-alert={a.bus_info}>
+          {a.alert}
+        </div>
+      ))}
+    </div>
+  )
+}
+
 function App() {
   const page = useHashPage()
   useEffect(() => {
@@ -155,6 +170,7 @@ function App() {
         <ThemeToggle />
       </header>
       <Banner />
+      <HealthBanner />
       <main id="main" tabIndex={-1} data-page={page.path}>
         <Page />
       </main>

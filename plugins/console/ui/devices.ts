@@ -5,7 +5,7 @@
 import { ApiError, get, watchLinksForPage } from './api'
 import { on } from './events'
 import { Value } from './state'
-import type { Device, DeviceRecording, StreamStatus } from './types'
+import type { Device, DeviceRecording, StreamHealth, StreamStatus } from './types'
 import { notify } from './widgets'
 
 export const devices = new Value<Device[] | null>(null)
@@ -87,8 +87,12 @@ export function followDevices(): void {
   })
   // A stream's state (its key is the group's leader): the followers show the same.
   on('stream_error', ({ bus_info, ...status }: { bus_info: string } & StreamStatus) => {
-    update((d) => d.bus_info === bus_info || d.leader === bus_info, (d) => ({ ...d, stream_status: { state: status.state, error: status.error ?? null, restarts: status.restarts ?? d.stream_status?.restarts ?? 0 } }))
+    update((d) => d.bus_info === bus_info || d.leader === bus_info, (d) => ({ ...d, stream_status: { state: status.state, error: status.error ?? null, restarts: status.restarts ?? d.stream_status?.restarts ?? 0, health: d.stream_status?.health ?? null } }))
     reloadSoon()
+  })
+  // A stream's rate alert raised or cleared (its own camera's, not its group's): the banner follows it.
+  on('stream_health', ({ bus_info, health }: { bus_info: string; health: StreamHealth }) => {
+    update((d) => d.bus_info === bus_info, (d) => ({ ...d, stream_status: { ...(d.stream_status ?? { state: 'running', error: null, restarts: 0 }), health } }))
   })
   on('frame_stats', ({ bus_info, num_drops }: { bus_info: string; num_drops: number }) => {
     update((d) => d.bus_info === bus_info || d.leader === bus_info, (d) => ({ ...d, frame_stats: { num_drops } }))

@@ -28,6 +28,7 @@ const EVERY: Record<EventName, true> = {
   audio_level: true,
   audio_state: true,
   audio_sources: true,
+  stream_health: true,
 }
 const NAMES = Object.keys(EVERY) as EventName[]
 

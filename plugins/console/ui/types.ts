@@ -13,6 +13,7 @@ export type {
   IpConfiguration,
   Recording,
   Stream,
+  StreamHealth,
   StreamStatus,
   StreamType,
   WiredDevice,
