@@ -1,9 +1,8 @@
 // Viewer churn on the media plane (media/hub.ts), with real clients against a whole service: for 20
 // rounds, an MJPEG viewer of an H.264 camera (a transcoder child fed by a loopback feeder) and an RTSP
 // session over UDP come and go, a snapshot is taken, and every fifth round a recording is made while
-// streaming. The UDP endpoint loses nothing; afterwards the hub has no viewer's reader left (the RTSP
-// mount's feeder stays while the mount does), and the process's
-// file descriptors, threads, children and memory are back within 5 % of where they were.
+// streaming. The UDP endpoint loses nothing; afterwards the hub has no reader left (an RTSP client's
+// media is fed only while it lasts), and the process's file descriptors, threads, children and memory are back within 5 % of where they were.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { loadPlugin } from '../../core/loader'
