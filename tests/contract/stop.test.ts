@@ -58,11 +58,15 @@ test('a plugin whose stop never ends: the service exits anyway within 5 s of SIG
     await logged('listening')
     const at = performance.now()
     proc.kill('SIGTERM')
-    const code = await Promise.race([proc.exited, Bun.sleep(4900).then(() => 'still running')])
+    // The promise is 5 s on the vehicle. Under the arm64 tier's emulation everything after the 4.5 s
+    // deadline (the exit, the children's kill) runs ~10x slower: there the proof is that the deadline
+    // ends it at all, within 8 s.
+    const limitMs = process.env.PERISCOPE_TEST_BUN ? 8000 : 5000
+    const code = await Promise.race([proc.exited, Bun.sleep(limitMs - 100).then(() => 'still running')])
     expect(code).toBe(1)
-    expect(performance.now() - at).toBeLessThan(5000)
+    expect(performance.now() - at).toBeLessThan(limitMs)
     expect(lines.find((l) => l.level === 'error')?.msg).toContain('stopping took too long')
   } finally {
     proc.kill('SIGKILL')
   }
-}, 10_000)
+}, 20_000)
