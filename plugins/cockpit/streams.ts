@@ -96,6 +96,6 @@ export function serveStreamsPort(hostname: string, port: number, handle: (reques
       const answer = await handle(new Request(`http://localhost${STREAMS_PATH}${url.search}`, { method: head ? 'GET' : request.method, headers: request.headers }))
       return head ? new Response(null, { status: answer.status, headers: answer.headers }) : answer
     },
-    error: () => json(500, 'Internal error of the streams port (a bug; the log has the details)'),
+    error: () => json(500, 'Internal error of the streams port (a bug): GET /api/cockpit/streams on the HTTP port answers the same list'),
   })
 }
