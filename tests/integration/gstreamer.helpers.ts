@@ -189,6 +189,8 @@ export async function eachLine(stream: ReadableStream<Uint8Array>, onLine: (line
 /** A real GStreamer receiver: depayloads, decodes, and reports each decoded frame with its size. */
 export class Receiver {
   frames: number[] = [] // arrival times (ms)
+  /** When an RTSP client's PLAY was answered (gst-launch's progress message): where the server's part starts. */
+  playedAt: number | undefined
   width = 0
   height = 0
   private proc: Subprocess
@@ -225,6 +227,7 @@ export class Receiver {
   private read(): Promise<void> {
     return eachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => {
       if (line.includes('GstIdentity:rx: last-message = chain')) this.frames.push(Date.now())
+      if (this.playedAt === undefined && line.startsWith('Progress: (request) Sent PLAY request')) this.playedAt = Date.now()
       const caps = /GstIdentity:rx\.GstPad:src: caps = video\/x-raw.*?width=\(int\)(\d+), height=\(int\)(\d+)/.exec(line)
       if (caps) [this.width, this.height] = [Number(caps[1]), Number(caps[2])]
     })

@@ -141,15 +141,18 @@ async function unstream(bus_info: string): Promise<void> {
 }
 
 /** Starts an rtspsrc client; resolves with it once it decoded a frame, and how long that took. */
+/** `firstMs`: from the server's answer to PLAY to the first decoded frame, the server's part of a viewer's wait
+ * (the client's own start-up, which a loaded machine stretches to seconds, is not ours to bound). */
 async function decodeWith(path: string, protocol: 'tcp' | 'udp', service: Service = shared): Promise<{ rx: Receiver; firstMs: number }> {
   const t0 = Date.now()
   const rx = Receiver.rtsp(url(path, service), protocol)
   receivers.push(rx)
   const first = await waitFor(`a frame decoded over RTSP/${protocol}`, () => rx.firstFrameAfter(t0), 15_000)
-  return { rx, firstMs: first - t0 }
+  const played = await waitFor(`rtspsrc's PLAY answered (its progress message)`, () => rx.playedAt, 5_000)
+  return { rx, firstMs: first - played }
 }
 
-test('H.264 over UDP and TCP: ffprobe sees the configured codec and size; rtspsrc decodes frames of that size at its rate, the first within 2 s', async () => {
+test('H.264 over UDP and TCP: ffprobe sees the configured codec and size; rtspsrc decodes frames of that size at its rate, the first within 2 s of PLAY', async () => {
   const size = { width: 640, height: 480, fps: 30 }
   await stream(EHD, 'H264', size)
   try {
@@ -165,16 +168,18 @@ test('H.264 over UDP and TCP: ffprobe sees the configured codec and size; rtspsr
       expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 640, 480]])
 
       const { rx, firstMs } = await decodeWith(EHD, transport)
-      // Key frames come every second, so a client decodes within a second plus its own start-up.
-      expect(firstMs).toBeLessThan(2000)
+      // The kept group of pictures is sent at PLAY, so the first frame decodes at once; 2 s leaves room for load.
+      expect(firstMs, `${transport}: ms from PLAY to the first decoded frame`).toBeLessThan(2000)
       await waitFor('a decoded size', () => rx.width > 0)
       expect([rx.width, rx.height]).toEqual([640, 480])
-      // The rate: frames decoded over two seconds of steady state (generous bounds: a loaded machine).
-      const from = Date.now()
-      await waitFor('two more seconds of frames', () => Date.now() - from >= 2000 && rx.frames.at(-1)! >= from + 2000, 10_000)
+      // The rate: frames decoded over two seconds of steady state (generous bounds: a loaded machine). The
+      // window opens a second after the first frame: the kept group sent at PLAY (up to a second of frames at
+      // once) is decoded by then even on a loaded machine, and would otherwise count as a faster rate.
+      const from = rx.frames[0]! + 1000
+      await waitFor('three more seconds of frames', () => rx.frames.at(-1)! >= from + 2000, 10_000)
       const perSecond = rx.framesBetween(from, from + 2000) / 2
-      expect(perSecond).toBeGreaterThan(size.fps * 0.7)
-      expect(perSecond).toBeLessThan(size.fps * 1.3)
+      expect(perSecond, `${transport}: frames decoded per second`).toBeGreaterThan(size.fps * 0.7)
+      expect(perSecond, `${transport}: frames decoded per second`).toBeLessThan(size.fps * 1.3)
       await rx.stop()
     }
   } finally {
