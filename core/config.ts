@@ -46,6 +46,7 @@ export interface Config {
   rtspMaxConnections: number
   /** Seconds an RTSP connection may stay without a session before it is closed. */
   rtspIdleTimeoutSeconds: number
+  rtspHelperTimeoutSeconds: number
   /** Where the MAVLink camera components talk (plugins/mavlink); null = off. */
   mavlink: MavlinkEndpoint | null
   /** Component id of the first camera (QGroundControl looks for cameras at 100–105). */
@@ -214,6 +215,13 @@ const OPTIONS: Option[] = [
     help: 'seconds an RTSP connection may stay without a session (no SETUP, or a DESCRIBE only) before it is closed',
     parse: int('rtsp-idle-timeout', 1, 3600),
     def: () => 10,
+  },
+  {
+    flag: 'rtsp-helper-timeout',
+    key: 'rtspHelperTimeoutSeconds',
+    help: "seconds the RTSP helper may leave the service's pings unanswered (its main loop stuck) before it is killed and restarted with every mount",
+    parse: int('rtsp-helper-timeout', 2, 300),
+    def: () => 12,
   },
   {
     flag: 'mavlink',

@@ -2,7 +2,7 @@
 // one child per service, spoken to in JSON lines, restarted with backoff 1, 2, 4 … 30 s when it dies,
 // killed with the service (media/children.ts: the parent-death signal and the children registry's exit guard).
 // When the helper's packages are missing it is not restarted: the plugin reports itself down. A helper
-// whose main loop stops answering (no 'pong' to a 'ping' within PING_TIMEOUT_MS) is killed and restarted
+// whose main loop stops answering (no 'pong' to a 'ping' within --rtsp-helper-timeout) is killed and restarted
 // like one that died: it would otherwise accept no client and add no mount while it looks alive.
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -20,9 +20,9 @@ const TOKEN_ENV = 'PERISCOPE_RTSP_TOKEN'
 /** The user name RTSP clients give with the token as password (server.py's RTSP_USER). */
 export const RTSP_USER = 'periscope'
 const STABLE_MS = 60_000
-/** A ready helper is asked every PING_EVERY_MS, and killed when it has not answered for PING_TIMEOUT_MS. */
+/** A ready helper is asked every 2 s (or a quarter of --rtsp-helper-timeout, when less), and killed when it has
+ * not answered for --rtsp-helper-timeout. */
 const PING_EVERY_MS = 2_000
-const PING_TIMEOUT_MS = 12_000
 /** Time for a stuck helper to write its threads' stacks before it is killed. */
 const STACKS_GRACE_MS = 300
 /** The end of the helper's stderr kept for the log of its exit: room for every thread's stack. */
@@ -61,8 +61,9 @@ export class RtspHelper {
     private readonly host: string,
     /** Clients per camera; the helper refuses one more with 503. */
     private readonly maxViewers: number,
-    /** Connections at once, and seconds one may stay without a session (--rtsp-max-connections, --rtsp-idle-timeout). */
-    private readonly limits: { maxConnections: number; idleSeconds: number },
+    /** Connections at once, seconds one may stay without a session, and seconds the helper may leave pings
+     * unanswered (--rtsp-max-connections, --rtsp-idle-timeout, --rtsp-helper-timeout). */
+    private readonly limits: { maxConnections: number; idleSeconds: number; silentSeconds: number },
     private readonly log: Logger,
     /** Each line the helper says; 'ready' after every (re)start, when all mounts must be added again. */
     private readonly onEvent: (event: HelperEvent) => void,
@@ -114,14 +115,16 @@ export class RtspHelper {
     this.stopPinging()
     this.heardAt = performance.now()
     let tickAt = performance.now()
+    const timeoutMs = this.limits.silentSeconds * 1000
+    const everyMs = Math.min(PING_EVERY_MS, timeoutMs / 4)
     this.pinger = setInterval(() => {
       if (this.child !== child) return this.stopPinging()
       const now = performance.now()
       // This loop itself was held up: the helper's answers may be waiting unread, so it is not judged now.
-      if (now - tickAt > 2 * PING_EVERY_MS) this.heardAt = now
+      if (now - tickAt > 2 * everyMs) this.heardAt = now
       tickAt = now
       const silent = now - this.heardAt
-      if (silent < PING_TIMEOUT_MS) return this.send({ op: 'ping' })
+      if (silent < timeoutMs) return this.send({ op: 'ping' })
       this.stopPinging()
       this.error = `it stopped answering (nothing for ${Math.round(silent / 1000)} s)`
       this.log.error('rtsp helper stopped answering: killed, to be restarted', { pid: child.pid, silent_ms: Math.round(silent) })
@@ -129,7 +132,7 @@ export class RtspHelper {
       // cause of a stall can be read; then the kill, whose exit restarts it as any exit does.
       child.kill('SIGUSR1')
       setTimeout(() => child.kill('SIGKILL'), STACKS_GRACE_MS)
-    }, PING_EVERY_MS)
+    }, everyMs)
     this.pinger.unref?.()
   }
 

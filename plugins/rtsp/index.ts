@@ -67,7 +67,7 @@ export default definePlugin({
     const helper =
       port === 0
         ? null
-        : new RtspHelper(port, config.host, config.maxViewers, { maxConnections: config.rtspMaxConnections, idleSeconds: config.rtspIdleTimeoutSeconds }, log, onHelper, config.tokenScope === 'all' ? config.token : null)
+        : new RtspHelper(port, config.host, config.maxViewers, { maxConnections: config.rtspMaxConnections, idleSeconds: config.rtspIdleTimeoutSeconds, silentSeconds: config.rtspHelperTimeoutSeconds }, log, onHelper, config.tokenScope === 'all' ? config.token : null)
 
     /**
      * Feeds one client's media: each video track from the hub's kept group of pictures (its decoder opens

@@ -347,7 +347,9 @@ test('--max-viewers: a client beyond the cap on a camera gets 503 at DESCRIBE or
 }, 90_000)
 
 test('the helper is supervised: killed, or stuck (no answer to its pings), it comes back with every mount; the plugin stopped, no helper is left', async () => {
-  const own = await startService()
+  // The stuck helper is judged after --rtsp-helper-timeout: 4 s here (12 s by default), still twice the
+  // longest pause of a ready helper seen under load.
+  const own = await startService({ rtspHelperTimeoutSeconds: 4 })
   let serving: number[] = []
   try {
     const port = freePort()
