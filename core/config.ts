@@ -57,6 +57,7 @@ export interface Config {
   mavlinkStreamAddress: string | null
   /** MAVLink 2 signing key (32 bytes): set, every frame in and out is signed and unsigned ones are refused. */
   mavlinkSigningKey: Uint8Array | null
+  mavlinkPeerTimeoutSeconds: number
   /** The values of the loaded plugins' own flags (core/plugin.ts `flags`), by flag name. */
   pluginFlags: Record<string, unknown>
 }
@@ -245,6 +246,13 @@ const OPTIONS: Option[] = [
     help: 'MAVLink 2 signing key, 32 bytes as 64 hex digits or base64: frames without a valid signature are refused and ours are signed (off by default)',
     parse: (r) => (r === '' || r === 'off' ? null : parseSigningKey(r)),
     def: () => null,
+  },
+  {
+    flag: 'mavlink-peer-timeout',
+    key: 'mavlinkPeerTimeoutSeconds',
+    help: 'udpin: seconds a ground station may stay unheard before it is no longer sent to (QGroundControl sends a heartbeat every second)',
+    parse: int('mavlink-peer-timeout', 2, 600),
+    def: () => 10,
   },
 ]
 

@@ -139,6 +139,7 @@ export class MavlinkService {
     this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet), {
       signingKey: config.mavlinkSigningKey,
       onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
+      peerTimeoutMs: config.mavlinkPeerTimeoutSeconds * 1000,
     })
     this.vehicle = new VehicleTelemetryReader(this.sysid, ctx.registry.telemetry)
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
