@@ -282,6 +282,8 @@ export interface Streamer {
    * (v4l2src with its caps, or a simulated camera's description): the JPEG views' still source.
    */
   captureSource?(member: StreamMember, stream: Stream): string[]
+  /** The environment a child running captureSource's tokens needs (a simulated camera's own GStreamer element). */
+  captureEnv?(): Record<string, string | undefined>
   /**
    * Starts recording the running stream of this camera (a group's: one file, one track per camera) from
    * the stream's hub, without a second encoder; null when no job streams it. Throws when the recorder fails to start.

@@ -11,6 +11,9 @@ if ! command -v gst-launch-1.0 >/dev/null 2>&1; then
   else
     echo "periscope: gst-launch-1.0 not found and cannot install it here (need root and apt-get); streams will answer 503" >&2
   fi
+elif ! gst-inspect-1.0 python >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  # Simulated cameras paint their time code with a Python element (drivers/gstreamer/elements).
+  bash scripts/setup/gstreamer.sh >&2 || echo "periscope: GStreamer's Python plugin loader could not be installed; simulated cameras stream without their time code" >&2
 fi
 # The RTSP server's helper runs GStreamer's RTSP server library through Debian's python3-gi.
 if ! /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0')" >/dev/null 2>&1; then

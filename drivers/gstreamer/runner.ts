@@ -11,6 +11,7 @@ import { buildPipeline, shellCommand, type SegmentLimits } from './pipeline'
 import { TelemetryFeed } from './telemetry-feed'
 import type { TelemetrySource } from '../../core/telemetry'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
+import { withElements } from './elements'
 import { LoopbackFeeder } from '../../media/feeder'
 import { BUSY, describeHolders, holdersOf } from './holders'
 import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
@@ -162,7 +163,8 @@ export class StreamRunner {
     this.hooks.log.info('starting pipeline', { bus_info: this.job.bus_info, command: shellCommand(tokens) })
     try {
       // -e: SIGINT sends EOS so the muxer closes the file; -m: bus messages, which monitor.ts reads.
-      this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }, this.options.prefix)
+      // withElements: a simulated camera's source paints its time code with our own element.
+      this.child = spawnChild([this.options.gstLaunch, '-e', '-m', ...tokens], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', env: withElements() }, this.options.prefix)
     } catch (err) {
       this.child = null
       return this.failure(`cannot run ${this.options.gstLaunch}: ${(err as Error).message}`)

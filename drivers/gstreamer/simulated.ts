@@ -17,9 +17,13 @@ export function simulatedGopSeconds(): number {
   return Number.isFinite(asked) && asked > 0 ? asked : 1
 }
 
-export function simulatedSource(encode_type: EncodeType, width: number, height: number, interval: Interval, pattern = 'ball'): string {
+/**
+ * `timecode`: paint each frame's capture time across the top 1/16 of the picture before it is encoded
+ * (periscopetimecode, drivers/gstreamer/elements: the child must be spawned with `withElements`).
+ */
+export function simulatedSource(encode_type: EncodeType, width: number, height: number, interval: Interval, pattern = 'ball', timecode = false): string {
   const fps = framerate(interval)
-  const raw = `videotestsrc is-live=true pattern=${pattern} ! video/x-raw,format=I420,width=${width},height=${height},framerate=${fps}`
+  const raw = `videotestsrc is-live=true pattern=${pattern} ! video/x-raw,format=I420,width=${width},height=${height},framerate=${fps}${timecode ? ' ! periscopetimecode' : ''}`
   if (encode_type === 'H264') {
     const gop = Math.max(1, Math.round((simulatedGopSeconds() * interval.denominator) / interval.numerator))
     return `${raw} ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=${gop} bitrate=2000 ! video/x-h264,stream-format=byte-stream,alignment=au`

@@ -6,6 +6,7 @@ import type { DeviceRecording, Stream, StreamHub, StreamJob, StreamMember, Strea
 import { guardChildren, parentDeathPrefix } from '../../media/children'
 import { freeLoopbackPorts } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
+import { withElements } from './elements'
 import { reserveRecordingPath } from './child'
 import { Recorder } from './recorder'
 import type { FrameSync } from './framesync'
@@ -127,6 +128,10 @@ export class GstStreamer implements Streamer {
 
   captureSource(member: StreamMember, stream: Stream): string[] {
     return sourceDescription(member, { stream }, 0)
+  }
+
+  captureEnv(): Record<string, string | undefined> {
+    return withElements()
   }
 
   activeRecordings(): string[] {

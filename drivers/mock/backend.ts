@@ -4,6 +4,7 @@
 import type { ActiveFormat, CameraBackend, Control, ControlValue, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import type { ExtensionUnit } from '../../core/xu'
+import { timecodeAvailable } from '../gstreamer/elements'
 import { simulatedSource } from '../gstreamer/simulated'
 import type { MockDeviceSpec, MockModel } from './cameras'
 import { SimulatedExtensionUnit } from './xu'
@@ -163,7 +164,7 @@ export class MockCameraBackend implements CameraBackend {
   videoSource(device_path: string, format: ActiveFormat): VideoSource {
     const d = this.byPath(device_path)
     d.active = format
-    return { kind: 'gst', description: simulatedSource(format.encode_type, format.width, format.height, format.interval, d.pattern) }
+    return { kind: 'gst', description: simulatedSource(format.encode_type, format.width, format.height, format.interval, d.pattern, timecodeAvailable()) }
   }
 
   async xuQuery(device_path: string, q: XuQuery): Promise<Uint8Array> {

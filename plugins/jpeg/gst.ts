@@ -49,9 +49,10 @@ export class GstRunner {
     return this.running
   }
 
-  spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore', lowPriority = false): GstChild {
+  /** `env`: the child's environment when it is not the service's own (Streamer.captureEnv). */
+  spawn(tokens: string[], stdin: 'pipe' | 'ignore' = 'ignore', lowPriority = false, env?: Record<string, string | undefined>): GstChild {
     // nice execs what follows: the child keeps its pid, the parent-death signal and the niceness.
-    const proc = spawnChild([...(lowPriority ? this.lowPriority : []), this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe' })
+    const proc = spawnChild([...(lowPriority ? this.lowPriority : []), this.gstLaunch, '-q', ...tokens], { stdin, stdout: 'pipe', stderr: 'pipe', env })
     let tail = ''
     void (async () => {
       const decoder = new TextDecoder()
@@ -76,10 +77,10 @@ export class GstRunner {
    * The first JPEG a pipeline writes, then the child is stopped (or, with `last`, the last one it writes
    * before it ends); rejects with its stderr when it ends without one or times out.
    */
-  async first(tokens: string[], timeoutMs: number, input?: Uint8Array, last = false): Promise<Uint8Array> {
+  async first(tokens: string[], timeoutMs: number, input?: Uint8Array, last = false, env?: Record<string, string | undefined>): Promise<Uint8Array> {
     await this.slot()
     try {
-      return await this.once(tokens, timeoutMs, input, last)
+      return await this.once(tokens, timeoutMs, input, last, env)
     } finally {
       this.release()
     }
@@ -106,8 +107,8 @@ export class GstRunner {
     else this.running--
   }
 
-  private async once(tokens: string[], timeoutMs: number, input: Uint8Array | undefined, last: boolean): Promise<Uint8Array> {
-    const child = this.spawn(tokens, input ? 'pipe' : 'ignore', true)
+  private async once(tokens: string[], timeoutMs: number, input: Uint8Array | undefined, last: boolean, env?: Record<string, string | undefined>): Promise<Uint8Array> {
+    const child = this.spawn(tokens, input ? 'pipe' : 'ignore', true, env)
     if (input) {
       const sink = child.proc.stdin as import('bun').FileSink
       sink.write(input)

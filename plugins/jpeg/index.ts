@@ -132,7 +132,7 @@ export default definePlugin({
       if (!streamer?.captureSource) throw unavailable('No streamer can read the camera for a capture: the gstreamer plugin is not running')
       const source = streamer.captureSource(still.member, still.stream)
       try {
-        return await gst.first(stillTokens(source, still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS)
+        return await gst.first(stillTokens(source, still.member, still.stream, QUALITY), FRAME_TIMEOUT_MS, undefined, false, streamer.captureEnv?.())
       } catch (err) {
         if (err instanceof Busy) throw busy(err)
         const reason = (err as Error).message

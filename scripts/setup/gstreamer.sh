@@ -12,18 +12,20 @@ PACKAGES=(
   gstreamer1.0-plugins-good   # v4l2src, jpegenc/jpegdec, rtp(h264|jpeg)(pay|depay), udp, matroskamux, mp4mux, splitmuxsink
   gstreamer1.0-plugins-bad    # h264parse, fakevideosink, srtenc (the telemetry cues' duration)
   gstreamer1.0-plugins-ugly   # x264enc
+  gstreamer1.0-python3-plugin-loader # periscopetimecode: the time code simulated cameras paint (drivers/gstreamer/elements)
   gstreamer1.0-libav          # avdec_h264 (receivers in the tests)
   python3                     # os.openpty for the frame-sync test
   procps                      # ps: the tests and the benchmark find gst children by parent pid
 )
 
 # --runtime (the container image): what the service runs, without the tests' tools: no libav (the
-# service decodes H.264 with openh264dec from plugins-bad when avdec_h264 is absent), no discoverer.
+# service decodes H.264 with openh264dec from plugins-bad when avdec_h264 is absent), no discoverer, no
+# Python plugin loader (the image runs real cameras: simulated ones there stream without their time code).
 RUNTIME=0
 [ "${1:-}" = --runtime ] && RUNTIME=1
 if [ "$RUNTIME" = 1 ]; then
   kept=()
-  for p in "${PACKAGES[@]}"; do case "$p" in gstreamer1.0-libav | gstreamer1.0-plugins-base-apps) ;; *) kept+=("$p") ;; esac; done
+  for p in "${PACKAGES[@]}"; do case "$p" in gstreamer1.0-libav | gstreamer1.0-plugins-base-apps | gstreamer1.0-python3-plugin-loader) ;; *) kept+=("$p") ;; esac; done
   PACKAGES=("${kept[@]}")
 fi
 
