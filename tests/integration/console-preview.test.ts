@@ -312,6 +312,41 @@ async function recordPicture(): Promise<void> {
   }, `${card(EHD)} [data-preview="whep"]`)
 }
 
+/**
+ * Waits until the exploreHD card's <video> (whichever element is there: a new one after a remount) has
+ * shown `n` frames since this call and the card marks nothing frozen; resolves with when that was.
+ */
+async function playsAgain(what: string, timeoutMs: number, n = 10): Promise<number> {
+  const from = await c.page.evaluate(() => (globalThis as any).performance.now())
+  try {
+    await c.page.waitForFunction(
+      (sel: string, least: number, since: number) => {
+        const w = globalThis as any
+        const box = w.document.querySelector(sel)
+        const video = box?.querySelector('video')
+        if (!video || box.hasAttribute('data-frozen')) return false
+        if (!video.shownAt) {
+          video.shownAt = [] as number[]
+          const shown = (now: number) => {
+            video.shownAt = [...video.shownAt.slice(-99), now]
+            video.requestVideoFrameCallback(shown)
+          }
+          video.requestVideoFrameCallback(shown)
+        }
+        return video.shownAt.filter((t: number) => t > since).length >= least
+      },
+      { timeout: timeoutMs, polling: 50 },
+      `${card(EHD)} [data-preview="whep"]`,
+      n,
+      from,
+    )
+  } catch (e) {
+    const said = await c.page.$eval(card(EHD), (e: any) => e.querySelector('[data-preview-state]')?.textContent ?? '').catch(() => '')
+    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}; the card said ${JSON.stringify(said)}`)
+  }
+  return Date.now()
+}
+
 type Mark = { frozen: boolean; at: number; lastFrame: number; text: string }
 const picture = () => c.page.evaluate(() => (globalThis as any).picture as { frames: number; lastFrame: number; marks: Mark[]; said: string[] })
 
@@ -404,6 +439,40 @@ describe('the WebRTC preview comes back by itself', () => {
       expect(c.errors()).toEqual([])
     } finally {
       resume()
+      await c.open('status').catch(() => {})
+      await stopStream(EHD)
+    }
+  }, 120_000)
+  test('the camera unplugged: the card says so; plugged back, and after a stream restart, the preview plays again within 5 s of the stream running, no reload', async () => {
+    try {
+      await stream(EHD, 'H264')
+      await c.open('cameras')
+      await playsAgain('the exploreHD preview playing', 20_000)
+      await c.page.evaluate(() => ((globalThis as any).sameDocument = true)) // gone at any reload
+
+      expect((await c.service.call('POST', '/api/mock/unplug', { bus_info: EHD })).status).toBe(200)
+      // Its card stays where the pilot looks, saying so, with no last frame left as if live.
+      const unpluggedAt = Date.now()
+      await c.page.waitForFunction((sel: string) => (globalThis as any).document.querySelector(sel)?.textContent.includes('camera unplugged'), { timeout: 10_000, polling: 50 }, `[data-unplugged="${EHD}"] [data-preview-state]`)
+      console.log(`console preview: "camera unplugged" on the card ${Date.now() - unpluggedAt} ms after the unplug`)
+      expect(await c.page.$(`${card(EHD)} video`)).toBeNull()
+      expect((await c.service.call('POST', '/api/mock/plug', { bus_info: EHD })).status).toBe(200)
+      await until('the stream running again', () => device(EHD), (d) => d.stream_status?.state === 'running', 20_000)
+      const back = Date.now()
+      const played = await playsAgain('the preview playing after the camera came back', 5_000)
+      expect(await c.page.$(`[data-unplugged="${EHD}"]`)).toBeNull()
+      console.log(`console preview: playing ${played - back} ms after the plugged-back camera's stream ran`)
+
+      const restarted = await c.service.call('POST', '/api/devices/restart_stream', { bus_info: EHD })
+      expect(restarted.status).toBe(200)
+      await until('the restarted stream running', () => device(EHD), (d) => d.stream_status?.state === 'running', 20_000)
+      const again = Date.now()
+      const replayed = await playsAgain('the preview playing after the stream restarted', 5_000)
+      console.log(`console preview: playing ${replayed - again} ms after the restarted stream ran`)
+      expect(await c.page.evaluate(() => (globalThis as any).sameDocument)).toBe(true)
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.service.call('POST', '/api/mock/plug', { bus_info: EHD }).catch(() => {})
       await c.open('status').catch(() => {})
       await stopStream(EHD)
     }

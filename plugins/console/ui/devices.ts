@@ -9,6 +9,11 @@ import type { Device, DeviceRecording, StreamHealth, StreamStatus } from './type
 import { notify } from './widgets'
 
 export const devices = new Value<Device[] | null>(null)
+/**
+ * Cameras unplugged while their stream was on, as they were last seen: their cards stay, saying so,
+ * until they are back (the pilot is told what went, not left with a card gone from the row).
+ */
+export const unplugged = new Value<Device[]>([])
 /** Why the list could not be loaded, if it could not. */
 export const devicesError = new Value<string | null>(null)
 
@@ -25,7 +30,9 @@ export function reloadDevices(): Promise<void> {
   }
   loading = (async () => {
     try {
-      devices.set((await get<Device[]>('/api/devices')).map(withPageLinks))
+      const list = (await get<Device[]>('/api/devices')).map(withPageLinks)
+      devices.set(list)
+      forgetReturned(list)
       devicesError.set(null)
     } catch (e) {
       devicesError.set((e as ApiError).detail ?? String(e))
@@ -62,6 +69,12 @@ export function replaceDevice(next: Device): void {
   devices.set((previous ? list.map((d) => (d === previous ? merged : d)) : [...list, merged]).sort(byTypeThenBus))
 }
 
+/** The unplugged cameras that are in `list` again are no longer said to be unplugged. */
+function forgetReturned(list: Device[]): void {
+  const away = unplugged.get()
+  if (away.some((u) => list.some((d) => d.bus_info === u.bus_info))) unplugged.set(away.filter((u) => !list.some((d) => d.bus_info === u.bus_info)))
+}
+
 function update(match: (d: Device) => boolean, change: (d: Device) => Device): void {
   const list = devices.get()
   if (!list?.some(match)) return
@@ -75,10 +88,14 @@ export function followDevices(): void {
   on('connected', () => void reloadDevices())
   on('device_removed', ({ bus_info }: { bus_info: string }) => {
     const list = devices.get()
-    if (list) devices.set(list.filter((d) => d.bus_info !== bus_info))
+    if (!list) return
+    const gone = list.find((d) => d.bus_info === bus_info)
+    devices.set(list.filter((d) => d.bus_info !== bus_info))
+    if (gone?.stream.enabled) unplugged.set([...unplugged.get().filter((u) => u.bus_info !== bus_info), { ...gone, connected: false }])
   })
   on('device_added', ({ device }: { device: Device }) => {
     replaceDevice(device)
+    forgetReturned([device])
     reloadSoon()
   })
   on('device_updated', ({ device }: { device: Device }) => {

@@ -7,7 +7,7 @@ import { get, post } from '../api'
 import { useDraft } from '../draft'
 import { SOURCE_FORMAT } from '../../../cameras/source-formats'
 import { ControlsPanel } from '../controls'
-import { devices, devicesError, reloadDevices } from '../devices'
+import { devices, devicesError, reloadDevices, unplugged } from '../devices'
 import { bytes, cameraTitle } from '../format'
 import { Preview } from '../preview'
 import { SoundBar, SoundOnlyCards } from '../sound'
@@ -492,17 +492,38 @@ function CameraCard({ d, all, prefs }: { d: Device; all: Device[]; prefs: Prefer
   )
 }
 
+/** A camera unplugged while it streamed: its card stays, saying so, until it is back. */
+function UnpluggedCard({ d }: { d: Device }) {
+  return (
+    <article class="card" data-unplugged={d.bus_info} aria-label={`${cameraTitle(d)} (unplugged)`}>
+      <header>
+        <h2>{cameraTitle(d)}</h2>
+        <p class="muted">
+          {[d.manufacturer, d.name].filter(Boolean).join(' ')} · <code>{d.bus_info}</code>
+        </p>
+      </header>
+      <div class="preview-box empty" data-preview="none" data-frozen="true">
+        <span class="preview-state" role="status" data-preview-state>
+          camera unplugged — the video comes back when it is plugged in again
+        </span>
+      </div>
+    </article>
+  )
+}
+
 export function CamerasPage() {
   const list = useValue(devices)
+  const away = useValue(unplugged)
   const error = useValue(devicesError)
   const prefs = useResource<Preferences>('/api/preferences', ['preferences_updated'])
   return (
     <section aria-labelledby="cameras-title">
       <h1 id="cameras-title">Cameras</h1>
       <ErrorLine error={error} />
-      {list && !list.length && <p class="muted">No camera is connected.</p>}
+      {list && !list.length && !away.length && <p class="muted">No camera is connected.</p>}
       <div class="cards" data-cards>
         {list?.map((d) => <CameraCard key={d.bus_info} d={d} all={list} prefs={prefs.data} />)}
+        {away.map((d) => <UnpluggedCard key={`unplugged-${d.bus_info}`} d={d} />)}
       </div>
       <SoundOnlyCards />
     </section>
