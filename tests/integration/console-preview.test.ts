@@ -7,11 +7,12 @@
 // after the browser slept (its processes stopped) past the service's idle timeout, it plays again.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'puppeteer-core'
-import { until } from '../helpers'
+import { freeTcpPort, until } from '../helpers'
 import { browserPid, openPage, openSession, showImage } from './browser'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { press } from './console-page.helpers'
 import { gstChildrenOf, requireGStreamer } from './gstreamer.helpers'
+import { startService, type Service } from './service.helpers'
 import { descendants } from '../leaks'
 import { scrape } from './metrics.helpers'
 
@@ -476,5 +477,41 @@ describe('the WebRTC preview comes back by itself', () => {
       await c.open('status').catch(() => {})
       await stopStream(EHD)
     }
+  }, 120_000)
+})
+
+describe('the WebRTC preview after the service was killed', () => {
+  // The service killed (-9) and started again where it was, as its supervisor (systemd, BlueOS) would:
+  // the same port, the same settings, so the stream runs again at its start.
+  const port = freeTcpPort()
+  const args = ['--whep-idle-timeout', '3']
+  let own: ConsoleSession | undefined
+  beforeAll(async () => {
+    requireGStreamer()
+    own = c = await openConsole({ service: () => startService({ port, args }) })
+  }, 60_000)
+  let restarted: Service | undefined
+  afterAll(async () => {
+    await restarted?.kill() // the session's close stops the service it started, which is the killed one
+    await own?.close()
+  })
+
+  test('kill -9 of the service: the card says "vehicle not answering"; started again, the preview plays within 5 s of the stream running, no reload', async () => {
+    await stream(EHD, 'H264')
+    await c.open('cameras')
+    await playsAgain('the exploreHD preview playing', 20_000)
+    await c.page.evaluate(() => ((globalThis as any).sameDocument = true)) // gone at any reload
+
+    const killed = Date.now()
+    await c.service.kill()
+    await c.page.waitForFunction((sel: string) => (globalThis as any).document.querySelector(sel)?.textContent.includes('vehicle not answering'), { timeout: 10_000, polling: 50 }, `${card(EHD)} [data-preview-state]`)
+    console.log(`console preview: "vehicle not answering" ${Date.now() - killed} ms after the kill`)
+
+    c.service = restarted = await startService({ port, args, dataDir: c.service.dataDir })
+    await until('the stream running again at the start', () => device(EHD), (d) => d?.stream_status?.state === 'running', 30_000)
+    const running = Date.now()
+    const played = await playsAgain('the preview playing after the service came back', 5_000)
+    console.log(`console preview: playing ${played - running} ms after the restarted service's stream ran (${played - killed} ms after the kill)`)
+    expect(await c.page.evaluate(() => (globalThis as any).sameDocument)).toBe(true)
   }, 120_000)
 })

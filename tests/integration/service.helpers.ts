@@ -17,10 +17,11 @@ export interface Service {
 
 /**
  * core/main.ts in a child process with simulated cameras, on a free port (or `port`: a service that
- * comes back where it was), answering; `args` are more flags, `env` more environment.
+ * comes back where it was, with `dataDir`: its settings), answering; `args` are more flags, `env` more
+ * environment.
  */
-export async function startService(options: { args?: string[]; port?: number; env?: Record<string, string> } = {}): Promise<Service> {
-  const dataDir = tempDir('periscope-stream-')
+export async function startService(options: { args?: string[]; port?: number; env?: Record<string, string>; dataDir?: string } = {}): Promise<Service> {
+  const dataDir = options.dataDir ?? tempDir('periscope-stream-')
   const port = options.port ?? freeTcpPort()
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(options.args?.includes('--cockpit-port') ? [] : ['--cockpit-port', 'off']), ...(options.args?.includes('--cockpit-streams-port') ? [] : ['--cockpit-streams-port', 'off']), ...(options.args?.includes('--rtsp-port') ? [] : ['--rtsp-port', String(freeTcpPort())]), ...(options.args ?? [])], {
     stdout: 'ignore',
