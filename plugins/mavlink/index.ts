@@ -11,13 +11,13 @@ import type { MavlinkService } from './service'
 
 export default definePlugin({
   name: 'mavlink',
-  setup({ config, registry, events, log, lifecycle, refusals }) {
+  setup({ config, registry, events, log, lifecycle, refusals, store }) {
     let service: MavlinkService | null = null
     lifecycle({
       async start() {
         if (!config.mavlink) return
         const { MavlinkService } = await import('./service')
-        service = new MavlinkService({ config, registry, events, log, refusals })
+        service = new MavlinkService({ config, registry, events, log, refusals, store })
         service.start()
       },
       stop() {

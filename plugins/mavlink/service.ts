@@ -15,6 +15,7 @@ import type { Refusals } from '../../core/http/refusals'
 import type { EventBus } from '../../core/events'
 import type { Logger } from '../../core/log'
 import type { PluginHealth, Registry } from '../../core/plugin'
+import type { SettingsStore } from '../../core/store'
 import type { Device, DeviceDirectory, StreamHub } from '../../core/types'
 import { VERSION } from '../../core/version'
 import { diskUsage } from '../../core/disk'
@@ -63,7 +64,12 @@ export interface MavlinkContext {
   log: Logger
   /** The per-client limits (a still's rate, per system/component id). */
   refusals: Refusals
+  /** Where each camera's component id is kept, so that it has the same one after a restart. */
+  store: Pick<SettingsStore, 'list' | 'set'>
 }
+
+/** The settings namespace of the component ids: bus_info → id. */
+const COMPONENTS_NS = 'mavlink_components'
 
 const isLoopback = (address: string) => address.startsWith('127.') || address === '::1' || address === '::ffff:127.0.0.1'
 const isWildcard = (address: string) => address === '' || address === '0.0.0.0' || address === '::'
@@ -111,7 +117,7 @@ export class MavlinkService {
   private components = new Map<string, Component>()
   /** Component ids of cameras present now (kept while a camera's stream stops and starts again). */
   private assigned = new Map<string, number>()
-  /** The last id each camera had, offered again when it comes back and the id is free. */
+  /** The last id each camera had (kept in the settings: across restarts too), offered again when it comes back and the id is free. */
   private remembered = new Map<string, number>()
   /** Cameras streaming but left without an id (every id up to 255 taken). */
   private unassigned = new Set<string>()
@@ -135,6 +141,7 @@ export class MavlinkService {
     const { config } = ctx
     if (!config.mavlink) throw new Error('no --mavlink endpoint')
     this.sysid = config.mavlinkSystemId
+    for (const { key, value } of ctx.store.list<number>(COMPONENTS_NS)) if (Number.isInteger(value)) this.remembered.set(key, value)
     this.base = config.mavlinkComponentBase
     this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet), {
       signingKey: config.mavlinkSigningKey,
@@ -260,7 +267,15 @@ export class MavlinkService {
     for (let id = this.base; compid === null && id <= 255; id++) if (!taken.has(id)) compid = id
     if (compid === null) return null
     this.assigned.set(bus_info, compid)
-    this.remembered.set(bus_info, compid)
+    if (this.remembered.get(bus_info) !== compid) {
+      this.remembered.set(bus_info, compid)
+      try {
+        this.ctx.store.set(COMPONENTS_NS, bus_info, compid)
+      } catch (e) {
+        // A full or read-only card: the id holds until the service restarts; the camera streams on.
+        this.ctx.log.warn('could not keep a camera\'s MAVLink component id in the settings', { bus_info, compid, error: (e as Error).message })
+      }
+    }
     return compid
   }
 

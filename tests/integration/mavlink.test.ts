@@ -311,3 +311,33 @@ test("QGroundControl's photo button: the flags and modes its code needs, stills 
   }
   expect(gcs.decoder.badChecksum).toBe(0)
 }, 120_000)
+
+test('kill -9 of the service, started again where it was: each camera is back on the link within 5 s of its stream running, with the same component id and stream information', async () => {
+  const port = await silentUdpPort()
+  const gcs = station(await GroundStation.udp(port))
+  const rtspPort = freeTcpPort()
+  const httpPort = freeTcpPort()
+  const args = ['--mavlink', `udpout:127.0.0.1:${port}`, '--rtsp-port', String(rtspPort)]
+  const first = await startService({ port: httpPort, args })
+  services.push(first)
+  await stream(first, EHD, 'H264', 640, 480)
+  await stream(first, WEBCAM, 'MJPG', 640, 480)
+  const ids: Record<string, number> = { [EHD]: await componentOf(first, EHD), [WEBCAM]: await componentOf(first, WEBCAM) }
+  const infoOf = async (compid: number) => (await until(`stream information from ${compid}`, () => gcs.request(compid, 'VIDEO_STREAM_INFORMATION', 1), (m) => m.fields.type === MAV.STREAM_TYPE_RTSP, 20_000)).fields
+  const before: Record<string, Awaited<ReturnType<typeof infoOf>>> = { [EHD]: await infoOf(ids[EHD]!), [WEBCAM]: await infoOf(ids[WEBCAM]!) }
+
+  await first.kill()
+  const killedAt = Date.now()
+  const again = await startService({ port: httpPort, args, dataDir: first.dataDir })
+  services.push(again)
+  for (const bus of [EHD, WEBCAM]) {
+    await until(`${bus} streaming again`, () => device(again, bus), (d) => d?.stream_status?.state === 'running', 30_000)
+    const running = Date.now()
+    expect(await componentOf(again, bus, 5_000)).toBe(ids[bus]!)
+    const beat = await gcs.next(`a heartbeat from ${bus} after the restart`, (m) => heartbeatFrom(ids[bus]!)(m) && m.at > Math.max(running, killedAt), 5_000)
+    console.log(`mavlink recovery: ${bus} heartbeating ${beat.at - running} ms after its stream ran again`)
+    const info = await infoOf(ids[bus]!)
+    expect({ uri: info.uri, name: info.name, resolution_h: info.resolution_h, encoding: info.encoding }).toEqual({ uri: before[bus]!.uri, name: before[bus]!.name, resolution_h: before[bus]!.resolution_h, encoding: before[bus]!.encoding })
+  }
+  expect(gcs.decoder.badChecksum).toBe(0)
+}, 120_000)
