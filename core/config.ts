@@ -52,6 +52,8 @@ export interface Config {
   mavlinkComponentBase: number
   /** The vehicle's MAVLink system id, which its camera components share. */
   mavlinkSystemId: number
+  /** udpin: seconds a ground station may go unheard before it is no longer sent to. */
+  mavlinkPeerTimeoutSeconds: number
   /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
   mavlinkStreamAddress: string | null
   /** MAVLink 2 signing key (32 bytes): set, every frame in and out is signed and unsigned ones are refused. */
@@ -224,6 +226,13 @@ const OPTIONS: Option[] = [
   },
   { flag: 'mavlink-component-base', key: 'mavlinkComponentBase', help: 'MAVLink component id of the first camera; the next cameras take the next free ids (QGroundControl looks at 100-105)', parse: int('mavlink-component-base', 1, 255), def: () => 100 },
   { flag: 'mavlink-system-id', key: 'mavlinkSystemId', help: "the vehicle's MAVLink system id, shared by its camera components", parse: int('mavlink-system-id', 1, 255), def: () => 1 },
+  {
+    flag: 'mavlink-peer-timeout',
+    key: 'mavlinkPeerTimeoutSeconds',
+    help: 'udpin: seconds a ground station may go unheard before it is no longer sent to (QGroundControl sends a heartbeat every second)',
+    parse: int('mavlink-peer-timeout', 1, 300),
+    def: () => 10,
+  },
   {
     flag: 'mavlink-stream-address',
     key: 'mavlinkStreamAddress',

@@ -26,8 +26,8 @@ const RETRY_MAX_MS = 10_000
 const CONNECT_TIMEOUT_MS = 5000
 /** A peer that stops reading: past this much unsent data, frames are dropped instead of queued. */
 const MAX_QUEUED_BYTES = 256 * 1024
-/** udpin: a ground station unheard for this long is no longer sent to (QGroundControl sends a heartbeat every second). */
-export const PEER_TTL_MS = 10_000
+/** udpin: the default of --mavlink-peer-timeout (QGroundControl sends a heartbeat every second). */
+export const PEER_TIMEOUT_MS = 10_000
 /** udpin: ground stations sent to at once; a new one past this replaces the one heard from longest ago. */
 export const MAX_PEERS = 8
 
@@ -84,13 +84,16 @@ export class MavlinkLink {
   private lastError: string | null = null
   private lastReceivedAt = 0
   private readonly signing: Signing | null
+  /** udpin: a ground station unheard for this long is no longer sent to (--mavlink-peer-timeout). */
+  private readonly peerTimeoutMs: number
 
   constructor(
     readonly endpoint: MavlinkEndpoint,
     private readonly log: Logger,
     private readonly onPacket: (packet: MavLinkPacket) => void,
-    options: { signingKey?: Uint8Array | null; onRefused?: (why: Refusal) => void } = {},
+    options: { signingKey?: Uint8Array | null; onRefused?: (why: Refusal) => void; peerTimeoutMs?: number } = {},
   ) {
+    this.peerTimeoutMs = options.peerTimeoutMs ?? PEER_TIMEOUT_MS
     this.signing = options.signingKey
       ? new Signing(options.signingKey, 0, (ahead) =>
           this.log.warn('a signed MAVLink frame is stamped ahead of this clock: new ground stations are locked out until then', {
@@ -367,7 +370,7 @@ export class MavlinkLink {
 
   private livePeers(): Peer[] {
     const now = Date.now()
-    for (const [key, peer] of this.peers) if (now - peer.at > PEER_TTL_MS) this.dropPeer(key, `nothing heard for ${PEER_TTL_MS / 1000} s`)
+    for (const [key, peer] of this.peers) if (now - peer.at > this.peerTimeoutMs) this.dropPeer(key, `nothing heard for ${this.peerTimeoutMs / 1000} s`)
     return [...this.peers.values()].sort((a, b) => b.at - a.at)
   }
 

@@ -138,6 +138,7 @@ export class MavlinkService {
     this.base = config.mavlinkComponentBase
     this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet), {
       signingKey: config.mavlinkSigningKey,
+      peerTimeoutMs: config.mavlinkPeerTimeoutSeconds * 1000,
       onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
     })
     this.vehicle = new VehicleTelemetryReader(this.sysid, ctx.registry.telemetry)
