@@ -53,11 +53,12 @@ export interface Config {
   mavlinkComponentBase: number
   /** The vehicle's MAVLink system id, which its camera components share. */
   mavlinkSystemId: number
+  /** udpin: seconds a ground station may go unheard before it is no longer sent to. */
+  mavlinkPeerTimeoutSeconds: number
   /** The vehicle's address in stream URIs sent over MAVLink; null = found automatically. */
   mavlinkStreamAddress: string | null
   /** MAVLink 2 signing key (32 bytes): set, every frame in and out is signed and unsigned ones are refused. */
   mavlinkSigningKey: Uint8Array | null
-  mavlinkPeerTimeoutSeconds: number
   /** The values of the loaded plugins' own flags (core/plugin.ts `flags`), by flag name. */
   pluginFlags: Record<string, unknown>
 }
@@ -234,6 +235,13 @@ const OPTIONS: Option[] = [
   { flag: 'mavlink-component-base', key: 'mavlinkComponentBase', help: 'MAVLink component id of the first camera; the next cameras take the next free ids (QGroundControl looks at 100-105)', parse: int('mavlink-component-base', 1, 255), def: () => 100 },
   { flag: 'mavlink-system-id', key: 'mavlinkSystemId', help: "the vehicle's MAVLink system id, shared by its camera components", parse: int('mavlink-system-id', 1, 255), def: () => 1 },
   {
+    flag: 'mavlink-peer-timeout',
+    key: 'mavlinkPeerTimeoutSeconds',
+    help: 'udpin: seconds a ground station may go unheard before it is no longer sent to (QGroundControl sends a heartbeat every second)',
+    parse: int('mavlink-peer-timeout', 1, 300),
+    def: () => 10,
+  },
+  {
     flag: 'mavlink-stream-address',
     key: 'mavlinkStreamAddress',
     help: "the vehicle's address in the stream URIs sent over MAVLink (default: --host when it is one address, else the one facing the MAVLink peer, else the first LAN address)",
@@ -246,13 +254,6 @@ const OPTIONS: Option[] = [
     help: 'MAVLink 2 signing key, 32 bytes as 64 hex digits or base64: frames without a valid signature are refused and ours are signed (off by default)',
     parse: (r) => (r === '' || r === 'off' ? null : parseSigningKey(r)),
     def: () => null,
-  },
-  {
-    flag: 'mavlink-peer-timeout',
-    key: 'mavlinkPeerTimeoutSeconds',
-    help: 'udpin: seconds a ground station may stay unheard before it is no longer sent to (QGroundControl sends a heartbeat every second)',
-    parse: int('mavlink-peer-timeout', 2, 600),
-    def: () => 10,
   },
 ]
 

@@ -145,8 +145,8 @@ export class MavlinkService {
     this.base = config.mavlinkComponentBase
     this.link = new MavlinkLink(config.mavlink, ctx.log, (packet) => this.onPacket(packet), {
       signingKey: config.mavlinkSigningKey,
-      onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
       peerTimeoutMs: config.mavlinkPeerTimeoutSeconds * 1000,
+      onRefused: (why) => ctx.registry.limitHit(`mavlink_frame_${why}`),
     })
     this.vehicle = new VehicleTelemetryReader(this.sysid, ctx.registry.telemetry)
     this.address = this.fixedAddress() ?? lanAddress() ?? '127.0.0.1'
