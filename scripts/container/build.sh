@@ -12,10 +12,10 @@
 # registered with binfmt_misc, which the script checks first and does not do itself (it is the kernel's,
 # shared by everything on the machine).
 #
-# The base tarballs are kept under .tmp/container/ (delete them, or pass --fresh, to make them anew);
-# podman keeps its layer cache. Prints how long each part took and the image's size; the image is
-# localhost/periscope:<version>-<arch>. Needs root (podman, mmdebstrap) and scripts/setup/container.sh's
-# packages.
+# A re-run reuses what did not change: the base image while its inputs are the same (--fresh makes it
+# anew), then podman's layer cache. Prints how long each part took, the image's size and what was reused;
+# the image is localhost/periscope:<version>-<arch>. Needs root (podman, mmdebstrap) and
+# scripts/setup/container.sh's packages.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -52,32 +52,33 @@ SLIM=(--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/sha
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-# debian_image NAME ARCH: a Debian minbase as a podman image, made by mmdebstrap into
-# .tmp/container/NAME.tar unless that tarball is already there.
+# debian_image NAME ARCH: a Debian minbase as a podman image, tagged by a hash of what makes it (the
+# mmdebstrap command, mmdebstrap's version, the apt sources): when that tag exists it is used as it is,
+# so its image ID, and with it podman's cache of every layer built on it, holds from one run to the next
+# (a base made anew differs in its timestamps, so every layer would be rebuilt). Debian's updates since
+# are not in it until the inputs change or --fresh; the tarball is dropped once imported.
 debian_image() {
-  local name=$1 arch=$2
-  local tar="$CACHE/$name.tar" image="localhost/periscope-base:$name" mode=root
-  [ "$FRESH" = 1 ] && rm -f "$tar"
+  local name=$1 arch=$2 mode=root
   [ "$arch" = "$NATIVE" ] || mode=chrootless # runs no foreign program: needs no emulation
-  if [ ! -s "$tar" ]; then
-    local started
-    started=$(now)
-    echo "container build: mmdebstrap $SUITE $arch ($mode) into $tar" >&2
-    mmdebstrap --quiet --mode="$mode" --variant=minbase --arch="$arch" --format=tar \
-      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${SLIM[@]}" \
-      "$SUITE" "$tar.part" "$SOURCES" || die "mmdebstrap failed for $arch"
-    mv "$tar.part" "$tar"
-    echo "container build: base $name made in $(seconds "$started" "$(now)") s ($(du -m "$tar" | cut -f1) MB)" >&2
+  local command=(mmdebstrap --quiet --mode="$mode" --variant=minbase --arch="$arch" --format=tar
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr "${SLIM[@]}" "$SUITE")
+  local hash
+  hash=$({ printf '%s\n' "${command[@]}"; mmdebstrap --version; cat "$SOURCES"; } | sha256sum | cut -c1-12)
+  local image="localhost/periscope-base:$name-$hash"
+  if [ "$FRESH" = 0 ] && podman image exists "$image"; then
+    echo "container build: base $image reused" >&2
+    REUSED_BASES=$((REUSED_BASES + 1))
   else
-    echo "container build: base $name reused from $tar" >&2
-  fi
-  # (Re-)import when the tarball is newer than the image made from it.
-  local stamp="$CACHE/$name.imported"
-  if ! podman image exists "$image" || [ ! -e "$stamp" ] || [ "$tar" -nt "$stamp" ]; then
+    local tar="$CACHE/$name-$hash.tar" started
+    started=$(now)
+    echo "container build: mmdebstrap $SUITE $arch ($mode) for $image" >&2
+    rm -f "$tar"
+    "${command[@]}" "$tar" "$SOURCES" || die "mmdebstrap failed for $arch"
     podman import --quiet --arch "$arch" --os linux "$tar" "$image" >/dev/null || die "podman import of $tar failed"
-    touch "$stamp"
+    echo "container build: base $image made in $(seconds "$started" "$(now)") s ($(du -m "$tar" | cut -f1) MB)" >&2
+    rm -f "$tar"
   fi
-  echo "$image"
+  BASES+=("$image")
 }
 
 if [ "$ARCH" != "$NATIVE" ] && [ ! -e "/proc/sys/fs/binfmt_misc/qemu-${ARCH/arm64/aarch64}" ]; then
@@ -85,8 +86,14 @@ if [ "$ARCH" != "$NATIVE" ] && [ ! -e "/proc/sys/fs/binfmt_misc/qemu-${ARCH/arm6
 fi
 
 started=$(now)
-BUILD_ARGS=(--build-arg "BASE_IMAGE=$(debian_image "$SUITE-$ARCH" "$ARCH")")
-[ "$ARCH" = "$NATIVE" ] || BUILD_ARGS+=(--build-arg "BUILD_BASE_IMAGE=$(debian_image "$SUITE-$NATIVE" "$NATIVE")")
+BASES=()
+REUSED_BASES=0
+debian_image "$SUITE-$ARCH" "$ARCH"
+BUILD_ARGS=(--build-arg "BASE_IMAGE=${BASES[0]}")
+if [ "$ARCH" != "$NATIVE" ]; then
+  debian_image "$SUITE-$NATIVE" "$NATIVE"
+  BUILD_ARGS+=(--build-arg "BUILD_BASE_IMAGE=${BASES[1]}")
+fi
 based=$(now)
 
 # The npm stage fetches from the npm registry over TLS: lend it the machine's CA bundle (a proxy that
@@ -97,10 +104,20 @@ if [ -s /etc/ssl/certs/ca-certificates.crt ]; then
   MOUNTS+=(--volume /etc/ssl/certs:/run/host-certs:ro --volume "$CACHE/npmrc:/root/.npmrc:ro")
 fi
 
+# podman's layer cache (on by default, --layers) reuses each step whose parent and inputs are unchanged:
+# the Dockerfile puts the slow ones (apt, npm ci, slim.sh) before the service's own files. Its output is
+# kept to count the steps it reused.
 echo "container build: podman build $IMAGE (linux/$ARCH)" >&2
+steps_log="$CACHE/podman-build.$$.log"
 podman build --isolation chroot --platform "linux/$ARCH" --network host "${MOUNTS[@]}" "${BUILD_ARGS[@]}" \
-  --tag "$IMAGE" --file Dockerfile . || die "podman build failed"
+  --tag "$IMAGE" --file Dockerfile . 2>&1 | tee "$steps_log" >&2 || { rm -f "$steps_log"; die "podman build failed"; }
 built=$(now)
+# Its lines: "[2/3] STEP 4/14: RUN …" (the stage's prefix in a multi-stage build), "--> Using cache <id>".
+step='^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+: '
+steps=$(grep -E "$step" "$steps_log" | grep -Evc "${step}FROM " || true) # a FROM makes no layer
+cached=$(grep -c '^--> Using cache ' "$steps_log" || true)
+rm -f "$steps_log"
 
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
-echo "container build: $IMAGE built; base $(seconds "$started" "$based") s, image $(seconds "$based" "$built") s, total $(seconds "$started" "$built") s; size $((size / 1000000)) MB"
+# The closing line, read by tests/container and scripts/test.ts: the figures, then what was reused.
+echo "container build: $IMAGE built; base $(seconds "$started" "$based") s, image $(seconds "$based" "$built") s, total $(seconds "$started" "$built") s; size $((size / 1000000)) MB; reused: base $REUSED_BASES of ${#BASES[@]}, image steps $cached of $steps"

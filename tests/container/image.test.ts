@@ -1,10 +1,11 @@
 // The container image, built and run here: scripts/container/build.sh builds it with podman from a base
-// that mmdebstrap makes of Debian's packages, then the image runs as BlueOS would create it, from its
+// that mmdebstrap makes of Debian's packages (or scripts/test.ts did, in the background, before this file
+// ran: PERISCOPE_CONTAINER_BUILD_LOG), then the image runs as BlueOS would create it, from its
 // own `permissions` label (host network, /dev, /sys, the D-Bus socket, the data directory, the device
 // rules), the host paths swapped for the test's own: the D-Bus socket is the NetworkManager lab's bus, the
 // data directory a temporary one. Loopback only: the service listens on 127.0.0.1 on free ports.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { segmentFileName } from '../../core/naming'
 import { VERSION } from '../../core/version'
@@ -29,16 +30,25 @@ async function podman(...args: string[]): Promise<string> {
   return out
 }
 
-/** The build, its output shown as it comes; the closing line's figures. */
+/**
+ * The build's closing line and its figures: the build scripts/test.ts ran (its log named by
+ * PERISCOPE_CONTAINER_BUILD_LOG, passed only once it succeeded), or one run here, its output shown as it comes.
+ */
 async function build(): Promise<{ seconds: number; megabytes: number; line: string }> {
-  const proc = Bun.spawn(['bash', join(ROOT, 'scripts', 'container', 'build.sh'), ARCH], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
-  const out = await new Response(proc.stdout).text()
-  process.stderr.write(out)
-  if ((await proc.exited) !== 0) throw new Error(`scripts/container/build.sh ${ARCH} exited ${proc.exitCode}`)
+  const logPath = process.env.PERISCOPE_CONTAINER_BUILD_LOG
+  let out: string
+  if (logPath) out = readFileSync(logPath, 'utf8')
+  else {
+    const proc = Bun.spawn(['bash', join(ROOT, 'scripts', 'container', 'build.sh'), ARCH], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
+    out = await new Response(proc.stdout).text()
+    process.stderr.write(out)
+    if ((await proc.exited) !== 0) throw new Error(`scripts/container/build.sh ${ARCH} exited ${proc.exitCode}`)
+  }
   const line = out.trim().split('\n').at(-1)!
-  const figures = line.match(/total ([\d.]+) s; size (\d+) MB/)
-  if (!figures) throw new Error(`the build's closing line gives no figures: ${line}`)
-  return { seconds: Number(figures[1]), megabytes: Number(figures[2]), line }
+  const figures = line.match(/^container build: (\S+) built;.* total ([\d.]+) s; size (\d+) MB/)
+  if (!figures) throw new Error(`the build's closing line${logPath ? ` in ${logPath}` : ''} gives no figures: ${line}`)
+  if (figures[1] !== IMAGE) throw new Error(`the build made ${figures[1]}, not ${IMAGE}`)
+  return { seconds: Number(figures[2]), megabytes: Number(figures[3]), line }
 }
 
 let built: Awaited<ReturnType<typeof build>>

@@ -8,8 +8,9 @@ import { describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { echoAndCollect, failedTests, formatFailures, formatSlowness, HOOK, OUTSIDE, readBunOutput, slowness, testCounts, testTimeouts, timeoutsFromSources } from '../../scripts/child-output'
-import { BUDGET_MINUTES, SETUP_MINUTES, stepLimit, tierFailures, tierVerdict, TIERS } from '../../scripts/test'
+import { BUDGET_MINUTES, buildNote, buildVerdict, SETUP_MINUTES, stepLimit, tierFailures, tierVerdict, TIERS } from '../../scripts/test'
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
+import { ARM64_SLICE } from '../arm64/slice'
 import { BUN, tempDir, until } from '../helpers'
 
 const uncut = { minutes: 10, cut: false, own: 10, budget: BUDGET_MINUTES }
@@ -95,7 +96,7 @@ describe("the tiers' limits fit CI's 90 minutes", () => {
   })
 
   test('the own limits add up to more than CI has, hence the budget', () => {
-    const own = TIERS.reduce((sum, t) => sum + t.minutes + t.setup.length * SETUP_MINUTES, 0)
+    const own = TIERS.reduce((sum, t) => sum + t.minutes + (t.build?.minutes ?? 0) + t.setup.length * SETUP_MINUTES, 0)
     expect(own).toBeGreaterThan(90)
     expect(BUDGET_MINUTES).toBeLessThanOrEqual(80)
   })
@@ -105,12 +106,59 @@ describe("the tiers' limits fit CI's 90 minutes", () => {
     const ran: string[] = []
     for (const tier of TIERS) {
       for (const _ of tier.setup) elapsed += stepLimit(SETUP_MINUTES, elapsed, BUDGET_MINUTES).minutes
+      // A build waited for in the foreground (one started early ends within its limit, cut the same way).
+      if (tier.build) elapsed += stepLimit(tier.build.minutes, elapsed, BUDGET_MINUTES).minutes
       const limit = stepLimit(tier.minutes, elapsed, BUDGET_MINUTES)
       if (limit.minutes > 0) ran.push(tier.name)
       elapsed += limit.minutes
     }
     expect(elapsed).toBeLessThanOrEqual(BUDGET_MINUTES)
     expect(ran.length).toBeGreaterThan(0)
+  })
+})
+
+describe("a tier's build (the container image)", () => {
+  const build = { command: ['bash', 'scripts/container/build.sh', 'amd64'], log: '.tmp/container/build.log' }
+  const closing = (reused: string) => `container build: localhost/periscope:0.1.0-amd64 built; base 0.1 s, image 3.2 s, total 3.3 s; size 328 MB; reused: ${reused}\n`
+
+  test('the summary line says whether the base and the image layers were reused', () => {
+    expect(buildNote('apt output\n' + closing('base 1 of 1, image steps 30 of 30'), 4, true)).toBe('built in the background in 4 s: base reused, 30 of 30 image steps from cache')
+    expect(buildNote(closing('base 0 of 1, image steps 2 of 30'), 150, false)).toBe('built first in 150 s: base made, 2 of 30 image steps from cache')
+    expect(buildNote('podman build failed\n', 9, true)).toBe('built in the background in 9 s')
+  })
+
+  test('a failed or stopped build fails its tier, naming the build and showing the end of its log', () => {
+    expect(buildVerdict(build, { code: 0, timedOut: false, minutes: 20 }, closing('base 1 of 1, image steps 30 of 30'))).toBe('')
+    const log = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\ncontainer build: podman build failed\n'
+    const failed = buildVerdict(build, { code: 1, timedOut: false, minutes: 20 }, log)
+    expect(failed.split('\n')[0]).toBe('FAILED: the build (bash scripts/container/build.sh amd64) exited 1; the last lines of .tmp/container/build.log:')
+    expect(failed).toContain('    | container build: podman build failed')
+    expect(failed).toContain('    | line 12')
+    expect(failed).not.toContain('line 11\n')
+    expect(buildVerdict(build, { code: 1, timedOut: true, minutes: 12.5 }, log).split('\n')[0]).toBe(
+      'FAILED: the build (bash scripts/container/build.sh amd64) was stopped at its 12.5-minute limit; the last lines of .tmp/container/build.log:',
+    )
+  })
+
+  test('the container tier builds first, with its own limit; in the whole run its build starts with the integration tier', () => {
+    const container = TIERS.find((t) => t.name === 'container')!
+    expect(container.build?.command.slice(0, 2)).toEqual(['bash', 'scripts/container/build.sh'])
+    expect(container.build?.env).toBe('PERISCOPE_CONTAINER_BUILD_LOG')
+    const names = TIERS.map((t) => t.name)
+    // Started by a tier that runs before it, or it would never start early.
+    expect(names.indexOf(container.build!.startWith)).toBeGreaterThanOrEqual(0)
+    expect(names.indexOf(container.build!.startWith)).toBeLessThan(names.indexOf('container'))
+  })
+})
+
+describe("the arm64 tier's slice of the contract tier (tests/arm64/slice.ts)", () => {
+  test('names contract files that exist, each once and with why: a renamed file fails here, natively, not as a smaller slice', () => {
+    const root = join(import.meta.dir, '..', '..')
+    expect(ARM64_SLICE.length).toBeGreaterThan(5)
+    for (const { file, why } of ARM64_SLICE) {
+      expect({ file, exists: existsSync(join(root, file)), contract: /^tests\/contract\/[^/]+\.test\.ts$/.test(file), why: why.length > 10 }).toEqual({ file, exists: true, contract: true, why: true })
+    }
+    expect(new Set(ARM64_SLICE.map((s) => s.file)).size).toBe(ARM64_SLICE.length)
   })
 })
 
