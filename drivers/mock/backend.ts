@@ -4,7 +4,7 @@
 import type { ActiveFormat, CameraBackend, Control, ControlValue, RawDevice, VideoSource, XuQuery } from '../../core/types'
 import { DeviceError } from '../../core/types'
 import type { ExtensionUnit } from '../../core/xu'
-import { timecodeAvailable } from '../gstreamer/elements'
+import { probeTimecode, timecodeAvailable } from '../gstreamer/elements'
 import { simulatedSource } from '../gstreamer/simulated'
 import type { MockDeviceSpec, MockModel } from './cameras'
 import { SimulatedExtensionUnit } from './xu'
@@ -90,6 +90,7 @@ export class MockCameraBackend implements CameraBackend {
     private readonly extensionUnits: ExtensionUnitsOf = () => [],
   ) {
     this.add(specs)
+    void probeTimecode() // answered before the first stream starts
   }
 
   /** More simulated devices, plugged from the start (the cameras vendor plugins declare, before the cameras plugin lists them). */

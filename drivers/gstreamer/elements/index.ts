@@ -21,18 +21,34 @@ export function withElements(env: Record<string, string | undefined> = process.e
 }
 
 let timecode: boolean | undefined
+let probing: Promise<boolean> | undefined
+const PROBE = ['gst-inspect-1.0', '--exists', 'periscopetimecode']
 
 /**
- * Whether periscopetimecode loads (gstreamer1.0-python3-plugin-loader, scripts/setup/gstreamer.sh). Asked
- * once, by the first simulated camera that starts: without it simulated cameras stream with no time code.
+ * Asks GStreamer, once and in the background, whether periscopetimecode loads
+ * (gstreamer1.0-python3-plugin-loader, scripts/setup/gstreamer.sh): the simulated cameras' driver asks at
+ * its start, so the first stream finds the answer ready (the first ask builds our registry: seconds).
  */
+export function probeTimecode(): Promise<boolean> {
+  probing ??= (async () => {
+    try {
+      const probe = Bun.spawn(PROBE, { env: withElements(), stdout: 'ignore', stderr: 'ignore' })
+      timecode ??= (await probe.exited) === 0
+    } catch {
+      timecode ??= false // no GStreamer at all: the stream itself will say so
+    }
+    return timecode
+  })()
+  return probing
+}
+
+/** Whether simulated cameras paint their time code: the probe's answer, else asked now (blocking). */
 export function timecodeAvailable(): boolean {
   if (timecode !== undefined) return timecode
   try {
-    const probe = Bun.spawnSync(['gst-inspect-1.0', '--exists', 'periscopetimecode'], { env: withElements(), stdout: 'ignore', stderr: 'ignore' })
-    timecode = probe.exitCode === 0
+    timecode = Bun.spawnSync(PROBE, { env: withElements(), stdout: 'ignore', stderr: 'ignore' }).exitCode === 0
   } catch {
-    timecode = false // no GStreamer at all: the stream itself will say so
+    timecode = false
   }
   return timecode
 }
