@@ -308,7 +308,9 @@ const httpPort = await freePort()
 const rtspPort = await freePort()
 const dataDir = mkdtempSync(join(tmpdir(), 'periscope-latency-bench-'))
 const service = Bun.spawn(
-  [process.execPath, join(ROOT, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error'],
+  [process.execPath, join(ROOT, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error',
+    // Every viewer here is one client (loopback), which may hold half of a camera's places: room for them all.
+    '--max-viewers', String(Math.max(8, 2 * VIEWERS))],
   { stdout: 'ignore', stderr: 'inherit', cwd: ROOT },
 )
 children.add(service)
