@@ -16,7 +16,7 @@ apt_install_missing "kernel.sh" "${PKGS[@]}"
 mkdir -p "$CACHE"
 if ! ls "$CACHE"/root/boot/vmlinuz-* >/dev/null 2>&1; then
   pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-  if [ -z "$pkg" ]; then apt-get update >/dev/null; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi
+  if [ -z "$pkg" ]; then apt_locked apt-get update >/dev/null; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi
   [ -n "$pkg" ] || { echo "kernel.sh: cannot find the Debian kernel package behind linux-image-amd64" >&2; exit 1; }
   (cd "$CACHE" && rm -f linux-image-*.deb && apt-get download "$pkg") || { echo "kernel.sh: apt-get download $pkg failed" >&2; exit 1; }
   rm -rf "$CACHE/root" && dpkg -x "$CACHE"/linux-image-*.deb "$CACHE/root" && rm -f "$CACHE"/linux-image-*.deb
