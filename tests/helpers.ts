@@ -52,7 +52,20 @@ function portsInUse(): Set<number> {
   return used
 }
 
-let nextUdpPort = 21000 + Math.floor(Math.random() * 20000) * 2
+/**
+ * The pairs' range: from 21000 up to the kernel's ephemeral ports (ip_local_port_range, 32768 by
+ * default), which it hands to every unbound sender, this suite's or another's beside it: a port picked
+ * there could be taken by one before the receiver binds it.
+ */
+const UDP_LOW = 21000
+const UDP_HIGH = (() => {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    if (low - 2 > UDP_LOW + 1000) return low - 2
+  } catch {}
+  return 60000 // no such range to keep out of (not Linux): the old one
+})()
+let nextUdpPort = UDP_LOW + Math.floor((Math.random() * (UDP_HIGH - UDP_LOW)) / 4) * 4
 /**
  * An even UDP port whose odd neighbour is free too (RTP and RTCP), for a receiver a test binds: a random
  * base so concurrent suites rarely meet, and ports a socket already holds skipped.
@@ -61,10 +74,10 @@ export function freeUdpPortPair(): number {
   const used = portsInUse()
   for (let tries = 0; tries < 1000; tries++) {
     nextUdpPort += 4
-    if (nextUdpPort > 60000) nextUdpPort = 21000
+    if (nextUdpPort + 1 > UDP_HIGH) nextUdpPort = UDP_LOW
     if (!used.has(nextUdpPort) && !used.has(nextUdpPort + 1)) return nextUdpPort
   }
-  throw new Error('no free UDP port pair found between 21000 and 60000')
+  throw new Error(`no free UDP port pair found between ${UDP_LOW} and ${UDP_HIGH}`)
 }
 
 /** A new temporary directory, noted as the running test file's (the leak check looks for mounts in it). */
