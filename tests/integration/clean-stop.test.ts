@@ -52,7 +52,7 @@ async function startUnderNpm(launcher: string[] = ['npm', 'start', '--silent', '
   const dataDir = tempDir('periscope-stop-')
   const port = freeTcpPort()
   // setsid runs the launcher in place (a child of ours is no process group leader, so it does not fork): the pid is the launcher's.
-  const npm = Bun.spawn(['setsid', ...launcher, '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'single', '--cockpit-port', 'off', '--rtsp-port', String(freeTcpPort()), '--log-level', 'error'], {
+  const npm = Bun.spawn(['setsid', ...launcher, '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'single', '--cockpit-port', 'off', '--cockpit-streams-port', 'off', '--rtsp-port', String(freeTcpPort()), '--log-level', 'error'], {
     cwd: ROOT,
     stdout: 'ignore',
     stderr: 'inherit',

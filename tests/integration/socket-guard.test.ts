@@ -39,7 +39,9 @@ beforeAll(async () => {
   proc = Bun.spawn(
     [process.execPath, '--preload', join(import.meta.dir, 'socket-guard.preload.ts'), join(import.meta.dir, '../../core/main.ts'),
       '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'info',
-      '--rtsp-port', String(rtspPort), '--mavlink', `udpin:127.0.0.1:${mavlinkPort}`],
+      '--rtsp-port', String(rtspPort), '--mavlink', `udpin:127.0.0.1:${mavlinkPort}`,
+      // Cockpit's own ports guarded too, on free ports: its defaults (6021, 6020) are wanted by another suite beside this one.
+      '--cockpit-port', String(freeTcpPort()), '--cockpit-streams-port', String(freeTcpPort())],
     { stdout: 'ignore', stderr: 'pipe', cwd: join(import.meta.dir, '../..'), env: { ...process.env, PERISCOPE_SOCKET_GUARD: reportFile } },
   )
   await until('the service to answer', () => call('GET', '/api/devices').catch(() => ({ status: 0, body: null })), (r) => r.status === 200 || !alive(), 30_000)

@@ -10,7 +10,7 @@ import { readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import type { Browser } from 'puppeteer-core'
-import { listenEvents, stopProcess, until } from '../helpers'
+import { freeTcpPort, listenEvents, stopProcess, until } from '../helpers'
 import { launchBrowser, openOffer, openPage, openSession, watch, withPage, type Opened } from './browser'
 import { requireGStreamer, tempDir } from './gstreamer.helpers'
 
@@ -28,7 +28,9 @@ async function startService(): Promise<Service> {
   const port = probe.port
   probe.stop(true)
   // --client-limits off: one browser here takes a camera's every place (--max-viewers); each client's share is tests/contract/webrtc-doors.test.ts's.
-  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'info', '--whep-idle-timeout', String(IDLE_TIMEOUT_S), '--client-limits', 'off']
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', process.env.WHEP_LOG ?? 'info', '--whep-idle-timeout', String(IDLE_TIMEOUT_S), '--client-limits', 'off',
+    // Not the default RTSP and Cockpit ports (8554, 6021, 6020): another suite beside this one wants them too.
+    '--rtsp-port', String(freeTcpPort()), '--cockpit-port', 'off', '--cockpit-streams-port', 'off']
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, '../../core/main.ts'), ...args], { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') })
   const url = `http://127.0.0.1:${port}`
   const call = async (method: string, path: string, body?: unknown) => {
