@@ -109,8 +109,13 @@ fi
 # kept to count the steps it reused.
 echo "container build: podman build $IMAGE (linux/$ARCH)" >&2
 steps_log="$CACHE/podman-build.$$.log"
+# The image's id goes on the closing line: a suite beside this one (another clone) may tag its own build
+# $IMAGE after this one, so a caller runs this build by its id, not by the tag.
+id_file="$CACHE/image.$$.id"
 podman build --isolation chroot --platform "linux/$ARCH" --network host "${MOUNTS[@]}" "${BUILD_ARGS[@]}" \
-  --tag "$IMAGE" --file Dockerfile . 2>&1 | tee "$steps_log" >&2 || { rm -f "$steps_log"; die "podman build failed"; }
+  --iidfile "$id_file" --tag "$IMAGE" --file Dockerfile . 2>&1 | tee "$steps_log" >&2 || { rm -f "$steps_log" "$id_file"; die "podman build failed"; }
+id=$(cat "$id_file") && rm -f "$id_file"
+id=${id#sha256:}
 built=$(now)
 # Its lines: "[2/3] STEP 4/14: RUN …" (the stage's prefix in a multi-stage build), "--> Using cache <id>".
 step='^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+: '
@@ -118,6 +123,6 @@ steps=$(grep -E "$step" "$steps_log" | grep -Evc "${step}FROM " || true) # a FRO
 cached=$(grep -c '^--> Using cache ' "$steps_log" || true)
 rm -f "$steps_log"
 
-size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
+size=$(podman image inspect --format '{{.Size}}' "$id")
 # The closing line, read by tests/container and scripts/test.ts: the figures, then what was reused.
-echo "container build: $IMAGE built; base $(seconds "$started" "$based") s, image $(seconds "$based" "$built") s, total $(seconds "$started" "$built") s; size $((size / 1000000)) MB; reused: base $REUSED_BASES of ${#BASES[@]}, image steps $cached of $steps"
+echo "container build: $IMAGE built; base $(seconds "$started" "$based") s, image $(seconds "$based" "$built") s, total $(seconds "$started" "$built") s; size $((size / 1000000)) MB; reused: base $REUSED_BASES of ${#BASES[@]}, image steps $cached of $steps; id $id"

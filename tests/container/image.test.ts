@@ -34,7 +34,7 @@ async function podman(...args: string[]): Promise<string> {
  * The build's closing line and its figures: the build scripts/test.ts ran (its log named by
  * PERISCOPE_CONTAINER_BUILD_LOG, passed only once it succeeded), or one run here, its output shown as it comes.
  */
-async function build(): Promise<{ seconds: number; megabytes: number; line: string }> {
+async function build(): Promise<{ seconds: number; megabytes: number; line: string; id: string }> {
   const logPath = process.env.PERISCOPE_CONTAINER_BUILD_LOG
   let out: string
   if (logPath) out = readFileSync(logPath, 'utf8')
@@ -48,7 +48,10 @@ async function build(): Promise<{ seconds: number; megabytes: number; line: stri
   const figures = line.match(/^container build: (\S+) built;.* total ([\d.]+) s; size (\d+) MB/)
   if (!figures) throw new Error(`the build's closing line${logPath ? ` in ${logPath}` : ''} gives no figures: ${line}`)
   if (figures[1] !== IMAGE) throw new Error(`the build made ${figures[1]}, not ${IMAGE}`)
-  return { seconds: Number(figures[2]), megabytes: Number(figures[3]), line }
+  // Its own build by id: a suite beside this one (another clone) may have tagged its own IMAGE since.
+  const id = line.match(/; id ([0-9a-f]{64})$/)?.[1]
+  if (!id) throw new Error(`the build's closing line gives no image id: ${line}`)
+  return { seconds: Number(figures[2]), megabytes: Number(figures[3]), line, id }
 }
 
 let built: Awaited<ReturnType<typeof build>>
@@ -69,7 +72,7 @@ beforeAll(async () => {
   requireGStreamer() // the receiver on the host side
   built = await build()
   console.log(`container: ${built.line}`)
-  inspected = JSON.parse(await podman('image', 'inspect', IMAGE))[0]
+  inspected = JSON.parse(await podman('image', 'inspect', built.id))[0]
 }, 20 * 60_000)
 
 afterAll(async () => {
@@ -114,8 +117,9 @@ describe('run as BlueOS creates it', () => {
     rtspPort = freeTcpPort()
     url = `http://127.0.0.1:${port}`
     // The image's own command and data directory; only the address, the ports and the simulated cameras differ.
-    const env = { PERISCOPE_HOST: '127.0.0.1', PERISCOPE_PORT: String(port), PERISCOPE_RTSP_PORT: String(rtspPort), PERISCOPE_SIMULATE: 'default' }
-    await podman('run', '--detach', '--name', NAME, `--network=${HostConfig.NetworkMode}`, ...binds, ...rules, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), IMAGE)
+    // Cockpit's own ports (6021, 6020 on the host's network) are off: a suite beside this one wants them too.
+    const env = { PERISCOPE_HOST: '127.0.0.1', PERISCOPE_PORT: String(port), PERISCOPE_RTSP_PORT: String(rtspPort), PERISCOPE_SIMULATE: 'default', PERISCOPE_COCKPIT_PORT: 'off', PERISCOPE_COCKPIT_STREAMS_PORT: 'off' }
+    await podman('run', '--detach', '--name', NAME, `--network=${HostConfig.NetworkMode}`, ...binds, ...rules, ...Object.entries(env).flatMap(([k, v]) => ['--env', `${k}=${v}`]), built.id)
     const running = async () => (await podman('inspect', '--format', '{{.State.Running}}', NAME)).trim() === 'true'
     await until('the service in the container to answer', () => call('GET', '/api/health').catch(async () => ({ status: (await running()) ? 0 : -1 })), (r) => r.status === 200 || r.status === -1, 90_000)
     if (!(await running())) throw new Error(`the container stopped: ${await podman('logs', NAME).catch((e) => String(e))}`)
