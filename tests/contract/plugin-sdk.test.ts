@@ -136,6 +136,7 @@ describe('a plugin outside the checkout, written from docs/plugins.md', () => {
     }
   }, 60_000)
 
+  // 90 s: two child Bun runs, 22 s under the arm64 tier's emulation beside another suite (of 30).
   test('--help lists its flag with its variable and its plugin', () => {
     const file = join(outside, 'seabed-plugin.ts')
     writeFileSync(file, docsExample())
@@ -145,8 +146,9 @@ describe('a plugin outside the checkout, written from docs/plugins.md', () => {
     const bad = Bun.spawnSync([...startCommand(), '--plugins', `cameras,${file}`, '--seabed-wiper-interval', 'often'], { cwd: ROOT, env })
     expect(bad.exitCode).toBe(2)
     expect(bad.stderr.toString()).toContain("--seabed-wiper-interval (plugin seabed): must be a whole number of seconds, got 'often'")
-  }, 30_000)
+  }, 90_000)
 
+  // 90 s: a child Bun's start, 23.5 s under the arm64 tier's emulation beside another suite (of 30).
   test('a definition that claims a shipped vendor’s USB id is refused at start, naming both', async () => {
     const file = join(outside, 'clash-plugin.ts')
     writeFileSync(file, docsExample().replace('0xf0c5', '0x3961').replace('0x0042', '0x2100')) // DWE's exploreHD
@@ -160,7 +162,7 @@ describe('a plugin outside the checkout, written from docs/plugins.md', () => {
     } finally {
       await stop(run)
     }
-  }, 30_000)
+  }, 90_000)
 
   test('a control id another vendor uses is refused at start, naming both', async () => {
     const file = join(outside, 'clash-control.ts')
