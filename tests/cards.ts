@@ -1,8 +1,9 @@
 // Temporary cards for the tests that need a small or full disk: a tmpfs of a given size, or an ext4 image
 // on a loop device. Needs root (the integration tier runs as root). Removing a card is a checked step:
 // umount is retried while the card is busy until a deadline, then the test fails naming the mount and the
-// processes holding it; the loop device must be gone and the mount point no longer mounted before its
-// directory is deleted. The per-file leak check (tests/per-file.preload.ts) fails a file that leaves one.
+// processes holding it; the loop device must be gone (waited for within the same deadline) and the mount
+// point no longer mounted before its directory is deleted. The per-file leak check
+// (tests/per-file.preload.ts) fails a file that leaves one.
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from './helpers'
@@ -45,8 +46,18 @@ function card(work: string, dir: string, image: string | null): Card {
         await Bun.sleep(100)
       }
       if (image) {
-        const loops = run(['losetup', '-j', image], '').trim()
-        if (loops) throw new Error(`the card's loop device is still attached after umount: ${loops}`)
+        // umount detaches the loop device at its last close, which can come a moment later: a udevd's
+        // worker (another suite's NetworkManager lab runs one, and it hears this machine's block
+        // devices too) opens each new or changed one for blkid. Waited for, within the same deadline.
+        let loops = run(['losetup', '-j', image], '').trim()
+        while (loops && Date.now() <= deadline) {
+          await Bun.sleep(100)
+          loops = run(['losetup', '-j', image], '').trim()
+        }
+        if (loops) {
+          const held = holders(loops.split(':')[0]!)
+          throw new Error(`the card's loop device is still attached ${timeoutMs / 1000} s after umount: ${loops}; held open by: ${held.length ? held.join('; ') : 'no process'}`)
+        }
       }
       rmSync(work, { recursive: true, force: true })
     },
