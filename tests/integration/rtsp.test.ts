@@ -394,7 +394,7 @@ test('kill -9 of the service takes its RTSP helper along (parent-death signal)',
   const httpPort = freeTcpPort()
   const dataDir = mkdtempSync(join(tmpdir(), 'periscope-rtsp-'))
   const service = Bun.spawn(
-    [process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error'],
+    [process.execPath, join(import.meta.dir, '../../core/main.ts'), '--host', '127.0.0.1', '--port', String(httpPort), '--data-dir', dataDir, '--simulate', 'default', '--rtsp-port', String(rtspPort), '--log-level', 'error', '--cockpit-port', 'off', '--cockpit-streams-port', 'off'],
     { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../..') },
   )
   try {
