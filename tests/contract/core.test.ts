@@ -232,6 +232,30 @@ describe('the HTTP front (Bun.serve routes and node:http on one port, core/front
     rmSync(join(dir, 'front.mp4'))
   })
 
+  test('a connection node:http answered on ends with that answer, so no native answer on it goes out without its head (Bun 1.4.5)', async () => {
+    const dir = f.ctx.config.recordingsDir
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'keep.mkv'), Buffer.alloc(4096, 1))
+    try {
+      // A keep-alive client (Bun's fetch) alternating the two parts: with the connection kept, about one
+      // native answer in a hundred came without its status line and headers (a malformed response; this
+      // test failed at its 16th pair then).
+      const failures: string[] = []
+      for (let i = 0; i < 300; i++) {
+        for (const path of ['/api/recordings/keep.mkv/download', '/api/health']) {
+          try {
+            await (await fetch(f.url + path)).arrayBuffer()
+          } catch (e) {
+            failures.push(`${i} ${path}: ${(e as Error).message}`)
+          }
+        }
+      }
+      expect(failures).toEqual([])
+    } finally {
+      rmSync(join(dir, 'keep.mkv'))
+    }
+  }, 60_000)
+
   test('JSON answers carry their exact Content-Length, not chunked framing', async () => {
     const r = await raw(f.url, 'GET /api/devices HTTP/1.1\nHost: rov\n')
     expect(r.status).toBe(200)
