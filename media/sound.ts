@@ -13,6 +13,12 @@ export const FRAME_MS = 20
  * event loop (the packets wait in the socket) is not taken for an absence and filled with silence.
  */
 export const SILENCE_AFTER_MS = 500
+/**
+ * A tick of the fill timer this long after the one before came late: the event loop was busy, and the
+ * sound that came meanwhile waits in the socket, read only after this tick. Filled now, that gap would
+ * get silence and the waiting sound would follow it, the whole track as much later than the video.
+ */
+export const LATE_TICK_MS = 100
 const PT = 111
 
 export class SoundTimeline {
@@ -27,6 +33,8 @@ export class SoundTimeline {
   private timer: Timer | null = null
   /** Silence is being sent (no packet for SILENCE_AFTER_MS): on every FRAME_MS until one comes. */
   private filling = false
+  /** When fill() last ran (ms), to tell a late tick. */
+  private lastTick: number | null = null
 
   constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {
     this.lastAt = now()
@@ -78,9 +86,16 @@ export class SoundTimeline {
     this.send(out)
   }
 
-  /** Silence for each 20 ms without a packet, once none came for SILENCE_AFTER_MS (then until one comes). */
+  /**
+   * Silence for each 20 ms without a packet, once none came for SILENCE_AFTER_MS (then until one comes);
+   * nothing on a tick that came late (LATE_TICK_MS).
+   */
   fill(): void {
     const at = this.now()
+    // A late tick decides nothing: the next one, after the event loop has read what waited, does.
+    const late = this.lastTick !== null && at - this.lastTick > LATE_TICK_MS
+    this.lastTick = at
+    if (late) return
     if (at - this.lastAt < (this.filling ? FRAME_MS : SILENCE_AFTER_MS)) return
     this.filling = true
     this.childSsrc = -1 // whatever comes next starts anew

@@ -2,7 +2,7 @@
 // across restarts of the sound's child, timestamps that follow the clock, and Opus silence while no sound
 // comes — but not for a moment's delay of the event loop.
 import { expect, test } from 'bun:test'
-import { FRAME_MS, OPUS_SILENCE, SILENCE_AFTER_MS, SoundTimeline } from '../../media/sound'
+import { FRAME_MS, LATE_TICK_MS, OPUS_SILENCE, SILENCE_AFTER_MS, SoundTimeline } from '../../media/sound'
 
 function rtp(seq: number, ts: number, ssrc: number): Uint8Array {
   const out = new Uint8Array(12 + 10).fill(7)
@@ -30,8 +30,14 @@ test('restamped, silence only after a real absence, continuous across a new chil
     timeline.packet(rtp(100 + i, 5000 + i * 960, 0xaaaa))
   }
   expect(sent.every((p) => !header(p).silence)).toBe(true)
-  // The child dies: nothing for SILENCE_AFTER_MS, then a 20 ms frame of silence every 20 ms, no burst.
-  now += SILENCE_AFTER_MS
+  // The child dies: nothing for SILENCE_AFTER_MS (the timer ticking on), then a 20 ms frame of silence every 20 ms, no burst.
+  const before = sent.length
+  for (let waited = FRAME_MS; waited < SILENCE_AFTER_MS; waited += FRAME_MS) {
+    now += FRAME_MS
+    timeline.fill()
+  }
+  expect(sent.length, 'silence after SILENCE_AFTER_MS, not before').toBe(before)
+  now += FRAME_MS
   timeline.fill()
   const first = sent.length
   for (let i = 0; i < 5; i++) {
@@ -79,4 +85,38 @@ test('replay: earlier sound (a pre-record buffer\'s) placed at its own times fro
   timeline.packet(rtp(515, 7000 + 15 * 960, 0xbbbb))
   expect((header(sent.at(-1)!).ts - first) >>> 0).toBe(20 * 960)
   expect(header(sent.at(-2)!).silence).toBe(false)
+})
+
+test('an event loop stalled past SILENCE_AFTER_MS: the late tick fills nothing, and the sound that waited keeps its own times (the track never runs late of the video)', () => {
+  let now = 1000
+  const sent: Uint8Array[] = []
+  const timeline = new SoundTimeline((p) => sent.push(p), () => now)
+  let ts = 5000
+  let seq = 100
+  const fromChild = () => timeline.packet(rtp(seq++, (ts += 960), 0xaaaa))
+  for (let i = 0; i < 10; i++) {
+    now += FRAME_MS
+    timeline.fill()
+    fromChild()
+  }
+  // 3 s without a tick or a read: the timer's tick runs first, then the 150 packets that waited in the socket.
+  now += 3000
+  timeline.fill()
+  for (let i = 0; i < 150; i++) fromChild()
+  for (let i = 0; i < 5; i++) {
+    now += FRAME_MS
+    timeline.fill()
+    fromChild()
+  }
+  const all = sent.map(header)
+  expect(all.filter((h) => h.silence).length, 'frames of silence').toBe(0)
+  for (let i = 1; i < all.length; i++) expect((all[i]!.ts - all[i - 1]!.ts) >>> 0, `packet ${i}: on the child's clock`).toBe(960)
+  // A tick late by less than LATE_TICK_MS still fills a real absence.
+  now += LATE_TICK_MS - 1
+  timeline.fill()
+  for (let waited = 0; waited <= SILENCE_AFTER_MS; waited += FRAME_MS) {
+    now += FRAME_MS
+    timeline.fill()
+  }
+  expect(sent.map(header).filter((h) => h.silence).length, 'silence once the child is really gone').toBeGreaterThan(0)
 })
