@@ -38,6 +38,8 @@ export interface Config {
   minFreeToRecordMiB: number
   /** gst-launch children for snapshots (captures, decodes, scalers) at once; a few more wait, the rest get 503. */
   snapshotChildren: number
+  /** Seconds an H.264 camera's snapshot decoder stays after its last snapshot (the next is then at once); 0 = none. */
+  snapshotWarmSeconds: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
@@ -207,6 +209,13 @@ const OPTIONS: Option[] = [
     help: 'snapshot children (capture, decode, scale) running at once; 8 more wait, further snapshots get 503 with Retry-After',
     parse: int('snapshot-children', 1, 32),
     def: () => 2,
+  },
+  {
+    flag: 'snapshot-warm',
+    key: 'snapshotWarmSeconds',
+    help: "seconds an H.264 camera's decoder keeps running after its last snapshot, so the next snapshot is its newest frame at once instead of its group of pictures decoded anew (0 = never kept)",
+    parse: int('snapshot-warm', 0, 3600),
+    def: () => 30,
   },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },

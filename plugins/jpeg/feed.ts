@@ -35,7 +35,7 @@ export class JpegFeed {
   latest: { jpeg: Uint8Array; at: number } | null = null
   private stopSource: (() => Promise<void> | void) | null = null
   private unwatch: () => void
-  private closed = false
+  private finished = false
 
   constructor(
     readonly bus_info: string,
@@ -52,6 +52,11 @@ export class JpegFeed {
     if (hub.closed) queueMicrotask(() => void this.end(`the stream of '${bus_info}' stopped`))
   }
 
+  /** Ended (the stream stopped or restarted, no viewer left): no frame follows. */
+  get closed(): boolean {
+    return this.finished
+  }
+
   get viewerCount(): number {
     return this.viewers.size
   }
@@ -64,7 +69,7 @@ export class JpegFeed {
   private child: GstChild | null = null
 
   join(viewer: Viewer): () => void {
-    if (this.closed) {
+    if (this.finished) {
       viewer.end(`the stream of '${this.bus_info}' stopped`)
       return () => {}
     }
@@ -166,8 +171,8 @@ export class JpegFeed {
 
   /** Ends every viewer and the producer (resolves when a transcoder has exited); the feed is then forgotten. */
   async end(reason: string): Promise<void> {
-    if (this.closed) return
-    this.closed = true
+    if (this.finished) return
+    this.finished = true
     this.unwatch()
     const viewers = [...this.viewers]
     this.viewers.clear()

@@ -10,6 +10,7 @@ import type { Subprocess } from 'bun'
 import { loadPlugin } from '../../core/loader'
 import { startTestServer, until, type TestServer } from '../helpers'
 import { JpegSplitter, jpegSize } from '../../plugins/jpeg/jpeg'
+import { readTimecode } from '../timecode'
 import { RtpJpegDepayloader } from '../../plugins/jpeg/rtp-jpeg'
 import { requireChromium, showImage, withPage } from './browser'
 import { eachLine, freePort, requireGStreamer, RtpCounter, tempDir, udpBound, waitFor } from './gstreamer.helpers'
@@ -23,7 +24,8 @@ const spawned: Subprocess[] = []
 beforeAll(async () => {
   requireGStreamer()
   const plugins = await Promise.all(['mock', 'cameras', 'preferences', 'gstreamer', 'jpeg'].map(loadPlugin))
-  s = await startTestServer({ plugins, config: { simulate: 'default' } })
+  // A snapshot's decoder stays 3 s (not 30), so a test sees it leave.
+  s = await startTestServer({ plugins, config: { simulate: 'default', snapshotWarmSeconds: 3 } })
 }, 30_000)
 
 afterAll(async () => {
@@ -292,10 +294,11 @@ test('snapshots: a decodable JPEG of the stream\'s size and of ?height=; concurr
       await stopStream(bus_info)
     }
   }
-  expect(transcoders()).toEqual([])
+  // The H.264 camera's warm decoder ends with its stream.
+  await waitFor('no transcoder left', () => transcoders().length === 0, 15_000)
 }, 90_000)
 
-test("an H.264 snapshot is decoded from the tap's last group of pictures: no transcoder, no feed, a JPEG of the stream's size", async () => {
+test("an H.264 snapshot is decoded from the tap's last group of pictures at once; its decoder then stays --snapshot-warm seconds, and the next snapshot is its newest frame, current, with no decode of its own", async () => {
   const port = freePort()
   try {
     await stream(EHD, 'H264', port)
@@ -304,12 +307,37 @@ test("an H.264 snapshot is decoded from the tap's last group of pictures: no tra
     const feedsBefore = (await s.call('GET', '/api/health')).body.plugins.jpeg.feeds
     const r = await snapshot(EHD)
     expect(r.status).toBe(200)
+    // Not a wait for the next key frame: the tap's group, decoded once.
+    expect(r.headers.get('x-snapshot-source')).toBe('group')
     expect(await decode(new Uint8Array(await r.arrayBuffer()))).toEqual({ width: 640, height: 480 })
-    // Not the transcoder's path (a feed, a udpsrc child waiting for the next key frame): the tap's group, decoded once.
-    expect((await s.call('GET', '/api/health')).body.plugins.jpeg.feeds).toBe(feedsBefore)
-    expect(transcoders()).toEqual([])
+    expect((await s.call('GET', '/api/health')).body.plugins.jpeg.feeds, 'MJPEG feeds').toBe(feedsBefore)
     const small = await snapshot(EHD, '?height=120')
     expect(await decode(new Uint8Array(await small.arrayBuffer()))).toEqual({ width: 160, height: 120 })
+    // The decoder stays: once it has a frame, a snapshot (past the 1 s an answer is kept) is its newest.
+    await until('the warm decoder', async () => (await s.call('GET', '/api/health')).body.plugins.jpeg.warm_snapshot_decoders, (n) => n === 1, 10_000)
+    expect(transcoders().length, 'one decoder child').toBe(1)
+    let warm: Response | null = null
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline && !warm; await Bun.sleep(1100)) {
+      const asked = Date.now()
+      const r2 = await snapshot(EHD)
+      expect(r2.status).toBe(200)
+      if (r2.headers.get('x-snapshot-source') !== 'decoder') {
+        await r2.arrayBuffer()
+        continue
+      }
+      warm = r2
+      // Current: painted at most the 1 s a snapshot may be kept before it was asked for (simulated frames carry their capture time).
+      const jpeg = new Uint8Array(await r2.arrayBuffer())
+      expect(await decode(jpeg)).toEqual({ width: 640, height: 480 })
+      const gray = Bun.spawnSync(['ffmpeg', '-v', 'error', '-i', '-', '-f', 'rawvideo', '-pix_fmt', 'gray', '-'], { stdin: jpeg })
+      const code = readTimecode(new Uint8Array(gray.stdout), 640, 480)
+      expect(code, 'the time code in the warm snapshot').not.toBeNull()
+      expect(asked - code!.ms, 'how much older than the request the warm snapshot is (ms)').toBeLessThan(1000)
+    }
+    expect(warm, 'a snapshot from the warm decoder within 15 s').not.toBeNull()
+    // --snapshot-warm (3 s here) without a snapshot: the decoder exits.
+    await waitFor('the warm decoder gone', () => transcoders().length === 0, 15_000)
+    expect((await s.call('GET', '/api/health')).body.plugins.jpeg.warm_snapshot_decoders).toBe(0)
   } finally {
     await stopStream(EHD)
   }
