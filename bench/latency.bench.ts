@@ -31,7 +31,7 @@ import { withElements } from '../drivers/gstreamer/elements'
 import { H264_PARSE } from '../drivers/gstreamer/pipeline'
 import { launchBrowser, openPage, openSession } from '../tests/integration/browser'
 import { readTimecode } from '../tests/timecode'
-import { apiLoad, argOf, freePort, numberArg, sharedNow, waitHttp } from './lib'
+import { apiLoad, argOf, clockOffset, freePort, numberArg, sharedNow, waitHttp } from './lib'
 import { Receiver } from './whep-receiver'
 
 const FRAMES = numberArg('frames', 300)
@@ -180,18 +180,6 @@ async function floor(width: number, height: number, which: 'gst' | 'ffmpeg'): Pr
 // ---- in Chromium ----
 
 let browser: Browser | null = null
-
-/** The page's real-time clock against ours: (page − this process) in ms, and half the round trip it was read in. */
-async function clockOffset(page: import('puppeteer-core').Page): Promise<{ offset: number; error: number }> {
-  let best = { offset: NaN, error: Infinity }
-  for (let i = 0; i < 5; i++) {
-    const before = sharedNow()
-    const pageNow = await page.evaluate(() => performance.timeOrigin + performance.now())
-    const after = sharedNow()
-    if ((after - before) / 2 < best.error) best = { offset: pageNow - (before + after) / 2, error: (after - before) / 2 }
-  }
-  return best
-}
 
 /**
  * In the page: reads the code of each picture `kind` shows (the <video>'s presented frames through

@@ -102,3 +102,15 @@ export function apiLoad(url: string, connections: number, seconds: number): { st
     },
   }
 }
+
+/** A browser page's real-time clock against ours: (page − this process) in ms, and half the round trip it was read in. */
+export async function clockOffset(page: import('puppeteer-core').Page): Promise<{ offset: number; error: number }> {
+  let best = { offset: NaN, error: Infinity }
+  for (let i = 0; i < 5; i++) {
+    const before = sharedNow()
+    const pageNow = await page.evaluate(() => performance.timeOrigin + performance.now())
+    const after = sharedNow()
+    if ((after - before) / 2 < best.error) best = { offset: pageNow - (before + after) / 2, error: (after - before) / 2 }
+  }
+  return best
+}
