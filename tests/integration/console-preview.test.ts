@@ -4,7 +4,8 @@
 // and says why. The previews switch (all cards, and one card) stops every WHEP, MJPEG and snapshot
 // request, as the service's own viewer counts (/metrics) and the page's requests show, across a reload.
 // The WebRTC preview comes back by itself: a picture that stops moving is marked frozen within 1 s, and
-// after the browser slept (its processes stopped) past the service's idle timeout, it plays again.
+// after the browser slept (its processes stopped) past the service's idle timeout, it plays again. So
+// does the MJPEG preview, which asks for its stream again when no picture came for 2 s.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Page } from 'puppeteer-core'
 import { freeTcpPort, until } from '../helpers'
@@ -369,7 +370,7 @@ async function plays(what: string, timeoutMs: number, n = 10): Promise<void> {
   }
 }
 
-describe('the WebRTC preview comes back by itself', () => {
+describe('the live previews come back by themselves', () => {
   // A short idle timeout (the flag's least is 1 s): the service ends a silent viewer's session soon, and
   // the browser stopped that long (3 s and more) looks asleep to the page, as a laptop's lid would.
   let own: ConsoleSession | undefined
@@ -476,6 +477,75 @@ describe('the WebRTC preview comes back by itself', () => {
       await c.service.call('POST', '/api/mock/plug', { bus_info: EHD }).catch(() => {})
       await c.open('status').catch(() => {})
       await stopStream(EHD)
+    }
+  }, 120_000)
+
+  test('the MJPEG preview: frames stop (the camera paused): marked frozen within 1 s; silent for 2 s, asked for again, saying so; frames back, it plays again, one viewer', async () => {
+    const stopped: number[] = []
+    const resume = () => {
+      for (const pid of stopped.splice(0)) {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {} // gone meanwhile (the stream restarted)
+      }
+    }
+    const box = `${card(WEBCAM)} [data-preview="mjpeg"]`
+    try {
+      await stream(WEBCAM, 'MJPG')
+      await c.open('cameras')
+      await c.page.waitForSelector(`${box} img`)
+      // Each picture the card shows (a new src on its <img>), and each mark and sentence on the card.
+      await c.page.evaluate((sel: string) => {
+        const w = globalThis as any
+        const el = w.document.querySelector(sel)
+        const rec = (w.mjpeg = { frames: 0, lastFrame: 0, marks: [] as Mark[], said: [] as string[] })
+        new w.MutationObserver((changes: any[]) => {
+          const root = w.document.querySelector(sel)
+          if (changes.some((m) => m.type === 'attributes' && m.attributeName === 'src' && m.target.tagName === 'IMG')) {
+            rec.frames++
+            rec.lastFrame = w.performance.now()
+          }
+          const text = root?.querySelector('[data-preview-state]')?.textContent
+          if (text && rec.said.at(-1) !== text) rec.said.push(text)
+          const frozen = Boolean(root?.hasAttribute('data-frozen'))
+          if (rec.marks.at(-1)?.frozen === frozen || (!frozen && !rec.marks.length)) return
+          rec.marks.push({ frozen, at: w.performance.now(), lastFrame: rec.lastFrame, text: text ?? '' })
+        }).observe(el, { attributes: true, subtree: true, childList: true, characterData: true })
+      }, box)
+      const seen = () => c.page.evaluate(() => (globalThis as any).mjpeg as { frames: number; lastFrame: number; marks: Mark[]; said: string[] })
+      const playing = async (what: string, timeoutMs: number) => {
+        const from = (await seen()).frames
+        try {
+          await c.page.waitForFunction((least: number, sel: string) => (globalThis as any).mjpeg.frames >= least && !(globalThis as any).document.querySelector(`${sel}[data-frozen]`), { timeout: timeoutMs, polling: 50 }, from + 10, box)
+        } catch (e) {
+          throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}; the card said ${JSON.stringify((await seen()).said)}`)
+        }
+      }
+      await playing('the webcam preview playing', 20_000)
+      await until('the page counted as the MJPEG viewer', () => viewers(WEBCAM, 'mjpeg'), (n) => n === 1)
+
+      const camera = gstChildrenOf(c.service.proc.pid)
+      expect(camera.length, 'the camera child alone').toBe(1)
+      process.kill(camera[0]!, 'SIGSTOP')
+      stopped.push(camera[0]!)
+      await waitInPage(c.page, 'the frozen mark', () => (globalThis as any).mjpeg.marks.some((m: Mark) => m.frozen), 10_000)
+      const frozen = (await seen()).marks.find((m) => m.frozen)!
+      console.log(`console MJPEG preview: frozen mark ${Math.round(frozen.at - frozen.lastFrame)} ms after the last picture shown: "${frozen.text}"`)
+      expect(frozen.at - frozen.lastFrame, 'ms from the last picture to the frozen mark').toBeLessThanOrEqual(1250)
+      expect(frozen.text).toContain('video frozen')
+      expect(await c.page.$eval(`${box} .overlay`, (e: any) => e.textContent)).toContain('frozen')
+      // No picture for 2 s: the answer is let go and the stream asked for again, the card saying so.
+      await waitInPage(c.page, 'the card saying it reconnects', () => (globalThis as any).mjpeg.said.some((t: string) => t.includes('reconnecting (1st try)')), 10_000)
+      resume()
+      await playing('the webcam preview playing again once the camera goes on', 15_000)
+      expect((await seen()).marks.at(-1)?.frozen).toBe(false)
+      // The answers let go are gone from the service's count: this page is one viewer.
+      await until('one MJPEG viewer', () => viewers(WEBCAM, 'mjpeg'), (n) => n === 1, 10_000)
+      expect(c.errors()).toEqual([])
+    } finally {
+      resume()
+      await c.open('status').catch(() => {})
+      await stopStream(WEBCAM)
     }
   }, 120_000)
 })

@@ -181,24 +181,6 @@ export async function request(method: string, path: string, body?: { type: strin
   }
 }
 
-/**
- * Why the service refuses a GET that the browser made by itself (an <img> of an MJPEG stream, which
- * tells the page nothing): asked again, its `detail` sentence; null when it answers now (the body, a
- * stream, is not read but dropped at once).
- */
-export async function whyRefused(path: string): Promise<string | null> {
-  const abort = new AbortController()
-  try {
-    const res = await fetch(serviceUrl(path), { cache: 'no-store', signal: abort.signal })
-    if (res.ok) return null
-    return refusal(res, await res.text()).detail
-  } catch (e) {
-    return `the service did not answer (${(e as Error).message})`
-  } finally {
-    abort.abort()
-  }
-}
-
 function refusal(res: Response, text: string): ApiError {
   let detail: unknown
   try {

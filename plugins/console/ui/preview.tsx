@@ -1,13 +1,14 @@
 // A camera's live picture, from the links the service lists in the device's `watch` (never a URL built
 // here; devices.ts has them as this page reaches them, watchLinksForPage): WebRTC over WHEP for an H.264 stream (no re-encoding on the vehicle), the camera's own JPEGs as
 // MJPEG in an <img> for an MJPG stream, and a snapshot refreshed every few seconds when neither works.
-// The decoded frames and size are read from the browser (getStats, naturalWidth) and shown. A WebRTC
-// view marks a picture that stopped moving as frozen, saying why, and comes back by itself (WhepView).
+// The decoded frames and size are read from the browser (getStats, naturalWidth) and shown. The live
+// views mark a picture that stopped moving as frozen, saying why, and come back by themselves.
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { reachable, whyRefused } from './api'
+import { reachable, savedToken } from './api'
 import { FrameRate } from './framerate'
+import { MultipartParts } from './multipart'
 import { whepSession } from './whep'
 import { useValue, Value } from './state'
 import type { Device } from './types'
@@ -191,19 +192,11 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       void close?.()
     }
   }, [url])
-  // What the pilot is told while the picture is away, in words: what the page knows first (the service
-  // not answering its event stream), else that the picture is frozen or not there yet.
   const away = picture.frozen || picture.tries > 0
-  const said = !answering ? 'vehicle not answering' : picture.shown ? 'video frozen' : 'no video yet'
   return (
     <div class="preview-box" data-preview="whep" data-frozen={away ? 'true' : undefined} data-tries={picture.tries} data-frames-decoded={shownStats?.frames ?? 0} data-fps={shownStats?.fps == null ? '' : shownStats.fps.toFixed(1)}>
       <video ref={video} muted={!listening} autoplay playsInline />
-      {away && (
-        <span class="preview-state" role="status" data-preview-state>
-          {said}
-          {picture.tries > 0 ? ` — reconnecting (${ordinal(picture.tries)} try)` : ''}
-        </span>
-      )}
+      {away && <PictureState picture={picture} answering={answering} />}
       {hasSound && (
         <button type="button" class="small listen" data-action="listen" aria-pressed={listening} onClick={() => setListening(!listening)} title="Hear the stream's sound in this browser">
           {listening ? 'Sound on' : 'Listen'}
@@ -218,28 +211,141 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
   )
 }
 
-function MjpegView({ url, onFail }: { url: string; onFail(why: string): void }) {
-  const [size, setSize] = useState<string | null>(null)
+/**
+ * The MJPEG view (an MJPG camera's own JPEGs), which comes back by itself as the WebRTC one does: the
+ * stream is read here (fetch), not by an <img> that tells the page nothing after its first picture, so
+ * each picture's arrival is known. The picture is marked frozen after FROZEN_AFTER_MS without one; with
+ * none for DEAD_AFTER_MS (a cut link, a stopped camera), the answer ended or the service not answering,
+ * it is asked for again after a growing pause. A refusal (503 --max-viewers, 409) is the card's (onFail).
+ */
+function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onFail(why: string): void }) {
   const img = useRef<HTMLImageElement>(null)
-  const closed = useRef(false)
-  // Chromium goes on loading a multipart <img> taken out of the page (the service would count a viewer
-  // that is gone); dropping its src ends the request now. The element is held from the mount: Preact
-  // clears the ref before this cleanup runs.
+  const [shownStats, setShownStats] = useState<{ width: number; height: number; fps: number | null } | null>(null)
+  const [picture, setPicture] = useState<Picture>({ frozen: false, tries: 0, shown: false })
+  const answering = useValue(reachable)
   useEffect(() => {
-    const element = img.current
-    return () => {
-      closed.current = true
-      element?.removeAttribute('src')
+    let stopped = false
+    let request: AbortController | null = null
+    let tries = 0
+    let askedAt = 0
+    let lastPartAt: number | null = null
+    let movedAt: number | null = null
+    /** The picture is from an answer taken for dead: frozen until the next one brings a part. */
+    let stale = false
+    let frames = 0
+    let objectUrl: string | null = null
+    let lastCheck = Date.now()
+    const rate = new FrameRate()
+
+    const show = (jpeg: Uint8Array<ArrayBuffer>) => {
+      const element = img.current
+      if (!element) return
+      const previous = objectUrl
+      objectUrl = URL.createObjectURL(new Blob([jpeg], { type: 'image/jpeg' }))
+      element.src = objectUrl
+      if (previous) URL.revokeObjectURL(previous)
     }
-  }, [])
-  const failed = () => {
-    if (!closed.current) void whyRefused(url).then((why) => !closed.current && onFail(why ?? 'the MJPEG stream ended'))
-  }
+
+    const ask = async () => {
+      if (stopped) return
+      const own = new AbortController()
+      request = own
+      askedAt = performance.now()
+      lastPartAt = null
+      try {
+        const token = savedToken()
+        const res = await fetch(url, { cache: 'no-store', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: own.signal })
+        if (!res.ok || !res.body) {
+          const why = await whyOf(res)
+          if (!stopped && request === own) onFail(why)
+          return
+        }
+        const parts = new MultipartParts()
+        const reader = res.body.getReader()
+        for (;;) {
+          const { value, done } = await reader.read()
+          if (done || request !== own) break
+          for (const jpeg of parts.push(value)) {
+            lastPartAt = movedAt = performance.now()
+            stale = false
+            tries = 0
+            frames++
+            show(jpeg)
+          }
+        }
+      } catch {} // no answer, cut, aborted, or not a stream: asked again below unless this one was let go
+      if (!stopped && request === own) lost()
+    }
+
+    /** The answer is dead (ended, cut, silent): let go, and asked again after a pause. */
+    const lost = (pause = retryDelay(tries + 1)) => {
+      if (stopped || !request) return
+      request.abort()
+      request = null
+      stale = true
+      tries++
+      void after(pause).then(ask)
+    }
+
+    const check = () => {
+      const wall = Date.now()
+      const asleep = wall - lastCheck > ASLEEP_AFTER_MS && document.visibilityState === 'visible'
+      lastCheck = wall
+      if (asleep) lost(0)
+      const at = performance.now()
+      const silent = lastPartAt === null ? at - askedAt > FIRST_FRAME_WITHIN_MS : at - lastPartAt > DEAD_AFTER_MS
+      if (request && silent) lost()
+      const frozen = stale || (movedAt !== null && at - movedAt > Math.max(FROZEN_AFTER_MS, 3 * frameMs))
+      setPicture((p) => (p.frozen === frozen && p.tries === tries && p.shown === (movedAt !== null) ? p : { frozen, tries, shown: movedAt !== null }))
+      const element = img.current
+      const fps = rate.add(at, frames)
+      if (element?.naturalWidth) setShownStats((s) => (s && s.width === element.naturalWidth && s.height === element.naturalHeight && s.fps === fps ? s : { width: element.naturalWidth, height: element.naturalHeight, fps }))
+    }
+
+    void ask()
+    const timer = setInterval(check, CHECK_EVERY_MS)
+    return () => {
+      stopped = true
+      clearInterval(timer)
+      request?.abort()
+      if (objectUrl) URL.revokeObjectURL(objectUrl)
+    }
+  }, [url])
+  const away = picture.frozen || picture.tries > 0
   return (
-    <div class="preview-box" data-preview="mjpeg">
-      <img ref={img} src={url} alt="live picture" onLoad={(e) => setSize(`${e.currentTarget.naturalWidth}×${e.currentTarget.naturalHeight}`)} onError={failed} />
-      {size && <span class="overlay">{size} · MJPEG</span>}
+    <div class="preview-box" data-preview="mjpeg" data-frozen={away ? 'true' : undefined} data-tries={picture.tries} data-fps={shownStats?.fps == null ? '' : shownStats.fps.toFixed(1)}>
+      <img ref={img} alt="live picture" />
+      {away && <PictureState picture={picture} answering={answering} />}
+      {shownStats && (
+        <span class="overlay">
+          {shownStats.width}×{shownStats.height} · {away ? 'frozen' : shownStats.fps === null ? '… fps' : `${Math.round(shownStats.fps)} fps`} · MJPEG
+        </span>
+      )}
     </div>
+  )
+}
+
+/** Why an answer that is no stream was refused: its `detail` sentence, else its status. */
+async function whyOf(res: Response): Promise<string> {
+  const text = await res.text().catch(() => '')
+  try {
+    const detail = (JSON.parse(text) as { detail?: unknown }).detail
+    if (typeof detail === 'string') return detail
+  } catch {}
+  return res.ok ? 'the answer was no MJPEG stream' : `the service answered ${res.status}`
+}
+
+/**
+ * What the pilot is told while the picture is away, in words: what the page knows first (the service
+ * not answering its event stream), else that the picture is frozen or not there yet, and the tries.
+ */
+function PictureState({ picture, answering }: { picture: Picture; answering: boolean }) {
+  const said = !answering ? 'vehicle not answering' : picture.shown ? 'video frozen' : 'no video yet'
+  return (
+    <span class="preview-state" role="status" data-preview-state>
+      {said}
+      {picture.tries > 0 ? ` — reconnecting (${ordinal(picture.tries)} try)` : ''}
+    </span>
   )
 }
 
@@ -372,7 +478,7 @@ function LivePreview({ d }: { d: Device }) {
   // A new stream (restarted, reconfigured) gets a new try at the live view.
   useEffect(() => setFailed(null), [live, watch?.whep, watch?.mjpeg, d.stream_status?.restarts])
   const fail = (why: string) => setFailed(why)
-  if (live && !failed) return live === 'whep' ? <WhepView key={watch!.whep} url={watch!.whep!} frameMs={frameMs(d)} onFail={fail} /> : <MjpegView key={watch!.mjpeg} url={watch!.mjpeg!} onFail={fail} />
+  if (live && !failed) return live === 'whep' ? <WhepView key={watch!.whep} url={watch!.whep!} frameMs={frameMs(d)} onFail={fail} /> : <MjpegView key={watch!.mjpeg} url={watch!.mjpeg!} frameMs={frameMs(d)} onFail={fail} />
   if (live && failed && watch?.snapshot)
     return (
       <div>
