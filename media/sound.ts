@@ -2,6 +2,7 @@
 // numbers without a jump) across restarts of the sound's child, with silence while there is no sound
 // (its card is unplugged, its child restarts). A muxer waits for every track, so a recording whose
 // sound stopped would stop too; a WebRTC or RTSP track that goes quiet is taken for a stall.
+import { LateTicks } from '../core/late-ticks'
 import { rtpPacket } from './rtp'
 
 const OPUS_CLOCK = 48_000
@@ -14,9 +15,9 @@ export const FRAME_MS = 20
  */
 export const SILENCE_AFTER_MS = 500
 /**
- * A tick of the fill timer this long after the one before came late: the event loop was busy, and the
- * sound that came meanwhile waits in the socket, read only after this tick. Filled now, that gap would
- * get silence and the waiting sound would follow it, the whole track as much later than the video.
+ * A tick of the fill timer this long after the one before came late (core/late-ticks.ts): the sound
+ * that came meanwhile waits in the socket. Filled then, the gap would get silence and the waiting sound
+ * would follow it, the whole track as much later than the video.
  */
 export const LATE_TICK_MS = 100
 const PT = 111
@@ -33,8 +34,7 @@ export class SoundTimeline {
   private timer: Timer | null = null
   /** Silence is being sent (no packet for SILENCE_AFTER_MS): on every FRAME_MS until one comes. */
   private filling = false
-  /** When fill() last ran (ms), to tell a late tick. */
-  private lastTick: number | null = null
+  private readonly ticks = new LateTicks(LATE_TICK_MS)
 
   constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {
     this.lastAt = now()
@@ -92,10 +92,7 @@ export class SoundTimeline {
    */
   fill(): void {
     const at = this.now()
-    // A late tick decides nothing: the next one, after the event loop has read what waited, does.
-    const late = this.lastTick !== null && at - this.lastTick > LATE_TICK_MS
-    this.lastTick = at
-    if (late) return
+    if (this.ticks.late(at)) return
     if (at - this.lastAt < (this.filling ? FRAME_MS : SILENCE_AFTER_MS)) return
     this.filling = true
     this.childSsrc = -1 // whatever comes next starts anew

@@ -5,6 +5,7 @@
 // Encoded once as Opus (RTP payload type 111), sent to every UDP endpoint at port + offset and to a
 // loopback tap for the service's own readers. The child is watched like the video's (`-m` bus messages).
 import type { Subprocess } from 'bun'
+import { LateTicks } from '../../core/late-ticks'
 import type { Endpoint } from '../../core/types'
 import { children, endChild, pumpLines, spawnChild } from '../../media/children'
 import { describeHolders, holdersOf } from './holders'
@@ -99,6 +100,8 @@ export class AudioRunner {
   private failures = 0
   private timer: Timer | null = null
   private watchdog: Timer | null = null
+  /** The watchdog's ticks, once a second: one 2 s after the last came late. */
+  private readonly ticks = new LateTicks(2000)
   private lastError: string | null = null
   private heardAt = 0
   private runningSince = 0
@@ -186,6 +189,8 @@ export class AudioRunner {
 
   private tick(): void {
     const stallMs = this.options.stallMs ?? 5000
+    // A late tick (the service was busy or stopped) has not read the level messages that wait: no verdict.
+    if (this.ticks.late(Date.now())) return
     if (this.child && Date.now() - this.heardAt > stallMs) {
       this.lastError = `stalled: no sound for ${Math.round(stallMs / 1000)} s`
       this.child.kill('SIGKILL')

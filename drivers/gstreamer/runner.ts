@@ -16,6 +16,7 @@ import { LoopbackFeeder } from '../../media/feeder'
 import { BUSY, describeHolders, holdersOf } from './holders'
 import { DISK_FULL, reserveRecordingPath, segmentPath, syncProblem, syncToDisk } from './child'
 import { diskFullStop } from '../../core/disk'
+import { LateTicks } from '../../core/late-ticks'
 
 export interface RunnerOptions {
   gstLaunch: string
@@ -59,6 +60,8 @@ export class StreamRunner {
   private stderrTail: string[] = []
   private timer: ReturnType<typeof setTimeout> | null = null
   private watchdog: ReturnType<typeof setInterval> | null = null
+  /** The watchdog's ticks, once a second: one 2 s after the last came late. */
+  private readonly ticks = new LateTicks(2000)
   private dropsReported = -1
   private readonly frameNs: number
   /** The running RECORDING child's telemetry text (when an autopilot was heard as it started). */
@@ -222,6 +225,8 @@ export class StreamRunner {
 
   private tick(): void {
     const now = Date.now()
+    // A late tick (the service was busy or stopped) has not read the alive messages that wait: no verdict.
+    if (this.ticks.late(now)) return
     // Every member must deliver: a silent follower stalls its group as surely as a silent leader.
     const quietSince = Math.min(...this.aliveAt.map((t) => t || this.spawnedAt))
     if (this.child && (this.state === 'starting' || this.state === 'running') && now - quietSince > this.options.stallMs) {

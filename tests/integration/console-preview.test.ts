@@ -137,8 +137,9 @@ describe('with --max-viewers 1', () => {
     }
   }, 90_000)
 
-  test('MJPEG refused (503: the camera already has its one MJPEG viewer): the card shows refreshed snapshots and says why', async () => {
+  test('MJPEG refused (503: the camera already has its one MJPEG viewer): the card shows refreshed snapshots and says why; with no newer one (the service stopped for seconds), how old the one shown is, and no camera restarted for it', async () => {
     let other: Page | undefined
+    let paused: number | null = null
     try {
       await c.open('status') // no preview open while the other viewer takes the place
       await stream(WEBCAM, 'MJPG')
@@ -153,8 +154,27 @@ describe('with --max-viewers 1', () => {
       await c.open('cameras')
       await expectSnapshotFallback(WEBCAM, why)
       expect(await viewers(WEBCAM, 'mjpeg')).toBe(1)
+
+      // The service stopped (a vehicle's computer that does not answer for seconds): no newer snapshot
+      // comes, and the card says how old the one it shows is. Continued, the snapshots go on, and its
+      // watchdog's first (late) tick did not take the silence for a stalled camera: no restart.
+      const restarts = (await device(WEBCAM)).stream_status.restarts
+      process.kill(c.service.proc.pid, 'SIGSTOP')
+      paused = c.service.proc.pid
+      const old = `${card(WEBCAM)} [data-preview="snapshot"][data-frozen] [data-preview-state]`
+      await c.page.waitForSelector(old, { timeout: 15_000 })
+      expect(await c.page.$eval(old, (e: any) => e.textContent)).toMatch(/^snapshot \d+ s old/)
+      process.kill(paused, 'SIGCONT')
+      paused = null
+      // (Polled: waitForSelector, waiting on mutations, missed the attribute going in this test.)
+      await waitInPage(c.page, 'the snapshot preview unmarked', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-4"] [data-preview="snapshot"]:not([data-frozen])'), 20_000)
+      // Three of the watchdog's once-a-second ticks since it went on, the first of them late.
+      await Bun.sleep(3000)
+      const after = (await device(WEBCAM)).stream_status
+      expect([after.state, after.restarts], `the camera's stream after the service was stopped for seconds: ${after.last_error ?? ''}`).toEqual(['running', restarts])
       expect(c.errors()).toEqual([])
     } finally {
+      if (paused) process.kill(paused, 'SIGCONT')
       await other?.close()
       await stopStream(WEBCAM)
     }

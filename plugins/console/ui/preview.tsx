@@ -17,6 +17,8 @@ type Mode = 'whep' | 'mjpeg' | 'snapshot'
 
 /** Seconds between snapshots when the live views fail. */
 const SNAPSHOT_EVERY_MS = 3000
+/** A refreshed snapshot not followed by a new one this long after the next was due is marked as old. */
+const STALE_SNAPSHOT_MS = 2000
 
 /**
  * No new frame for this long: the picture on the card is marked frozen (never a still shown as live),
@@ -349,10 +351,16 @@ function PictureState({ picture, answering }: { picture: Picture; answering: boo
   )
 }
 
-/** A snapshot now and every few seconds while shown (`every`), or once. */
+/**
+ * A snapshot now and every few seconds while shown (`every`), or once. Refreshing, a picture that is
+ * not followed by a new one within `every` + STALE_SNAPSHOT_MS is marked as old, with its age (a
+ * camera that gives none, a link that is down): never an old still shown as the current one.
+ */
 function SnapshotView({ url, every }: { url: string; every: number | null }) {
   const [src, setSrc] = useState<string | null>(null)
   const [failed, setFailed] = useState(false)
+  const [loadedAt, setLoadedAt] = useState<number | null>(null)
+  const [now, setNow] = useState(Date.now())
   useEffect(() => {
     const take = () => {
       // A new query each time: the browser would show its cached picture for the same URL.
@@ -364,12 +372,33 @@ function SnapshotView({ url, every }: { url: string; every: number | null }) {
     take()
     if (every === null) return
     const timer = setInterval(take, every)
-    return () => clearInterval(timer)
+    const clock = setInterval(() => setNow(Date.now()), 1000)
+    return () => {
+      clearInterval(timer)
+      clearInterval(clock)
+    }
   }, [url, every])
+  const age = loadedAt === null ? null : Math.max(0, Math.round((now - loadedAt) / 1000))
+  const old = every !== null && loadedAt !== null && now - loadedAt > every + STALE_SNAPSHOT_MS
   return (
-    <div class="preview-box" data-preview="snapshot">
-      {src && <img src={src} alt="snapshot" onError={() => setFailed(true)} onLoad={() => setFailed(false)} />}
-      <span class="overlay">{failed ? 'no snapshot: the camera did not give one' : every ? 'snapshots (live view unavailable)' : 'snapshot'}</span>
+    <div class="preview-box" data-preview="snapshot" data-frozen={old ? 'true' : undefined}>
+      {src && (
+        <img
+          src={src}
+          alt="snapshot"
+          onError={() => setFailed(true)}
+          onLoad={() => {
+            setFailed(false)
+            setLoadedAt(Date.now())
+          }}
+        />
+      )}
+      {old && (
+        <span class="preview-state" role="status" data-preview-state>
+          snapshot {age} s old — no newer one
+        </span>
+      )}
+      <span class="overlay">{failed && loadedAt === null ? 'no snapshot: the camera did not give one' : every ? 'snapshots (live view unavailable)' : 'snapshot'}</span>
     </div>
   )
 }
