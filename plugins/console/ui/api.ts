@@ -149,7 +149,7 @@ export interface RawAnswer {
  * ApiError for any status outside 2xx, and for no answer at all. `path`: a service path (`/api/…`) or a
  * full URL, as serviceUrl takes them.
  */
-export async function request(method: string, path: string, body?: { type: string; text: string }, options: { keepalive?: boolean } = {}): Promise<RawAnswer> {
+export async function request(method: string, path: string, body?: { type: string; text: string }, options: { keepalive?: boolean; timeoutMs?: number } = {}): Promise<RawAnswer> {
   const url = serviceUrl(path)
   for (;;) {
     const headers: Record<string, string> = {}
@@ -161,7 +161,8 @@ export async function request(method: string, path: string, body?: { type: strin
     let res: Response
     try {
       // keepalive: sent even as the page goes (a reload, a closed tab).
-      res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store', keepalive: options.keepalive })
+      // timeoutMs: no answer by then is no answer (a cut link leaves a request waiting for minutes).
+      res = await fetch(url, { method, headers, body: body?.text, cache: 'no-store', keepalive: options.keepalive, signal: options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined })
     } catch (e) {
       if (!own) throw new ApiError(0, `${new URL(url).host} did not answer (${(e as Error).message})`)
       reachable.set(false)
@@ -178,6 +179,27 @@ export async function request(method: string, path: string, body?: { type: strin
       if (savedToken() || (await askForToken(Boolean(token)))) continue
     }
     throw refusal(res, text)
+  }
+}
+
+/**
+ * A pause before asking the service again, cut short once it answers again after not answering (a
+ * tether back, a service started again): probed every 500 ms, each probe given 1 s; while it answers
+ * all along, or `stopped()`, the whole pause (or none). `unanswered`: the request that failed got no
+ * answer, so a first probe answered ends the pause. A view so comes back within about a second of its
+ * vehicle, not after the rest of a growing pause.
+ */
+export async function pauseUntilBack(ms: number, stopped: () => boolean, unanswered = false): Promise<void> {
+  const end = performance.now() + ms
+  let missed = unanswered
+  while (!stopped() && performance.now() < end) {
+    const answered = await fetch(serviceUrl('/api/health'), { cache: 'no-store', signal: AbortSignal.timeout(1000) }).then(
+      () => true,
+      () => false,
+    )
+    if (answered && missed) return
+    missed ||= !answered
+    await new Promise((resolve) => setTimeout(resolve, Math.min(500, Math.max(0, end - performance.now()))))
   }
 }
 

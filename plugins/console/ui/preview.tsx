@@ -6,7 +6,7 @@
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { reachable, savedToken } from './api'
+import { pauseUntilBack, reachable, savedToken } from './api'
 import { FrameRate } from './framerate'
 import { MultipartParts } from './multipart'
 import { whepSession } from './whep'
@@ -32,6 +32,8 @@ const DEAD_AFTER_MS = 2000
 const FIRST_FRAME_WITHIN_MS = 4000
 /** 'disconnected' this long is taken for dead (the browser says 'failed' only after about 30 s). */
 const DISCONNECTED_FOR_MS = 2000
+/** An MJPEG request whose answer has not begun in this long (a cut tether) is let go and made again. */
+const ANSWER_WITHIN_MS = 3000
 /** How often the picture and the connection are checked. */
 const CHECK_EVERY_MS = 200
 /**
@@ -112,13 +114,17 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       close = whepSession(next, url, (why, status) => {
         if (stopped || pc !== next) return
         // No answer at all (the service restarting, the link down): offer again; a refusal is the card's.
-        if (status === 0) lost()
+        if (status === 0) lost(retryDelay(tries + 1), true)
         else onFail(why)
       })
     }
 
-    /** The session is dead: end it and offer again after a pause, the old one ended first (or given up on after 1 s) so a camera with --max-viewers 1 has its place. */
-    const lost = (pause = retryDelay(tries + 1)) => {
+    /**
+     * The session is dead: end it and offer again after a pause (cut short when the service answers
+     * again; `unanswered`: the offer got no answer), the old one ended first (or given up on after 1 s)
+     * so a camera with --max-viewers 1 has its place.
+     */
+    const lost = (pause = retryDelay(tries + 1), unanswered = false) => {
       if (stopped || !pc) return
       pc = null
       media = null
@@ -126,7 +132,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       tries++
       const ended = close?.() ?? Promise.resolve()
       close = null
-      void Promise.all([Promise.race([ended, after(1000)]), after(pause)]).then(offer)
+      void Promise.all([Promise.race([ended, after(1000)]), pauseUntilBack(pause, () => stopped, unanswered)]).then(offer)
     }
 
     /** A new frame of the current session on the card: the picture moves. */
@@ -256,7 +262,9 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       lastPartAt = null
       try {
         const token = savedToken()
-        const res = await fetch(url, { cache: 'no-store', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: own.signal })
+        // Headers not there in ANSWER_WITHIN_MS (a cut tether): no answer, let go below.
+        const late = setTimeout(() => own.abort(), ANSWER_WITHIN_MS)
+        const res = await fetch(url, { cache: 'no-store', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: own.signal }).finally(() => clearTimeout(late))
         if (!res.ok || !res.body) {
           const why = await whyOf(res)
           if (!stopped && request === own) onFail(why)
@@ -275,18 +283,23 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
             show(jpeg)
           }
         }
+        if (!stopped && request === own) lost() // the answer ended (the stream stopped or restarted)
+        return
       } catch {} // no answer, cut, aborted, or not a stream: asked again below unless this one was let go
-      if (!stopped && request === own) lost()
+      if (!stopped && request === own) lost(retryDelay(tries + 1), true)
     }
 
-    /** The answer is dead (ended, cut, silent): let go, and asked again after a pause. */
-    const lost = (pause = retryDelay(tries + 1)) => {
+    /**
+     * The answer is dead (ended, cut, silent): let go, and asked again after a pause (cut short when the
+     * service answers again; `unanswered`: the request got no answer).
+     */
+    const lost = (pause = retryDelay(tries + 1), unanswered = false) => {
       if (stopped || !request) return
       request.abort()
       request = null
       stale = true
       tries++
-      void after(pause).then(ask)
+      void pauseUntilBack(pause, () => stopped, unanswered).then(ask)
     }
 
     const check = () => {

@@ -3,6 +3,9 @@
 // again by the tab's next page, before it offers: see previousPageEnded).
 import { answeredLocation, ApiError, request } from './api'
 
+/** An offer unanswered this long (a cut tether, a stopped vehicle) is taken as no answer. */
+const OFFER_TIMEOUT_MS = 3000
+
 /** This tab's open sessions, kept across a reload (sessionStorage). */
 const OPEN_KEY = 'periscope.whep-sessions'
 function openSessions(): string[] {
@@ -60,7 +63,8 @@ export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: st
     })
     await previousPageEnded
     if (closed) return
-    const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp })
+    // Unanswered in OFFER_TIMEOUT_MS is no answer (status 0): the view asks again once the vehicle answers.
+    const answer = await request('POST', url, { type: 'application/sdp', text: pc.localDescription!.sdp }, { timeoutMs: OFFER_TIMEOUT_MS })
     const location = answer.headers.get('location')
     session = location ? answeredLocation(location, url) : null
     if (session) setOpenSessions([...openSessions(), session])

@@ -15,16 +15,21 @@ export interface LabService extends Service {
 }
 
 /** Starts the service in the lab, reached at `address` (one the lab gives an interface), once it answers there. */
-export async function startServiceInLab(lab: NmLab, address: string, args: string[] = []): Promise<LabService> {
+export function startServiceInLab(lab: NmLab, address: string, args: string[] = []): Promise<LabService> {
+  return startServiceInNamespace(lab.ns, address, args, { DBUS_SYSTEM_BUS_ADDRESS: lab.busAddress })
+}
+
+/** Starts the service in network namespace `ns` (a test's own), reached at `address` there, once it answers there. */
+export async function startServiceInNamespace(ns: string, address: string, args: string[] = [], env: Record<string, string> = {}): Promise<LabService> {
   const dataDir = tempDir('periscope-lab-service-')
-  const port = freeTcpPort() // any port is free inside the lab's own namespace; one chosen at run time all the same
+  const port = freeTcpPort() // any port is free inside the namespace; one chosen at run time all the same
   const proc = Bun.spawn(
-    ['/usr/sbin/ip', 'netns', 'exec', lab.ns, process.execPath, join(import.meta.dir, '../../../core/main.ts'), '--host', '0.0.0.0', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', '--rtsp-port', '0', ...args],
-    { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../../..'), env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: lab.busAddress } },
+    ['/usr/sbin/ip', 'netns', 'exec', ns, process.execPath, join(import.meta.dir, '../../../core/main.ts'), '--host', '0.0.0.0', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', '--rtsp-port', '0', ...args],
+    { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../../..'), env: { ...process.env, ...env } },
   )
   const url = `http://${address}:${port}`
   const callAt = async (origin: string, method: string, path: string, body?: unknown) => {
-    const cmd = ['/usr/sbin/ip', 'netns', 'exec', lab.ns, 'curl', '-sS', '-m', '20', '-X', method, '-o', '-', '-w', '\n%{http_code}', origin + path]
+    const cmd = ['/usr/sbin/ip', 'netns', 'exec', ns, 'curl', '-sS', '-m', '20', '-X', method, '-o', '-', '-w', '\n%{http_code}', origin + path]
     if (body !== undefined) cmd.push('-H', 'content-type: application/json', '--data-binary', JSON.stringify(body))
     const curl = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'ignore' })
     const [out, code] = await Promise.all([new Response(curl.stdout).text(), curl.exited])
@@ -39,11 +44,11 @@ export async function startServiceInLab(lab: NmLab, address: string, args: strin
   }
   const kill = () => stopProcess(proc)
   try {
-    await until('the service to answer in the lab', () => callAt(url, 'GET', '/api/devices'), (r) => r.status === 200 || proc.exitCode !== null, 45_000)
+    await until(`the service to answer in ${ns}`, () => callAt(url, 'GET', '/api/devices'), (r) => r.status === 200 || proc.exitCode !== null, 45_000)
   } catch (e) {
     await kill()
     throw e
   }
-  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering in the lab`)
+  if (proc.exitCode !== null) throw new Error(`the service exited with ${proc.exitCode} before answering in ${ns}`)
   return { proc, dataDir, url, port, call: (method, path, body) => callAt(url, method, path, body), callAt, kill }
 }
