@@ -218,7 +218,8 @@ test('MJPG camera: MJPEG parts are the camera\'s own JPEGs — identical to rtpj
     const { parts, contentType } = await readParts(url, 10)
     expect(contentType).toBe('multipart/x-mixed-replace; boundary=periscope-frame')
     expect(parts.length).toBe(10)
-    const atEndpoint = () => new Set(readdirSync(dir).map((f) => sha(readFileSync(join(dir, f)))))
+    // The frames multifilesink has finished: it writes each under a temporary name, then renames it.
+    const atEndpoint = () => new Set(readdirSync(dir).filter((f) => /^\d+\.jpg$/.test(f)).map((f) => sha(readFileSync(join(dir, f)))))
     await waitFor('every part among the endpoint\'s frames', () => parts.every((p) => atEndpoint().has(sha(p))), 10_000)
     expect(await decode(parts[9]!)).toEqual({ width: 640, height: 480 })
 

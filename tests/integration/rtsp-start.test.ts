@@ -200,12 +200,13 @@ test("every track's timestamps only increase, at the camera's spacing, for ffmpe
       // The live part keeps the camera's spacing (a frame's 6000 ticks; 20 ms of Opus at 48 kHz), not the
       // jitter of the packets' way through the machine. (The kept group of pictures comes one tick a frame.)
       // A few steps are shorter: the server's timeline moving to the track's quickest way here (at most
-      // once each half second, plugins/rtsp/server.py RtpClock), and ffmpeg's own mapping at an RTCP
-      // report (a few ticks); none is longer: no frame is held late.
+      // once each half second, plugins/rtsp/server.py RtpClock); a few are off by ticks, ffmpeg's own
+      // mapping at an RTCP report; none is longer by more than 1 ms: no frame is held late.
       const live = steps.filter((d) => d > 2)
       const off = live.filter((d) => Math.abs(d - step) > 2)
       const what = `${transport}, track ${stream}: steps off the spacing of ${step}: ${off.join(', ') || 'none'}`
-      expect(off.filter((d) => d > step), what).toEqual([])
+      const ms = stream === 0 ? 90 : 48
+      expect(off.filter((d) => d > step + ms), what).toEqual([])
       expect(off.length, what).toBeLessThanOrEqual(4)
     }
     expect(copied.err).not.toContain('non monotonically')
