@@ -135,6 +135,9 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
 const snapshot = (bus_info: string, query = '') => fetch(`${s.url}/api/streams/${bus_info}/snapshot.jpg${query}`)
 
 /** Transcoder children of this process (the jpeg plugin's H.264 → JPEG), by their command line. */
+/** The frames multifilesink has finished in `dir` (it writes each under a temporary name, then renames it). */
+const finished = (dir: string) => readdirSync(dir).filter((f) => /^\d+\.jpg$/.test(f))
+
 function transcoders(): number[] {
   const out = Bun.spawnSync(['ps', '-eo', 'pid=,ppid=,args=']).stdout.toString()
   return out
@@ -170,10 +173,10 @@ test('RFC 2435 depayloader: the same JPEGs as GStreamer\'s rtpjpegdepay from the
       sender.send(p, rx, '127.0.0.1')
       if (p[1]! & 0x80) await Bun.sleep(5) // paced by frame, as a camera sends
     }
-    await waitFor(`rtpjpegdepay's ${mine.length} frames`, () => readdirSync(dir).length >= mine.length, 15_000)
+    await waitFor(`rtpjpegdepay's ${mine.length} frames`, () => finished(dir).length >= mine.length, 15_000)
     sender.close()
     await stop(depay)
-    const theirs = readdirSync(dir).sort().map((f) => new Uint8Array(readFileSync(join(dir, f))))
+    const theirs = finished(dir).sort().map((f) => new Uint8Array(readFileSync(join(dir, f))))
     expect(theirs.map(sha)).toEqual(mine.map(sha))
     expect(new Set(mine.map(sha)).size).toBeGreaterThan(10) // a moving picture: frames differ
     expect(await decode(mine[0]!)).toEqual({ width: 640, height: 480 })
@@ -218,8 +221,7 @@ test('MJPG camera: MJPEG parts are the camera\'s own JPEGs — identical to rtpj
     const { parts, contentType } = await readParts(url, 10)
     expect(contentType).toBe('multipart/x-mixed-replace; boundary=periscope-frame')
     expect(parts.length).toBe(10)
-    // The frames multifilesink has finished: it writes each under a temporary name, then renames it.
-    const atEndpoint = () => new Set(readdirSync(dir).filter((f) => /^\d+\.jpg$/.test(f)).map((f) => sha(readFileSync(join(dir, f)))))
+    const atEndpoint = () => new Set(finished(dir).map((f) => sha(readFileSync(join(dir, f)))))
     await waitFor('every part among the endpoint\'s frames', () => parts.every((p) => atEndpoint().has(sha(p))), 10_000)
     expect(await decode(parts[9]!)).toEqual({ width: 640, height: 480 })
 
