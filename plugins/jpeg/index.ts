@@ -65,6 +65,8 @@ interface Captured {
 
 interface Shot {
   id: number
+  /** The running stream it was taken from (null: a camera that did not stream): a new stream takes a new one. */
+  hub: StreamHub | null
   /** Known once the JPEG is. */
   source?: SnapshotSource
   /** When the frame was taken (performance.now()); Infinity while the capture runs. */
@@ -208,10 +210,12 @@ export default definePlugin({
     /** At most one capture per camera at a time; a capture answers everyone for SNAPSHOT_TTL_MS. */
     const shotOf = (gst: GstRunner, bus_info: string): Shot => {
       const cached = shots.get(bus_info)
-      if (cached && performance.now() - cached.at < SNAPSHOT_TTL_MS) return cached
+      const hub = liveOf(bus_info)?.hub ?? null
+      if (cached && cached.hub === hub && performance.now() - cached.at < SNAPSHOT_TTL_MS) return cached
       const captured = capture(gst, bus_info)
       const shot: Shot = {
         id: ++captures,
+        hub,
         at: Infinity,
         jpeg: captured.then((c) => {
           shot.source = c.source
