@@ -1,7 +1,7 @@
 // Viewer churn on the media plane (media/hub.ts), with real clients against a whole service, `rounds`
 // rounds (tests/integration/media-churn.test.ts: a few in every run; tests/soak/media-churn.test.ts: 20,
 // `npm run soak`): an MJPEG viewer of an H.264 camera (a transcoder child fed by a loopback feeder) and an
-// RTSP session over UDP come and go, a snapshot is taken, and every `recordEvery`th round a recording is
+// RTSP session over UDP come and go, a snapshot is taken (its decoder staying 1 s), and every `recordEvery`th round a recording is
 // made while streaming. The UDP endpoint loses nothing; afterwards the hub has no reader left (an RTSP
 // client's media is fed only while it lasts), and the process's file descriptors, threads, children and
 // memory are back within 5 % of where they were.
@@ -76,7 +76,8 @@ export function mediaChurn(rounds: number, recordEvery: number, timeoutMs: numbe
     requireRtspClients()
     rtspPort = freeTcpPort()
     const plugins = await Promise.all(['mock', 'cameras', 'dwe', 'gstreamer', 'rtsp', 'jpeg'].map(loadPlugin))
-    server = await startTestServer({ plugins, config: { simulate: 'default', rtspPort } })
+    // A snapshot's decoder stays 1 s (not 30): it comes and goes with every round's snapshot, and must leave nothing either.
+    server = await startTestServer({ plugins, config: { simulate: 'default', rtspPort, snapshotWarmSeconds: 1 } })
     await until('the RTSP server ready', () => server.call('GET', '/api/health'), (r) => r.body?.plugins?.rtsp?.state === 'ok', 20_000)
   }, 40_000)
 
@@ -115,7 +116,7 @@ export function mediaChurn(rounds: number, recordEvery: number, timeoutMs: numbe
       // Nothing stays: each RTSP client has a media of its own in the helper, fed while it lasts and no longer.
       const settle = async () => {
         await waitFor('no viewer reading the hub', () => Object.keys(byName() ?? { unknown: 1 }).length === 0, 15_000)
-        await until('the transcoder child gone', () => server.call('GET', '/api/health'), (r) => r.body.plugins.jpeg.transcoders === 0, 15_000)
+        await until('the transcoder and the snapshot decoder gone', () => server.call('GET', '/api/health'), (r) => r.body.plugins.jpeg.transcoders === 0 && r.body.plugins.jpeg.warm_snapshot_decoders === 0, 15_000)
       }
       await settle()
       Bun.gc(true)
