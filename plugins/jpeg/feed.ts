@@ -25,6 +25,8 @@ export interface FeedOptions {
   quality: number
   /** Most frames per second a transcoder makes. */
   maxFps: number
+  /** The transcoder below the cameras' priority (a snapshot's warm decoder: no camera waits for it). */
+  lowPriority?: boolean
   /** Called once when the feed has ended, to forget it. */
   ended(): void
 }
@@ -144,7 +146,7 @@ export class JpegFeed {
     void (async () => {
       const [port] = await freeLoopbackPorts(1)
       if (stopped) return
-      child = this.options.runner.spawn(transcoderTokens(port!, Math.min(this.hub.fps, this.options.maxFps), this.options.quality))
+      child = this.options.runner.spawn(transcoderTokens(port!, Math.min(this.hub.fps, this.options.maxFps), this.options.quality), 'ignore', this.options.lowPriority)
       this.child = child
       feeder = new LoopbackFeeder(this.options.log)
       reading = feeder.feed(this.hub, this.member, port!, {

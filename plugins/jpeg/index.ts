@@ -132,6 +132,7 @@ export default definePlugin({
           log,
           quality: QUALITY,
           maxFps: WARM_FPS,
+          lowPriority: true,
           ended: () => {
             const now = warm.get(bus_info)
             if (now?.feed !== feed) return

@@ -149,11 +149,14 @@ function transcoders(): number[] {
 
 test('RFC 2435 depayloader: the same JPEGs as GStreamer\'s rtpjpegdepay from the same packets, byte for byte (4:2:0 and 4:2:2); a frame missing a packet is dropped', async () => {
   for (const format of ['I420', 'YUY2']) {
-    // Packets from GStreamer's payloader, kept in order.
+    // Packets from GStreamer's payloader, kept in order: its SSRC only (another suite's camera may still
+    // send to a port its test let go, and this one took).
     const packets: Uint8Array[] = []
     const port = freePort()
-    const socket = await Bun.udpSocket({ hostname: '127.0.0.1', port, socket: { data: (_s, buf) => void packets.push(new Uint8Array(buf)) } })
-    const pay = gst(['videotestsrc', 'num-buffers=20', 'pattern=ball', '!', `video/x-raw,format=${format},width=640,height=480,framerate=30/1`, '!', 'jpegenc', '!', 'rtpjpegpay', 'mtu=1400', '!', 'udpsink', 'host=127.0.0.1', `port=${port}`])
+    const ssrc = (Math.random() * 0x7fffffff) >>> 0
+    const fromPayloader = (buf: Buffer) => buf.length >= 12 && buf.readUInt32BE(8) === ssrc
+    const socket = await Bun.udpSocket({ hostname: '127.0.0.1', port, socket: { data: (_s, buf) => void (fromPayloader(buf) && packets.push(new Uint8Array(buf))) } })
+    const pay = gst(['videotestsrc', 'num-buffers=20', 'pattern=ball', '!', `video/x-raw,format=${format},width=640,height=480,framerate=30/1`, '!', 'jpegenc', '!', 'rtpjpegpay', 'mtu=1400', `ssrc=${ssrc}`, '!', 'udpsink', 'host=127.0.0.1', `port=${port}`])
     await pay.exited
     await waitFor('every packet', () => packets.some((p) => p[1]! & 0x80) && packets.length > 20, 5_000)
     await Bun.sleep(100)
