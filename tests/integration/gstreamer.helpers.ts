@@ -195,18 +195,22 @@ export class Receiver {
   height = 0
   private proc: Subprocess
 
-  /** `source`: what produces decoded video instead of udpsrc on `port` (an RTSP client, say). */
+  /**
+   * `source`: what produces decoded video instead of udpsrc on `port` (an RTSP client, say); `prefix`:
+   * what runs gst-launch (`ip netns exec <ns>`: a client in a test's network namespace).
+   */
   constructor(
     private readonly port: number,
     encode: EncodeType,
     source?: string[],
+    prefix: string[] = [],
   ) {
     const depay =
       encode === 'MJPG'
         ? ['application/x-rtp,media=video,encoding-name=JPEG,clock-rate=90000,payload=26', '!', 'rtpjpegdepay', '!', 'jpegdec']
         : ['application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=96', '!', 'rtph264depay', '!', 'avdec_h264']
     const head = source ?? ['udpsrc', `port=${port}`, 'address=127.0.0.1', '!', ...depay]
-    this.proc = Bun.spawn(['gst-launch-1.0', '-v', ...head, '!', 'identity', 'name=rx', 'silent=false', '!', 'fakesink', 'sync=false'], {
+    this.proc = Bun.spawn([...prefix, 'gst-launch-1.0', '-v', ...head, '!', 'identity', 'name=rx', 'silent=false', '!', 'fakesink', 'sync=false'], {
       stdout: 'pipe',
       stderr: 'pipe',
       stdin: 'ignore',
@@ -215,8 +219,8 @@ export class Receiver {
   }
 
   /** gst-launch-1.0's rtspsrc over `protocol`, decoding whatever the server sends. */
-  static rtsp(url: string, protocol: 'tcp' | 'udp'): Receiver {
-    return new Receiver(0, 'H264', ['rtspsrc', `location=${url}`, `protocols=${protocol}`, 'latency=0', '!', 'decodebin'])
+  static rtsp(url: string, protocol: 'tcp' | 'udp', prefix: string[] = []): Receiver {
+    return new Receiver(0, 'H264', ['rtspsrc', `location=${url}`, `protocols=${protocol}`, 'latency=0', '!', 'decodebin'], prefix)
   }
 
   /** Whether the client process has ended (an RTSP client does when the server ends its session). */
@@ -249,6 +253,55 @@ export class Receiver {
   async stop(): Promise<void> {
     this.proc.kill('SIGKILL')
     await this.proc.exited
+  }
+}
+
+/**
+ * An RTSP viewer that behaves as QGroundControl's receiver does: its VideoReceiver restarts the whole
+ * pipeline (here rtspsrc over TCP, gst-launch) when no frame came for its "RTSP Video Timeout"
+ * (`timeoutMs`), or when the session ends. `prefix`: what runs it (`ip netns exec <ns>`).
+ */
+export class RestartingViewer {
+  frames: number[] = []
+  restarts = 0
+  private rx: Receiver
+  private seen = 0
+  private since = Date.now()
+  private readonly timer: ReturnType<typeof setInterval>
+
+  constructor(
+    private readonly url: string,
+    private readonly timeoutMs: number,
+    private readonly prefix: string[] = [],
+  ) {
+    this.rx = Receiver.rtsp(url, 'tcp', prefix)
+    this.timer = setInterval(() => void this.watch(), 100)
+  }
+
+  private async watch(): Promise<void> {
+    const now = Date.now()
+    if (this.rx.frames.length > this.seen) {
+      this.frames.push(...this.rx.frames.slice(this.seen))
+      this.seen = this.rx.frames.length
+      this.since = now
+    }
+    if (!this.rx.exited && now - this.since < this.timeoutMs) return
+    const old = this.rx
+    this.rx = Receiver.rtsp(this.url, 'tcp', this.prefix)
+    this.seen = 0
+    this.since = now
+    this.restarts++
+    await old.stop()
+  }
+
+  /** Frames decoded after `t`. */
+  framesAfter(t: number): number {
+    return this.frames.filter((f) => f > t).length
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    await this.rx.stop()
   }
 }
 

@@ -2,10 +2,10 @@
 // pipeline when no frame came for its "RTSP Video Timeout", or when the session ends) decodes again
 // within 5 s of the stream running again after each fault: a stream restart, a reconfiguration (a new
 // size), and the service killed (-9) and started again where it was, with its settings, by its supervisor.
-// The client is GStreamer's rtspsrc (gst-launch), restarted by the test as QGroundControl would.
+// The client is GStreamer's rtspsrc (gst-launch), restarted as QGroundControl would (RestartingViewer).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { freeTcpPort, until } from '../helpers'
-import { freePort, Receiver, requireRtspClients, RtpCounter } from './gstreamer.helpers'
+import { freePort, requireRtspClients, RestartingViewer, RtpCounter } from './gstreamer.helpers'
 import { startService, type Service } from './service.helpers'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264
@@ -19,47 +19,6 @@ const httpPort = freeTcpPort()
 const rtspPort = freeTcpPort()
 const args = ['--rtsp-port', String(rtspPort)]
 const endpoint = { port: freePort(), counter: undefined as RtpCounter | undefined }
-
-/** A viewer that starts rtspsrc again whenever it ended or went silent for TIMEOUT_MS, as QGC does. */
-class RestartingViewer {
-  frames: number[] = []
-  restarts = 0
-  private rx: Receiver
-  private seen = 0
-  private since = Date.now()
-  private readonly timer: ReturnType<typeof setInterval>
-
-  constructor(private readonly url: string) {
-    this.rx = Receiver.rtsp(url, 'tcp')
-    this.timer = setInterval(() => void this.watch(), 100)
-  }
-
-  private async watch(): Promise<void> {
-    const now = Date.now()
-    if (this.rx.frames.length > this.seen) {
-      this.frames.push(...this.rx.frames.slice(this.seen))
-      this.seen = this.rx.frames.length
-      this.since = now
-    }
-    if (!this.rx.exited && now - this.since < TIMEOUT_MS) return
-    const old = this.rx
-    this.rx = Receiver.rtsp(this.url, 'tcp')
-    this.seen = 0
-    this.since = now
-    this.restarts++
-    await old.stop()
-  }
-
-  /** Frames decoded after `t`. */
-  framesAfter(t: number): number {
-    return this.frames.filter((f) => f > t).length
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer)
-    await this.rx.stop()
-  }
-}
 
 let viewer: RestartingViewer | undefined
 
@@ -98,7 +57,7 @@ async function backWithin(what: string): Promise<void> {
 test('a QGroundControl-like RTSP viewer decodes again within 5 s after a stream restart, a new size, and kill -9 of the service', async () => {
   await configure(640, 480)
   await until('the mount', () => service.call('GET', '/api/rtsp'), (r) => r.body?.mounts?.some((m: any) => m.bus_info === EHD), 20_000)
-  viewer = new RestartingViewer(`rtsp://127.0.0.1:${rtspPort}/${EHD}`)
+  viewer = new RestartingViewer(`rtsp://127.0.0.1:${rtspPort}/${EHD}`, TIMEOUT_MS)
   await until('the viewer decoding', async () => viewer!.frames.length, (n) => n >= 10, 20_000)
 
   expect((await service.call('POST', '/api/devices/restart_stream', { bus_info: EHD })).status).toBe(200)

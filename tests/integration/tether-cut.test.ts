@@ -3,13 +3,14 @@
 // the one, Chromium with the console in the other, the page loaded from the vehicle's address. The
 // vehicle's end is taken down for 10 s, then up again; the console's WebRTC preview (H.264) and MJPEG
 // preview (MJPG) are marked frozen while it is down and play again within 5 s of the link coming back,
-// by themselves, with no reload.
+// by themselves, with no reload; so does an RTSP viewer in the pilot's namespace that restarts on
+// silence as QGroundControl's does (RestartingViewer).
 // Prerequisites: root, iproute2, scripts/setup/chromium.sh and gstreamer.sh.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { launchBrowser } from './browser'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
-import { requireGStreamer } from './gstreamer.helpers'
+import { requireGStreamer, requireRtspClients, RestartingViewer } from './gstreamer.helpers'
 import { startServiceInNamespace, type LabService } from './nm/service'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 (WebRTC preview)
@@ -26,6 +27,9 @@ const pilotIf = `tp${tag}`
 let service: LabService
 let c: ConsoleSession
 let made = false
+let rtsp: RestartingViewer | undefined
+/** Inside the vehicle's own namespace: any port is free there (one chosen at run time all the same). */
+const rtspPort = 18554 + (process.pid % 1000)
 
 async function ip(...args: string[]): Promise<void> {
   const proc = Bun.spawn(['/usr/sbin/ip', ...args], { stdout: 'ignore', stderr: 'pipe' })
@@ -36,6 +40,7 @@ const tether = (state: 'up' | 'down') => ip('netns', 'exec', vehicleNs, 'ip', 'l
 
 beforeAll(async () => {
   requireGStreamer()
+  requireRtspClients()
   if (process.getuid?.() !== 0) throw new Error('tether-cut.test.ts needs root (network namespaces)')
   await ip('netns', 'add', vehicleNs)
   made = true
@@ -47,12 +52,13 @@ beforeAll(async () => {
     await ip('netns', 'exec', ns, 'ip', 'link', 'set', dev, 'up')
   }
   c = await openConsole({
-    service: async () => (service = await startServiceInNamespace(vehicleNs, VEHICLE)),
+    service: async () => (service = await startServiceInNamespace(vehicleNs, VEHICLE, ['--rtsp-port', String(rtspPort)])),
     browser: () => launchBrowser({ netns: pilotNs }),
   })
 }, 120_000)
 
 afterAll(async () => {
+  await rtsp?.stop()
   await c?.close()
   if (made) for (const ns of [vehicleNs, pilotNs]) await ip('netns', 'del', ns).catch(() => {})
 })
@@ -69,7 +75,7 @@ async function stream(bus: string, encode: 'H264' | 'MJPG', port: number): Promi
   await until(`${bus} streaming ${encode}`, () => device(bus), (x) => x?.stream_status?.state === 'running', 20_000)
 }
 
-test('the tether down for 10 s: both previews are marked frozen, and play again within 5 s of it coming back, no reload', async () => {
+test('the tether down for 10 s: both previews are marked frozen, and they and a QGroundControl-like RTSP viewer play again within 5 s of it coming back, no reload', async () => {
   await stream(EHD, 'H264', 47_010)
   await stream(WEBCAM, 'MJPG', 47_020)
   await c.open('cameras')
@@ -117,6 +123,9 @@ test('the tether down for 10 s: both previews are marked frozen, and play again 
     }
   }
   await plays('both previews playing', 30_000)
+  // QGroundControl's receiver on the pilot's laptop, restarting after 2 s of silence (its RTSP Video Timeout).
+  rtsp = new RestartingViewer(`rtsp://${VEHICLE}:${rtspPort}/${EHD}`, 2_000, ['/usr/sbin/ip', 'netns', 'exec', pilotNs])
+  await until('the RTSP viewer decoding', async () => rtsp!.frames.length, (n) => n >= 10, 20_000)
 
   await tether('down')
   const downAt = Date.now()
@@ -140,5 +149,7 @@ test('the tether down for 10 s: both previews are marked frozen, and play again 
   await plays('both previews playing again after the tether came back', 5_000)
   await watching
   console.log(`tether cut: both previews playing again ${Date.now() - upAt} ms after the link came back (first picture: WebRTC ${back.whep} ms, MJPEG ${back.mjpeg} ms)`)
+  await until('the RTSP viewer decoding again', async () => rtsp!.framesAfter(upAt), (n) => n >= 10, Math.max(1, upAt + 5_000 - Date.now()))
+  console.log(`tether cut: the RTSP viewer decoding again ${rtsp.frames.find((f) => f > upAt)! - upAt} ms after the link came back (${rtsp.restarts} restarts)`)
   expect(c.errors().filter((e) => !/net::ERR_/.test(e))).toEqual([])
 }, 120_000)

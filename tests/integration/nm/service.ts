@@ -24,7 +24,7 @@ export async function startServiceInNamespace(ns: string, address: string, args:
   const dataDir = tempDir('periscope-lab-service-')
   const port = freeTcpPort() // any port is free inside the namespace; one chosen at run time all the same
   const proc = Bun.spawn(
-    ['/usr/sbin/ip', 'netns', 'exec', ns, process.execPath, join(import.meta.dir, '../../../core/main.ts'), '--host', '0.0.0.0', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', '--rtsp-port', '0', ...args],
+    ['/usr/sbin/ip', 'netns', 'exec', ns, process.execPath, join(import.meta.dir, '../../../core/main.ts'), '--host', '0.0.0.0', '--port', String(port), '--data-dir', dataDir, '--simulate', 'default', '--log-level', 'error', ...(args.includes('--rtsp-port') ? [] : ['--rtsp-port', '0']), ...args],
     { stdout: 'ignore', stderr: 'inherit', cwd: join(import.meta.dir, '../../..'), env: { ...process.env, ...env } },
   )
   const url = `http://${address}:${port}`
