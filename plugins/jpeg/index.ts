@@ -50,7 +50,6 @@ const SnapshotQuery = t.Object({
   ),
 })
 
-/** One capture of a camera, shared by whoever asks while it runs and for SNAPSHOT_TTL_MS after. */
 /**
  * Where a snapshot's JPEG came from (its X-Snapshot-Source): the MJPEG viewers' newest frame, the warm
  * decoder's newest, the kept group of pictures decoded, the stream's next frame, or a one-shot capture
@@ -63,15 +62,14 @@ interface Captured {
   source: SnapshotSource
 }
 
+/** One capture of a camera, shared by whoever asks while it runs and for SNAPSHOT_TTL_MS after. */
 interface Shot {
   id: number
   /** The running stream it was taken from (null: a camera that did not stream): a new stream takes a new one. */
   hub: StreamHub | null
-  /** Known once the JPEG is. */
-  source?: SnapshotSource
   /** When the frame was taken (performance.now()); Infinity while the capture runs. */
   at: number
-  jpeg: Promise<Uint8Array>
+  captured: Promise<Captured>
   scaled: Map<number, Promise<Uint8Array>>
 }
 
@@ -213,19 +211,9 @@ export default definePlugin({
       const cached = shots.get(bus_info)
       const hub = liveOf(bus_info)?.hub ?? null
       if (cached && cached.hub === hub && performance.now() - cached.at < SNAPSHOT_TTL_MS) return cached
-      const captured = capture(gst, bus_info)
-      const shot: Shot = {
-        id: ++captures,
-        hub,
-        at: Infinity,
-        jpeg: captured.then((c) => {
-          shot.source = c.source
-          return c.jpeg
-        }),
-        scaled: new Map(),
-      }
+      const shot: Shot = { id: ++captures, hub, at: Infinity, captured: capture(gst, bus_info), scaled: new Map() }
       shots.set(bus_info, shot)
-      shot.jpeg.then(
+      shot.captured.then(
         () => (shot.at = performance.now()),
         () => shots.get(bus_info) === shot && shots.delete(bus_info), // a failure is not kept
       )
@@ -324,10 +312,10 @@ export default definePlugin({
           // A stopped camera is started for the capture: limited per client (core/http/client-limits.ts).
           if (!liveOf(bus_info)) refusals.limits.take('snapshot_stopped', request)
           const shot = shotOf(gst, bus_info)
-          const full = await shot.jpeg
+          const { jpeg: full, source } = await shot.captured
           const jpeg = query.height === undefined ? full : await scaled(gst, shot, full, query.height)
           return new Response(jpeg, {
-            headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store', etag: `"${bus_info}-${shot.id}${query.height ? `-h${query.height}` : ''}"`, 'x-capture-id': String(shot.id), 'x-snapshot-source': shot.source ?? 'capture' },
+            headers: { 'content-type': 'image/jpeg', 'cache-control': 'no-store', etag: `"${bus_info}-${shot.id}${query.height ? `-h${query.height}` : ''}"`, 'x-capture-id': String(shot.id), 'x-snapshot-source': source },
           })
         }),
         {

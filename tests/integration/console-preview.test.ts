@@ -90,6 +90,26 @@ async function expectSnapshotFallback(bus: string, why: string): Promise<void> {
   expect(await c.page.$(`${card(bus)} [data-preview="whep"], ${card(bus)} [data-preview="mjpeg"]`)).toBeNull()
 }
 
+/** Processes a test stops (SIGSTOP) and continues (SIGCONT), each continued again in its `finally`. */
+class Stopped {
+  private pids: number[] = []
+
+  stop(...pids: number[]): void {
+    for (const pid of pids) {
+      process.kill(pid, 'SIGSTOP')
+      this.pids.push(pid)
+    }
+  }
+
+  resume(): void {
+    for (const pid of this.pids.splice(0)) {
+      try {
+        process.kill(pid, 'SIGCONT')
+      } catch {} // gone meanwhile (a stream restarted)
+    }
+  }
+}
+
 /** A second page in the same browser: the other viewer that takes the camera's one place. */
 async function otherViewer(): Promise<Page> {
   return openPage(c.browser, c.origin)
@@ -139,7 +159,7 @@ describe('with --max-viewers 1', () => {
 
   test('MJPEG refused (503: the camera already has its one MJPEG viewer): the card shows refreshed snapshots and says why; with no newer one (the service stopped for seconds), how old the one shown is, and no camera restarted for it', async () => {
     let other: Page | undefined
-    let paused: number | null = null
+    const stopped = new Stopped()
     try {
       await c.open('status') // no preview open while the other viewer takes the place
       await stream(WEBCAM, 'MJPG')
@@ -159,13 +179,11 @@ describe('with --max-viewers 1', () => {
       // comes, and the card says how old the one it shows is. Continued, the snapshots go on, and its
       // watchdog's first (late) tick did not take the silence for a stalled camera: no restart.
       const restarts = (await device(WEBCAM)).stream_status.restarts
-      process.kill(c.service.proc.pid, 'SIGSTOP')
-      paused = c.service.proc.pid
+      stopped.stop(c.service.proc.pid)
       const old = `${card(WEBCAM)} [data-preview="snapshot"][data-frozen] [data-preview-state]`
       await c.page.waitForSelector(old, { timeout: 15_000 })
       expect(await c.page.$eval(old, (e: any) => e.textContent)).toMatch(/^snapshot \d+ s old/)
-      process.kill(paused, 'SIGCONT')
-      paused = null
+      stopped.resume()
       // (Polled: waitForSelector, waiting on mutations, missed the attribute going in this test.)
       await waitInPage(c.page, 'the snapshot preview unmarked', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-4"] [data-preview="snapshot"]:not([data-frozen])'), 20_000)
       // Three of the watchdog's once-a-second ticks since it went on, the first of them late.
@@ -174,7 +192,7 @@ describe('with --max-viewers 1', () => {
       expect([after.state, after.restarts], `the camera's stream after the service was stopped for seconds: ${after.last_error ?? ''}`).toEqual(['running', restarts])
       expect(c.errors()).toEqual([])
     } finally {
-      if (paused) process.kill(paused, 'SIGCONT')
+      stopped.resume()
       await other?.close()
       await stopStream(WEBCAM)
     }
@@ -401,14 +419,7 @@ describe('the live previews come back by themselves', () => {
   afterAll(() => own?.close())
 
   test('frames stop (the camera paused): marked frozen within 1 s, saying so, and unmarked when they return; the browser asleep past the idle timeout: plays again within 5 s, no reload', async () => {
-    const stopped: number[] = []
-    const resume = () => {
-      for (const pid of stopped.splice(0)) {
-        try {
-          process.kill(pid, 'SIGCONT')
-        } catch {} // gone meanwhile
-      }
-    }
+    const stopped = new Stopped()
     try {
       await stream(EHD, 'H264')
       await c.open('cameras')
@@ -421,8 +432,7 @@ describe('the live previews come back by themselves', () => {
       // The camera's child paused: no new frame. The card says so within 1 s of the last frame shown.
       const camera = gstChildrenOf(c.service.proc.pid)
       expect(camera.length).toBe(1)
-      process.kill(camera[0]!, 'SIGSTOP')
-      stopped.push(camera[0]!)
+      stopped.stop(camera[0]!)
       await waitInPage(c.page, 'the frozen mark', () => (globalThis as any).picture.marks.some((m: Mark) => m.frozen), 10_000)
       const frozen = (await picture()).marks.find((m) => m.frozen)!
       console.log(`console preview: frozen mark ${Math.round(frozen.at - frozen.lastFrame)} ms after the last frame shown: "${frozen.text}"`)
@@ -430,7 +440,7 @@ describe('the live previews come back by themselves', () => {
       expect(frozen.at - frozen.lastFrame).toBeLessThanOrEqual(1250)
       expect(frozen.text).toContain('video frozen')
       expect(await c.page.$eval(`${card(EHD)} [data-preview="whep"] .overlay`, (e: any) => e.textContent)).toContain('frozen')
-      resume()
+      stopped.resume()
       await plays('the preview playing again once the camera goes on', 10_000)
       expect((await picture()).marks.at(-1)?.frozen).toBe(false)
 
@@ -438,13 +448,10 @@ describe('the live previews come back by themselves', () => {
       // silent session. Continued, the page notices, ends it, offers again and plays, with no reload.
       const browser = browserPid(c.browser)!
       const chromium = [browser, ...descendants(browser).map((p) => p.pid)]
-      for (const pid of chromium) {
-        process.kill(pid, 'SIGSTOP')
-        stopped.push(pid)
-      }
+      stopped.stop(...chromium)
       await until('the service ended the silent viewer', () => viewers(EHD, 'whep'), (n) => n === 0, 20_000)
       const continued = Date.now()
-      resume()
+      stopped.resume()
       // A new session (the service counts its viewer again), then frames of it: frames the browser held
       // from before it stopped would show for a moment, and do not count.
       const within = continued + 5_000
@@ -460,7 +467,7 @@ describe('the live previews come back by themselves', () => {
       expect(await viewers(EHD, 'whep')).toBe(1) // the new session only
       expect(c.errors()).toEqual([])
     } finally {
-      resume()
+      stopped.resume()
       await c.open('status').catch(() => {})
       await stopStream(EHD)
     }
@@ -501,14 +508,7 @@ describe('the live previews come back by themselves', () => {
   }, 120_000)
 
   test('the MJPEG preview: frames stop (the camera paused): marked frozen within 1 s; silent for 2 s, asked for again, saying so; frames back, it plays again, one viewer', async () => {
-    const stopped: number[] = []
-    const resume = () => {
-      for (const pid of stopped.splice(0)) {
-        try {
-          process.kill(pid, 'SIGCONT')
-        } catch {} // gone meanwhile (the stream restarted)
-      }
-    }
+    const stopped = new Stopped()
     const box = `${card(WEBCAM)} [data-preview="mjpeg"]`
     try {
       await stream(WEBCAM, 'MJPG')
@@ -546,8 +546,7 @@ describe('the live previews come back by themselves', () => {
 
       const camera = gstChildrenOf(c.service.proc.pid)
       expect(camera.length, 'the camera child alone').toBe(1)
-      process.kill(camera[0]!, 'SIGSTOP')
-      stopped.push(camera[0]!)
+      stopped.stop(camera[0]!)
       await waitInPage(c.page, 'the frozen mark', () => (globalThis as any).mjpeg.marks.some((m: Mark) => m.frozen), 10_000)
       const frozen = (await seen()).marks.find((m) => m.frozen)!
       console.log(`console MJPEG preview: frozen mark ${Math.round(frozen.at - frozen.lastFrame)} ms after the last picture shown: "${frozen.text}"`)
@@ -556,14 +555,14 @@ describe('the live previews come back by themselves', () => {
       expect(await c.page.$eval(`${box} .overlay`, (e: any) => e.textContent)).toContain('frozen')
       // No picture for 2 s: the answer is let go and the stream asked for again, the card saying so.
       await waitInPage(c.page, 'the card saying it reconnects', () => (globalThis as any).mjpeg.said.some((t: string) => t.includes('reconnecting (1st try)')), 10_000)
-      resume()
+      stopped.resume()
       await playing('the webcam preview playing again once the camera goes on', 15_000)
       expect((await seen()).marks.at(-1)?.frozen).toBe(false)
       // The answers let go are gone from the service's count: this page is one viewer.
       await until('one MJPEG viewer', () => viewers(WEBCAM, 'mjpeg'), (n) => n === 1, 10_000)
       expect(c.errors()).toEqual([])
     } finally {
-      resume()
+      stopped.resume()
       await c.open('status').catch(() => {})
       await stopStream(WEBCAM)
     }

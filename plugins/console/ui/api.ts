@@ -203,7 +203,8 @@ export async function pauseUntilBack(ms: number, stopped: () => boolean, unanswe
   }
 }
 
-function refusal(res: Response, text: string): ApiError {
+/** The service's refusal as an ApiError: its `detail` sentence (or the fields' sentences), else its status. */
+export function refusal(res: Response, text: string): ApiError {
   let detail: unknown
   try {
     detail = (JSON.parse(text) as { detail?: unknown }).detail

@@ -6,7 +6,7 @@
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { pauseUntilBack, reachable, savedToken } from './api'
+import { pauseUntilBack, reachable, refusal, savedToken } from './api'
 import { FrameRate } from './framerate'
 import { MultipartParts } from './multipart'
 import { whepSession } from './whep'
@@ -52,6 +52,17 @@ interface Picture {
   tries: number
   /** Whether this view ever showed a frame. */
   shown: boolean
+}
+
+/**
+ * The card's picture at `at`: frozen when it is from a session or answer taken for dead (`stale`), or
+ * has not moved for FROZEN_AFTER_MS (three frame intervals for a stream slower than 4 fps); the same
+ * object when nothing changed, so the view does not render again.
+ */
+function pictureAt(previous: Picture, at: number, stale: boolean, movedAt: number | null, tries: number, frameMs: number): Picture {
+  const frozen = stale || (movedAt !== null && at - movedAt > Math.max(FROZEN_AFTER_MS, 3 * frameMs))
+  const shown = movedAt !== null
+  return previous.frozen === frozen && previous.tries === tries && previous.shown === shown ? previous : { frozen, tries, shown }
 }
 
 /**
@@ -175,8 +186,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
         setShownStats({ ...s, fps: rate.add(at, s.frames) })
       }
       if (stopped) return
-      const frozen = stale || (movedAt !== null && performance.now() - movedAt > Math.max(FROZEN_AFTER_MS, 3 * frameMs))
-      setPicture((p) => (p.frozen === frozen && p.tries === tries && p.shown === (movedAt !== null) ? p : { frozen, tries, shown: movedAt !== null }))
+      setPicture((p) => pictureAt(p, performance.now(), stale, movedAt, tries, frameMs))
     }
 
     // Each frame the video shows, as it shows it (where the browser tells: requestVideoFrameCallback);
@@ -266,7 +276,7 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
         const late = setTimeout(() => own.abort(), ANSWER_WITHIN_MS)
         const res = await fetch(url, { cache: 'no-store', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: own.signal }).finally(() => clearTimeout(late))
         if (!res.ok || !res.body) {
-          const why = await whyOf(res)
+          const why = res.ok ? 'the answer was no MJPEG stream' : refusal(res, await res.text().catch(() => '')).detail
           if (!stopped && request === own) onFail(why)
           return
         }
@@ -310,8 +320,7 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       const at = performance.now()
       const silent = lastPartAt === null ? at - askedAt > FIRST_FRAME_WITHIN_MS : at - lastPartAt > DEAD_AFTER_MS
       if (request && silent) lost()
-      const frozen = stale || (movedAt !== null && at - movedAt > Math.max(FROZEN_AFTER_MS, 3 * frameMs))
-      setPicture((p) => (p.frozen === frozen && p.tries === tries && p.shown === (movedAt !== null) ? p : { frozen, tries, shown: movedAt !== null }))
+      setPicture((p) => pictureAt(p, at, stale, movedAt, tries, frameMs))
       const element = img.current
       const fps = rate.add(at, frames)
       if (element?.naturalWidth) setShownStats((s) => (s && s.width === element.naturalWidth && s.height === element.naturalHeight && s.fps === fps ? s : { width: element.naturalWidth, height: element.naturalHeight, fps }))
@@ -338,16 +347,6 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       )}
     </div>
   )
-}
-
-/** Why an answer that is no stream was refused: its `detail` sentence, else its status. */
-async function whyOf(res: Response): Promise<string> {
-  const text = await res.text().catch(() => '')
-  try {
-    const detail = (JSON.parse(text) as { detail?: unknown }).detail
-    if (typeof detail === 'string') return detail
-  } catch {}
-  return res.ok ? 'the answer was no MJPEG stream' : `the service answered ${res.status}`
 }
 
 /**
