@@ -26,7 +26,8 @@ const pilotIf = `tp${tag}`
 
 let service: LabService
 let c: ConsoleSession
-let made = false
+/** The namespaces this file made: each deleted in afterAll, a failure there named with this file. */
+const made: string[] = []
 let rtsp: RestartingViewer | undefined
 /** Inside the vehicle's own namespace: any port is free there (one chosen at run time all the same). */
 const rtspPort = 18554 + (process.pid % 1000)
@@ -42,9 +43,10 @@ beforeAll(async () => {
   requireGStreamer()
   requireRtspClients()
   if (process.getuid?.() !== 0) throw new Error('tether-cut.test.ts needs root (network namespaces)')
-  await ip('netns', 'add', vehicleNs)
-  made = true
-  await ip('netns', 'add', pilotNs)
+  for (const ns of [vehicleNs, pilotNs]) {
+    await ip('netns', 'add', ns)
+    made.push(ns)
+  }
   await ip('link', 'add', vehicleIf, 'netns', vehicleNs, 'type', 'veth', 'peer', 'name', pilotIf, 'netns', pilotNs)
   for (const [ns, dev, address] of [[vehicleNs, vehicleIf, VEHICLE], [pilotNs, pilotIf, PILOT]] as const) {
     await ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up')
@@ -60,7 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await rtsp?.stop()
   await c?.close()
-  if (made) for (const ns of [vehicleNs, pilotNs]) await ip('netns', 'del', ns).catch(() => {})
+  for (const ns of made.splice(0)) await ip('netns', 'del', ns)
 })
 
 const device = async (bus: string) => ((await service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
