@@ -5,8 +5,9 @@
 // way the stream's end or restart reaches it as an event.
 import { createSocket, type Socket } from 'node:dgram'
 import type { Logger } from '../core/log'
-import type { HubReader, ReaderEnd, Reading, StreamHub } from '../core/types'
+import type { ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
+import { HOLD_BYTES } from './queue'
 import { compressedGroup, RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
 import { SoundTimeline } from './sound'
 
@@ -37,6 +38,11 @@ export interface FeedOptions {
    * pre-record buffer), each packet at its own time, silence where there was none.
    */
   soundSince?: number
+  /**
+   * Called once with the RTP timestamp (as the hub received it) of the first packet the feed takes, held
+   * or sent: a file's other tracks start at its first frame (the recorder).
+   */
+  began?(timestamp: number): void
   ended?(end: ReaderEnd): void
 }
 
@@ -46,6 +52,12 @@ export interface FeedOptions {
  */
 export interface Feed extends Reading {
   /**
+   * A feed made with no port yet (the child not listening) holds what it takes, up to HOLD_BYTES; from now
+   * on it sends to 127.0.0.1:`port`, what it held first, at once. So a recording begins at the first key
+   * frame after it was asked for, however long its child takes to start.
+   */
+  open(port: number): void
+  /**
    * From the member's next key frame on (that packet included), packets go to 127.0.0.1:`port` instead;
    * `switched` is called once, after that key frame was sent (for the relay's thread: when it says so),
    * with its RTP timestamp as the hub received it. A later call replaces a retarget not yet done.
@@ -53,17 +65,40 @@ export interface Feed extends Reading {
   retarget(port: number, switched?: (timestamp: number) => void): void
 }
 
-/** The destination of a main-thread feed, moved at a key frame (Feed.retarget). */
+/**
+ * Where a main-thread feed's packets go: a port, moved at a key frame (Feed.retarget), or held until the
+ * child listens (Feed.open).
+ */
 class Destination {
   private next: { port: number; switched?: (timestamp: number) => void } | null = null
-  constructor(public port: number, private readonly encoding: TrackEncoding) {}
+  private held: Uint8Array[] = []
+  private heldBytes = 0
+
+  constructor(
+    private port: number | null,
+    private readonly encoding: TrackEncoding,
+    private readonly out: (packet: Uint8Array, port: number) => void,
+    private began?: (timestamp: number) => void,
+  ) {}
 
   retarget(port: number, switched?: (timestamp: number) => void): void {
     this.next = { port, switched }
   }
 
-  /** The port for this packet. */
-  portFor(packet: Uint8Array): number {
+  open(port: number): void {
+    this.port = port
+    for (const packet of this.held.splice(0)) this.out(packet, port)
+    this.heldBytes = 0
+  }
+
+  /** Sends `sent` (`packet`, or its rewrite: RtpContinuity) where `packet` goes. */
+  send(packet: Uint8Array, sent = packet): void {
+    if (this.began && packet.length >= 12) {
+      const began = this.began
+      this.began = undefined
+      const timestamp = timestampOf(packet)
+      queueMicrotask(() => began(timestamp))
+    }
     if (this.next && startsKeyFrame(packet, this.encoding)) {
       const { port, switched } = this.next
       this.next = null
@@ -71,7 +106,10 @@ class Destination {
       const timestamp = timestampOf(packet)
       if (switched) queueMicrotask(() => switched(timestamp)) // after this packet is sent
     }
-    return this.port
+    if (this.port !== null) return this.out(sent, this.port)
+    if (this.heldBytes + sent.length > HOLD_BYTES) return
+    this.held.push(sent)
+    this.heldBytes += sent.length
   }
 }
 
@@ -89,15 +127,23 @@ export class LoopbackFeeder {
     })
   }
 
-  /** Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed. */
-  feed(hub: StreamHub, member: number, port: number, options: FeedOptions): Feed {
-    const destination = new Destination(port, hub.encoding)
-    const mainThread = (reading: Reading): Feed => Object.assign(reading, { retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched) })
+  /**
+   * Sends member `member`'s packets of `hub` to 127.0.0.1:`port` until the returned reading is closed;
+   * with `port` null, holds them until the feed is opened (Feed.open).
+   */
+  feed(hub: StreamHub, member: number, port: number | null, options: FeedOptions): Feed {
+    const out = (packet: Uint8Array, to: number) => void this.socket?.send(packet, to, '127.0.0.1')
+    const destination = new Destination(port, hub.encoding, out, options.began)
+    const mainThread = (reading: Reading): Feed =>
+      Object.assign(reading, {
+        retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched),
+        open: (to: number) => destination.open(to),
+      })
+    const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
+    const send = (packet: Uint8Array) => destination.send(packet, continuity ? continuity.next(packet) : packet)
     if (options.preRecorded && hub instanceof MediaHub && hub.preRecording) {
       // Sent now and the reader added in this same turn: the next packet the hub receives follows the
       // last one sent, none lost or sent twice. (So this reading is the main thread's, not the relay's.)
-      const continuity = options.continuous ? new RtpContinuity(hub.frameTicks) : null
-      const send = (packet: Uint8Array) => void this.socket?.send(continuity ? continuity.next(packet) : packet, destination.portFor(packet), '127.0.0.1')
       const earlier = hub.preRecorded(member)
       for (const packet of earlier) send(packet)
       return mainThread(hub.read(member, { name: options.name, from: earlier.length ? 'now' : options.from, packet: send, ended: options.ended }))
@@ -107,35 +153,28 @@ export class LoopbackFeeder {
     if (relayed) return relayed
     if (options.keptGroup) {
       // As preRecorded: the group sent and the reader added in this same turn, none lost or sent twice.
-      const send = (packet: Uint8Array) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1')
       const kept = compressedGroup(hub.lastGop(member))
       for (const packet of kept) send(packet)
       return mainThread(hub.read(member, { name: options.name, from: kept.length ? 'now' : 'key', packet: send, ended: options.ended }))
     }
-    const continuity = options.continuous && hub instanceof MediaHub ? new RtpContinuity(hub.frameTicks) : null
-    const reader: HubReader = {
-      name: options.name,
-      from: options.from,
-      packet: (packet) => {
-        this.socket?.send(continuity ? continuity.next(packet) : packet, destination.portFor(packet), '127.0.0.1')
-      },
-      ended: options.ended,
-    }
-    return mainThread(hub.read(member, reader))
+    return mainThread(hub.read(member, { name: options.name, from: options.from, packet: send, ended: options.ended }))
   }
 
   /**
-   * Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` until the returned reading is closed. Every
-   * Opus packet stands alone: a retarget moves the very next one. `continuous` (a file's muxer, which
-   * stamps the sound from RTP timestamps as the video, and waits for every track): one RTP timeline
-   * whatever happens upstream, and it never stops while the reading lasts: when the hub's sound does (its
-   * source detached, its child gone) silence fills in (sound.ts SoundTimeline).
+   * Sends the hub's sound (its Opus RTP) to 127.0.0.1:`port` (null: held until Feed.open) until the
+   * returned reading is closed. Every Opus packet stands alone: a retarget moves the very next one.
+   * `continuous` (a file's muxer, which stamps the sound from RTP timestamps as the video, and waits for
+   * every track): one RTP timeline whatever happens upstream, and it never stops while the reading lasts:
+   * when the hub's sound does (its source detached, its child gone) silence fills in (sound.ts SoundTimeline).
    */
-  feedSound(hub: StreamHub, port: number, options: FeedOptions): Feed {
-    const destination = new Destination(port, 'OPUS')
-    const retarget = (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched)
-    const send = (packet: Uint8Array) => void this.socket?.send(packet, destination.portFor(packet), '127.0.0.1')
-    if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), { retarget })
+  feedSound(hub: StreamHub, port: number | null, options: FeedOptions): Feed {
+    const destination = new Destination(port, 'OPUS', (packet, to) => void this.socket?.send(packet, to, '127.0.0.1'))
+    const moves = {
+      retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched),
+      open: (to: number) => destination.open(to),
+    }
+    const send = (packet: Uint8Array) => destination.send(packet)
+    if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), moves)
     const timeline = new SoundTimeline(send)
     timeline.start()
     // Sent now and the reader added in this same turn: none lost or sent twice where they meet.
@@ -153,7 +192,7 @@ export class LoopbackFeeder {
         timeline.stop()
         reading.close()
       },
-      retarget,
+      ...moves,
     }
   }
 

@@ -120,6 +120,8 @@ class RelayedReading implements Reading {
     private readonly stop: () => void,
     /** The thread sends to `port` from the member's next key frame on (feeder.ts Feed.retarget). */
     readonly retarget: (port: number, switched?: (timestamp: number) => void) => void,
+    /** The thread sends what it held, then every packet, to `port` (feeder.ts Feed.open). */
+    readonly open: (port: number) => void,
   ) {}
 
   end(end: ReaderEnd): void {
@@ -337,17 +339,31 @@ export class MediaHub implements StreamHub {
 
   /**
    * A loopback feeder served by the relay's thread (feeder.ts), or null when this hub has no relay.
-   * The thread sends member `member`'s packets to 127.0.0.1:`port` until the reading is closed.
+   * The thread sends member `member`'s packets to 127.0.0.1:`port` (null: held until the reading's
+   * open) until the reading is closed; `began`, as feeder.ts FeedOptions.
    */
-  relayTo(member: number, port: number, reader: Pick<HubReader, 'name' | 'from' | 'ended'>, continuous = false, kept = false): RelayedReading | null {
+  relayTo(
+    member: number,
+    port: number | null,
+    reader: Pick<HubReader, 'name' | 'from' | 'ended'> & { began?(timestamp: number): void },
+    continuous = false,
+    kept = false,
+  ): RelayedReading | null {
     const relay = this.relay
     const id = this.relayIds[member]
     if (!relay || id === undefined) return null
     const set = this.relayed[member]
     if (!set) throw new RangeError(`member ${member} of ${this.members}`)
     if (this.closed) return null
-    const target = relay.feed(id, port, kept ? 'kept' : reader.from === 'key' ? 'key' : 'now', continuous ? this.frameTicks : undefined)
-    const reading = new RelayedReading(this, member, reader, () => relay.unfeed(id, target), (to, switched) => relay.retarget(id, target, to, switched))
+    const target = relay.feed(id, port, kept ? 'kept' : reader.from === 'key' ? 'key' : 'now', continuous ? this.frameTicks : undefined, reader.began)
+    const reading = new RelayedReading(
+      this,
+      member,
+      reader,
+      () => relay.unfeed(id, target),
+      (to, switched) => relay.retarget(id, target, to, switched),
+      (to) => relay.release(id, target, to),
+    )
     set.add(reading)
     return reading
   }

@@ -13,6 +13,13 @@ export const READER_QUEUE_PACKETS = 1024
 /** The most bytes a reader's queue holds (1024 × 1500-byte packets fit): the bound per reader. */
 export const READER_QUEUE_BYTES = 1536 * 1024
 
+/**
+ * What a loopback feed made before its child listens may hold (feeder.ts Feed.open; the children start
+ * within their 10 s, and this is 10 s of a 50 Mbit/s camera). Past it, later packets are dropped: the
+ * child is failing to start anyway.
+ */
+export const HOLD_BYTES = 64 << 20
+
 export interface QueueLimits {
   packets: number
   bytes: number

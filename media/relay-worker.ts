@@ -5,11 +5,14 @@ import { createSocket, type Socket } from 'node:dgram'
 import { parentPort } from 'node:worker_threads'
 import { GopCache } from './gop'
 import { compressedGroup, RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding } from './rtp'
+import { HOLD_BYTES } from './queue'
 
 export type RelayCommand =
   | { op: 'open'; id: number; encoding: MediaEncoding; hubPort: number }
   | { op: 'close'; id: number }
-  | { op: 'feed'; id: number; target: number; port: number; from: 'now' | 'key' | 'kept'; frameTicks?: number }
+  /** port -1: held (up to HOLD_BYTES) until 'release'; `began`: answer { began: target, timestamp } at its first packet. */
+  | { op: 'feed'; id: number; target: number; port: number; from: 'now' | 'key' | 'kept'; frameTicks?: number; began?: boolean }
+  | { op: 'release'; id: number; target: number; port: number }
   | { op: 'unfeed'; id: number; target: number }
   /** From the input's next key frame on, target `target` sends to `port`; the thread answers { switched: target, timestamp } (the key frame's RTP timestamp). */
   | { op: 'retarget'; id: number; target: number; port: number }
@@ -17,7 +20,12 @@ export type RelayCommand =
   | { op: 'settle'; n: number }
 
 interface Target {
+  /** -1: not listening yet, packets go to `held`. */
   port: number
+  held: Uint8Array[]
+  heldBytes: number
+  /** Tell the main thread the first packet's timestamp. */
+  began: boolean
   /** Where it goes from the next key frame on (a recording's next segment). */
   next: number | null
   waiting: boolean
@@ -57,7 +65,7 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
         target.next = null
         switched = true
       }
-      out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
+      send(id, target, packet)
       if (switched) parentPort!.postMessage({ switched: id, timestamp: timestampOf(packet) })
     }
   })
@@ -65,6 +73,20 @@ function open(command: Extract<RelayCommand, { op: 'open' }>): void {
     inputs.set(command.id, input)
     parentPort!.postMessage({ id: command.id, port: socket.address().port })
   })
+}
+
+/** One packet to a target: sent, or held while it has no port yet. */
+function send(id: number, target: Target, packet: Uint8Array): void {
+  if (target.began) {
+    target.began = false
+    parentPort!.postMessage({ began: id, timestamp: timestampOf(packet) })
+  }
+  const sent = target.continuity ? target.continuity.next(packet) : packet
+  if (target.port >= 0) return void out.send(sent, target.port, '127.0.0.1')
+  if (target.heldBytes + sent.length > HOLD_BYTES) return
+  // A copy: the socket's buffer is not ours to keep.
+  target.held.push(Uint8Array.from(sent))
+  target.heldBytes += sent.length
 }
 
 parentPort!.on('message', (command: RelayCommand) => {
@@ -76,12 +98,26 @@ parentPort!.on('message', (command: RelayCommand) => {
     inputs.delete(command.id)
     input.socket.close()
   } else if (command.op === 'feed') {
-    const target: Target = { port: command.port, next: null, waiting: command.from !== 'now', continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null }
+    const target: Target = {
+      port: command.port,
+      held: [],
+      heldBytes: 0,
+      began: command.began ?? false,
+      next: null,
+      waiting: command.from !== 'now',
+      continuity: command.frameTicks ? new RtpContinuity(command.frameTicks) : null,
+    }
     // From the kept group: sent now, on this thread, so the live packets follow it with none lost or twice.
     const kept = command.from === 'kept' && input.gop ? compressedGroup(input.gop.gop) : []
-    for (const packet of kept) out.send(target.continuity ? target.continuity.next(packet) : packet, target.port, '127.0.0.1')
+    for (const packet of kept) send(command.target, target, packet)
     if (kept.length) target.waiting = false
     input.targets.set(command.target, target)
+  } else if (command.op === 'release') {
+    const target = input.targets.get(command.target)
+    if (!target) return
+    target.port = command.port
+    for (const packet of target.held.splice(0)) out.send(packet, target.port, '127.0.0.1')
+    target.heldBytes = 0
   }
   else if (command.op === 'retarget') {
     const target = input.targets.get(command.target)

@@ -15,13 +15,20 @@ export class Relay {
   private readonly opening = new Map<number, (port: number) => void>()
   /** Targets retargeted and not yet switched: who to tell when the thread switches them. */
   private readonly switching = new Map<number, (timestamp: number) => void>()
+  /** Targets whose first packet is not yet taken: who to tell its timestamp (feeder.ts FeedOptions.began). */
+  private readonly beginning = new Map<number, (timestamp: number) => void>()
   private readonly settling = new Map<number, () => void>()
   private next = 1
 
   private constructor(private readonly log: Logger) {
     this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
     this.worker.unref() // never keeps the process alive
-    this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number } | { settled: number }) => {
+    this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number } | { began: number; timestamp: number } | { settled: number }) => {
+      if ('began' in m) {
+        const began = this.beginning.get(m.began)
+        this.beginning.delete(m.began)
+        return began?.(m.timestamp)
+      }
       if ('settled' in m) {
         this.settling.get(m.settled)?.()
         return this.settling.delete(m.settled)
@@ -92,16 +99,24 @@ export class Relay {
    * Sends input `id`'s packets to 127.0.0.1:`port` too: from `now`, from the next `key` frame, or from the
    * `kept` group of pictures (the thread's own, sent at once as rtp.ts compressedGroup; none kept: from the
    * next key frame). With `frameTicks`, one RTP timeline across camera child restarts (rtp.ts RtpContinuity).
-   * Returns the target's id.
+   * With `port` null the thread holds the packets until release(). `began` is told the first packet's RTP
+   * timestamp. Returns the target's id.
    */
-  feed(id: number, port: number, from: 'now' | 'key' | 'kept', frameTicks?: number): number {
+  feed(id: number, port: number | null, from: 'now' | 'key' | 'kept', frameTicks?: number, began?: (timestamp: number) => void): number {
     const target = this.next++
-    this.post({ op: 'feed', id, target, port, from, frameTicks })
+    if (began) this.beginning.set(target, began)
+    this.post({ op: 'feed', id, target, port: port ?? -1, from, frameTicks, began: began !== undefined })
     return target
+  }
+
+  /** A target fed with no port: what it held goes to 127.0.0.1:`port` at once, then every packet. */
+  release(id: number, target: number, port: number): void {
+    this.post({ op: 'release', id, target, port })
   }
 
   unfeed(id: number, target: number): void {
     this.switching.delete(target)
+    this.beginning.delete(target)
     this.post({ op: 'unfeed', id, target })
   }
 

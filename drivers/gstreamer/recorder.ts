@@ -248,50 +248,54 @@ export class Recorder {
     return segment
   }
 
+  /**
+   * The feeds are made before the first child starts and hold what they take until it listens (feeder.ts
+   * Feed.open): the file begins at the first key frame after the press (or with the pre-record seconds),
+   * however long the child takes to start; it took over a second on a loaded machine, a whole GOP lost.
+   */
   private async launch(): Promise<void> {
     const { hub } = this.spec
-    const first = await this.spawnSegment(1)
-    this.segments.push(first)
-    if (this.stopping) return
-
-    // The text starts with the file's first frame, on its clock (telemetry-feed.ts toRtp).
-    if (first.textPort !== undefined) this.text = new TelemetryFeed(this.spec.telemetry!, this.options.log)
     const feeder = (this.feeder = new LoopbackFeeder(this.options.log))
-    // The first segment's clock starts with its first key frame: the pre-record buffer's oldest, sent at once (feeder.ts), or the next.
-    const earlier = hub instanceof MediaHub && hub.preRecording && hub.members > 0 ? hub.preRecorded(0) : []
-    if (earlier.length) this.segmentStartTs = timestampOf(earlier[0]!)
+    // The first segment's clock, its sound and its text start with its first frame: the pre-record
+    // buffer's oldest, sent at once (feeder.ts), or the next key frame.
+    const firstFrame = Promise.withResolvers<number>()
     for (let member = 0; member < hub.members; member++) {
       // A file that starts mid-GOP opens on grey smears: begin at the member's next key frame.
       // The stream's end or restart stops the recorder from the streamer's side (the file is closed there).
       // With a pre-record buffer (--pre-record-seconds), the file begins with the seconds before the start.
-      this.feeds.push(feeder.feed(hub, member, first.ports[member]!, { name: 'recorder', from: 'key', preRecorded: true, continuous: true }))
+      const began = member === 0 ? (ts: number) => firstFrame.resolve(ts) : undefined
+      this.feeds.push(feeder.feed(hub, member, null, { name: 'recorder', from: 'key', preRecorded: true, continuous: true, began }))
     }
     this.readings.push(...this.feeds)
-    if (first.soundPort && hub.members === 0) {
+    if (this.withSound && hub.members === 0) {
       // A sound-only stream (plugins/audio/sound-only.ts): no video to wait for, and no key frame to cut
       // at (its file is one segment).
-      this.soundFeed = feeder.feedSound(hub, first.soundPort, { name: 'recorder', continuous: true })
-      this.readings.push(this.soundFeed)
-    } else if (earlier.length) {
-      // The pre-record seconds were just sent: the text and the sound begin with them, each cue and
-      // sound at its own time (the hub keeps their sound too).
-      const since = this.arrivalOf(timestampOf(earlier[0]!))
-      if (first.textPort !== undefined) this.text!.toRtp(first.textPort, timestampOf(earlier[0]!), since)
-      if (first.soundPort) this.readings.push((this.soundFeed = feeder.feedSound(hub, first.soundPort, { name: 'recorder', continuous: true, soundSince: since })))
-    } else if (first.soundPort || first.textPort !== undefined) {
-      // The sound and the text start with the video's first key frame, so the tracks start together in the file.
-      const watch = hub.read(0, {
-        name: 'recorder-start',
-        from: 'key',
-        packet: (packet) => {
-          watch.close()
-          if (this.stopping || this.ended) return
-          const { soundPort, textPort } = this.current!
-          if (textPort !== undefined) this.text!.toRtp(textPort, timestampOf(packet), this.arrivalOf(timestampOf(packet)))
-          if (soundPort) this.readings.push((this.soundFeed = feeder.feedSound(hub, soundPort, { name: 'recorder', continuous: true })))
-        },
+      this.readings.push((this.soundFeed = feeder.feedSound(hub, null, { name: 'recorder', continuous: true })))
+    } else if (this.withSound) {
+      // The sound starts with the video's first frame, each packet at its own time (the pre-record
+      // buffer keeps the sound of its seconds; otherwise it begins then), so the tracks start together.
+      void firstFrame.promise.then((ts) => {
+        if (this.stopping || this.ended) return
+        this.readings.push((this.soundFeed = feeder.feedSound(hub, null, { name: 'recorder', continuous: true, soundSince: this.arrivalOf(ts) })))
+        if (this.current?.listening && this.current.soundPort) this.soundFeed.open(this.current.soundPort)
       })
-      this.readings.push(watch)
+    }
+    if (hub.members > 0)
+      void firstFrame.promise.then((ts) => {
+        this.segmentStartTs ??= ts
+      })
+
+    const first = await this.spawnSegment(1)
+    this.segments.push(first)
+    if (this.stopping) return
+    first.ports.forEach((port, member) => this.feeds[member]?.open(port))
+    if (first.soundPort) this.soundFeed?.open(first.soundPort)
+    if (first.textPort !== undefined) {
+      // The text starts with the file's first frame, on its clock (telemetry-feed.ts toRtp: the cues since then go at once).
+      const text = (this.text = new TelemetryFeed(this.spec.telemetry!, this.options.log))
+      void firstFrame.promise.then((ts) => {
+        if (!this.stopping && !this.ended) text.toRtp(first.textPort!, ts, this.arrivalOf(ts))
+      })
     }
     // The leader's groups of pictures, measured: how near a byte limit the next one may take the segment.
     if (hub.members > 0)
@@ -318,7 +322,6 @@ export class Recorder {
               if (gop > 0) this.gopTicks = gop
             }
             this.lastKeyTs = ts
-            this.segmentStartTs ??= ts
           }
           this.gopBytes += packet.length
           this.maxGop = Math.max(this.maxGop, this.gopBytes)

@@ -3,11 +3,16 @@
 // every packet; a group records one file with a track per camera; a killed recorder, a restarted camera
 // child or a stopped stream all leave a playable file and no process behind.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { StreamJob } from '../../core/types'
+import { createLogger } from '../../core/log'
+import { Recorder } from '../../drivers/gstreamer/recorder'
+import { MediaHub } from '../../media/hub'
+import { startsKeyFrame } from '../../media/rtp'
+import { decodedFrames } from './segments.helpers'
 import { until } from '../helpers'
-import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, discover, freePort, gstChildrenOf, packetTimes, playableSeconds, playableSecondsNow, requireGStreamer, RtpCounter, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { h264Device, startService, type Service } from './service.helpers'
 import { DISK_FULL_STOP } from '../../core/disk'
 import { tmpfsCard, type Card } from '../cards'
@@ -108,6 +113,72 @@ test('a group of two MJPG cameras records one file with two video tracks', async
     await streamer.stop(job.bus_info)
   }
 }, 60_000)
+
+test("a recorder child slow to start (2 s) loses nothing: the file begins at the first key frame after the press, on the relay's thread and the main thread", async () => {
+  // The power cut's judge counts from that key frame: on a loaded machine the child took over a second
+  // to listen, and the file began a whole GOP later (49 frames lost of 20 allowed).
+  const FRAMES = 240 // 8 s, a key frame every second
+  const PRESS_AT = 10 // frames into the stream: the next key frame is frame 30
+  const dir = tempDir()
+  const slow = join(dir, 'slow-gst-launch')
+  writeFileSync(slow, '#!/bin/sh\nsleep 2\nexec gst-launch-1.0 "$@"\n', { mode: 0o755 })
+  const log = createLogger('error')
+  const record = async (relay: boolean): Promise<{ keyAfterPress: number; decoded: number }> => {
+    const hub = new MediaHub({ encoding: 'H264', width: 320, height: 240, fps: 30, members: ['cam'], log, relay })
+    const [port] = await hub.listen()
+    // The test's own view of the frames at the hub: each one's index and whether it is a key frame.
+    const keys: boolean[] = []
+    let key = false
+    const watch = hub.read(0, {
+      name: 'test',
+      packet: (packet) => {
+        key ||= startsKeyFrame(packet, 'H264')
+        if (packet[1]! & 0x80) {
+          keys.push(key)
+          key = false
+        }
+      },
+    })
+    const source = Bun.spawn(
+      ['gst-launch-1.0', '-e', ...`videotestsrc is-live=true num-buffers=${FRAMES} pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 bitrate=500 ! h264parse config-interval=-1 ! video/x-h264,alignment=au ! rtph264pay aggregate-mode=zero-latency pt=96 ! udpsink host=127.0.0.1 port=${port} sync=false async=false`.split(' ')],
+      { stdout: 'ignore', stderr: 'ignore', stdin: 'ignore' },
+    )
+    let recorder: Recorder | undefined
+    try {
+      await waitFor('frames at the hub', () => keys.length >= PRESS_AT, 20_000, 1)
+      const pressedAt = keys.length
+      recorder = await Recorder.start(
+        { hub, base: join(dir, relay ? 'relayed' : 'main'), onEnd: () => {}, onProgress: () => {} },
+        { gstLaunch: slow, prefix: [], stopTimeoutMs: 20_000, log },
+      )
+      expect(keys.length - pressedAt).toBeGreaterThan(45) // the child took its 2 s: past the next key frame
+      const timer = setTimeout(() => source.kill('SIGKILL'), 60_000)
+      expect(await source.exited).toBe(0)
+      clearTimeout(timer)
+      await waitFor('every frame at the hub', () => keys.length === FRAMES, 10_000)
+      // The last frames reach the file: its size stops changing (the muxer writes each 250 ms cluster).
+      let last = -1
+      await waitFor('the recording settled', () => {
+        const size = statSync(recorder!.path).size
+        const settled = size === last
+        last = size
+        return settled
+      }, 20_000, 1000)
+      await recorder.stop()
+      return { keyAfterPress: keys.indexOf(true, pressedAt), decoded: decodedFrames(recorder.path) }
+    } finally {
+      source.kill('SIGKILL')
+      await recorder?.stop()
+      watch.close()
+      hub.close()
+    }
+  }
+  const [relayed, mainThread] = await Promise.all([record(true), record(false)])
+  for (const r of [relayed, mainThread]) {
+    expect(r.keyAfterPress).toBeGreaterThan(0)
+    expect(r.decoded).toBe(FRAMES - r.keyAfterPress)
+  }
+}, 120_000)
 
 test('a RECORDING stream can be recorded while it records: a second file of its frames, the first one untouched', async () => {
   const job = simulatedJob({ encode_type: 'H264', stream_type: 'RECORDING' })
