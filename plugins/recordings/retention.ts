@@ -198,6 +198,9 @@ export class Retention {
   }
 
   private async pass(trigger: string): Promise<void> {
+    // last_run is when the pass read its policy: a client that set a policy at T and sees last_run ≥ T
+    // knows a pass under it is done (taken after the store's awaits, a pass under the old one passed for it).
+    const began = Date.now()
     const policy = this.policy()
     if (!policy.enabled) {
       this.shortBytes = 0
@@ -227,7 +230,7 @@ export class Retention {
         missing_bytes: plan.shortBytes,
       })
     this.shortBytes = plan.shortBytes
-    // Set once the pass is done: a pass that began at or after last_run has made its deletions.
-    this.lastRun = new Date(now).toISOString()
+    // Set once the pass is done, to when it began: its deletions are made.
+    this.lastRun = new Date(began).toISOString()
   }
 }
