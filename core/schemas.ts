@@ -309,6 +309,19 @@ export const ValidationError = t.Object({
   ctx: t.Optional(t.Object({})),
 })
 export const HTTPValidationError = t.Object({ detail: t.Array(ValidationError) })
+export const WhepTimingModel = t.Object(
+  {
+    rtp_timestamp: t.Union([t.Integer(), t.Null()], { description: "The RTP timestamp of the newest frame sent to this viewer, as the viewer gets it (90 kHz); null before the first" }),
+    captured_at: t.Union([t.Number(), t.Null()], { description: 'When that frame was made, in ms since the Unix epoch on the vehicle\'s clock (its timeline anchored on its quickest packets: docs/latency.md); null before the first' }),
+    clock_rate: t.Integer({ description: "The video's RTP clock rate: 90000" }),
+    server_time: t.Number({ description: "The vehicle's clock as it answered, in ms since the Unix epoch: with the request's round trip, the viewer's clock offset" }),
+  },
+  {
+    description:
+      "A WHEP session's timing, for the viewer's camera-to-screen delay: a frame stamped rtp_timestamp + n ticks was made at captured_at + n / 90 ms. The console polls it each second.",
+  },
+)
+
 export const ErrorModel = t.Object({ detail: t.String() }, { description: 'Every failure but validation: a sentence a person can act on.' })
 
 /** The named components of the OpenAPI document; nested occurrences become $refs. */

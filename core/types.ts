@@ -401,6 +401,12 @@ export interface StreamHub {
    * the cache's bound. The packets are shared: copy one before changing it.
    */
   lastGop(member: number): readonly Uint8Array[]
+  /**
+   * When member `member`'s frame stamped `ts` (its RTP timestamp, of the current timeline) was made, in ms
+   * since the Unix epoch: its timeline anchored on the quickest packets (media/capture-clock.ts); null
+   * before the first packet.
+   */
+  capturedAt(member: number, ts: number): number | null
   /** Member `member`'s health as it arrives (rate delivered, bitrate, key frames, stalls), measured once a second; null before its first frame. */
   health(member: number): HubHealth | null
   /** Member `member`'s intervals between frames since the hub opened: cumulative counts per bound (seconds, then +Inf), their sum and count. */

@@ -14,6 +14,7 @@ import type { HubHealth, HubReader, MediaEncoding, ReaderEnd, Reading, StreamHub
 import { readerLeft } from './memory'
 import { ReaderQueue, type QueueLimits } from './queue'
 import type { MediaEncoding as TrackEncoding } from './rtp'
+import { CaptureClock } from './capture-clock'
 import { GopCache } from './gop'
 import { HEALTH_TICK_MS, healthChanged, MemberHealth, type FrameIntervals } from './health'
 import { Relay } from './relay'
@@ -266,6 +267,8 @@ export class MediaHub implements StreamHub {
   /** The leader's last packet: its RTP timestamp and when it came (performance.now(); -1: none yet). */
   private lastLeaderTs = 0
   private lastLeaderAt = -1
+  /** Per member, when its frames were made (capture-clock.ts). */
+  private readonly captureClocks: CaptureClock[]
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
 
@@ -280,6 +283,7 @@ export class MediaHub implements StreamHub {
     this.slots = this.cameras.map(() => new Set())
     this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
     this.healths = this.counts.map((counts) => new MemberHealth(this.fps, this.encoding, counts))
+    this.captureClocks = this.cameras.map(() => new CaptureClock(90_000))
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
     const pre = options.preRecordSeconds ?? 0
     this.rings = this.encoding === 'H264' && pre > 0 ? this.cameras.map(() => new PreRecordRing(pre)) : []
@@ -387,6 +391,7 @@ export class MediaHub implements StreamHub {
       this.lastLeaderTs = timestampOf(packet)
       this.lastLeaderAt = performance.now()
     }
+    if (packet.length >= 12) this.captureClocks[member]!.arrived(ssrcOf(packet), timestampOf(packet), performance.timeOrigin + performance.now())
     this.gops[member]?.push(packet)
     this.rings[member]?.push(packet)
     for (const slot of this.slots[member]!) slot.offer(packet)
@@ -463,6 +468,12 @@ export class MediaHub implements StreamHub {
     // relay's thread may send a key frame before this thread has seen it.)
     if (this.lastLeaderAt < 0 || !(ago > -1000 && ago < 60_000)) return performance.now()
     return this.lastLeaderAt - ago
+  }
+
+  capturedAt(member: number, ts: number): number | null {
+    const clock = this.captureClocks[member]
+    if (!clock) throw new RangeError(`member ${member} of ${this.members}`)
+    return clock.capturedAt(ts)
   }
 
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */

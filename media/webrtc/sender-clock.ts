@@ -4,8 +4,9 @@
 // (lip sync): the sound and the video came out up to a second apart, jumping at every report (measured
 // with GStreamer's webrtcbin: bench/sound.bench.ts). The sender keeps the time of its last packet in its
 // own `ntpTimestamp` field, set when it sends and read when it reports: this sender's field is made to hold
-// the true NTP time of that moment, whatever werift assigns. tests/contract/webrtc-sender-clock.test.ts
-// fails if werift stops keeping the field there.
+// the true NTP time of that moment, whatever werift assigns. Beside it werift keeps the RTP timestamp of
+// that packet as it rewrote it (`rtpTimestamp`), which a viewer's timing reads (sentTimestamp).
+// tests/contract/webrtc-sender-clock.test.ts fails if werift stops keeping either field there.
 import type { RTCRtpSender } from 'werift'
 
 /** Seconds from 1900 (NTP's epoch) to 1970 (Unix's). */
@@ -30,4 +31,9 @@ export function trueSenderClock(sender: RTCRtpSender): void {
       value = ntpNow()
     },
   })
+}
+
+/** The RTP timestamp of the last packet `sender` sent, as its viewer gets it (werift's own rewrite of it). */
+export function sentTimestamp(sender: RTCRtpSender): number {
+  return (sender as unknown as { rtpTimestamp: number }).rtpTimestamp
 }

@@ -16,7 +16,7 @@ import type { ReaderEnd, Reading, StreamHub } from '../../core/types'
 import { compressedGroup, rtpHeader, startsKeyFrame } from '../rtp'
 import { gatherFor } from './sockets'
 import { candidateAddress, peerCandidate, peerCandidatesOnly } from './candidates'
-import { trueSenderClock } from './sender-clock'
+import { sentTimestamp, trueSenderClock } from './sender-clock'
 
 /** The only codec offered: H.264 in packetization mode 1 (what Chromium, Firefox and Safari all offer). */
 export const H264_CODEC = () =>
@@ -119,6 +119,8 @@ export class WebRtcViewer {
   /** The first error on one of its sockets, if any (said once). */
   private socketError: string | null = null
   private readonly frameTicks: number
+  /** The newest live frame sent: its RTP timestamp as the viewer gets it (werift's rewrite) and when it was made (the hub's capture clock). */
+  private sentFrame: { rtp: number; capturedAt: number } | null = null
   private readonly peer: string | undefined
   private readonly foreign: (address: string) => void
 
@@ -307,7 +309,7 @@ export class WebRtcViewer {
         ended: (end) => this.streamEnded(end),
       })
       // Sent at once, one tick a frame (rtp.ts compressedGroup): the viewer's first picture is whole, and the latest.
-      for (const packet of compressedGroup(gop)) this.forward(packet)
+      for (const packet of compressedGroup(gop)) this.forward(packet, false)
     }
     if (this.soundSender && !this.soundReading) {
       const sender = this.soundSender
@@ -358,8 +360,16 @@ export class WebRtcViewer {
     this.subscribe()
   }
 
-  /** Sends one packet of the hub. */
-  private forward(packet: Uint8Array): void {
+  /**
+   * The viewer's timing: a frame stamped `rtp` + n ticks (as the viewer gets it) was made at `capturedAt`
+   * + n / 90 ms, on this machine's real-time clock. Null before the first live frame.
+   */
+  timing(): { rtp: number; capturedAt: number } | null {
+    return this.sentFrame
+  }
+
+  /** Sends one packet of the hub: `live`, as it came (not the kept group's, restamped one tick a frame). */
+  private forward(packet: Uint8Array, live = true): void {
     if (this.ended || !this.sender || packet.length < 12) return
     const header = rtpHeader(packet)
     if (this.lastSsrc !== null && header.ssrc !== this.lastSsrc) {
@@ -381,6 +391,10 @@ export class WebRtcViewer {
     } catch {
       failed()
     }
+    // werift has restamped it as it sent it (a connected sender sends at once): sender-clock.ts keeps
+    // the field read here under a test.
+    const capturedAt = live ? this.hub.capturedAt(this.member, header.timestamp) : null
+    if (capturedAt !== null) this.sentFrame = { rtp: sentTimestamp(this.sender), capturedAt }
   }
 
   /** Ends the session once; `detail` says more than the reason (which socket error). */

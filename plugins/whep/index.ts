@@ -12,6 +12,7 @@ import { Elysia } from 'elysia'
 import { randomBytes } from 'node:crypto'
 import { HttpError, conflict, notFound } from '../../core/errors'
 import { docs } from '../../core/openapi'
+import { WhepTimingModel } from '../../core/schemas'
 import { definePlugin } from '../../core/plugin'
 import { readBodyText } from '../../core/validation'
 import { acceptBundleOnly, checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
@@ -222,6 +223,26 @@ export default definePlugin({
             },
             errors: [400, 404, 409, 413, 415, 429, 503],
             pathParams: ['bus_info'],
+          }),
+        },
+      )
+      .get(
+        '/api/streams/:bus_info/whep/:session_id',
+        ({ params: { bus_info, session_id } }) => {
+          const session = sessions.get(session_id)
+          if (!session || session.bus_info !== bus_info) throw notFound(`No such WebRTC session for '${bus_info}' (it ended, or was never opened)`)
+          const timing = session.timing()
+          return { rtp_timestamp: timing?.rtp ?? null, captured_at: timing?.capturedAt ?? null, clock_rate: 90_000, server_time: performance.timeOrigin + performance.now() }
+        },
+        {
+          ...docs({
+            tag: 'cameras',
+            summary: "A WebRTC (WHEP) session's timing: when its newest frame was made, for the viewer's camera-to-screen delay",
+            description:
+              "session_id is the secret the POST's Location ends with. The viewer reads each frame's RTP timestamp as it shows it (the browser's requestVideoFrameCallback gives it): that frame was made at captured_at + (its timestamp − rtp_timestamp) / 90 ms, on the vehicle's clock; server_time and the request's round trip give the viewer's clock against the vehicle's. The console polls it each second (docs/latency.md).",
+            ok: WhepTimingModel,
+            errors: [404],
+            pathParams: ['bus_info', 'session_id'],
           }),
         },
       )

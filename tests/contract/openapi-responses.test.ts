@@ -44,7 +44,7 @@ beforeAll(async () => {
   // Reads.
   for (const path of ['/', '/api/health', '/api/logs?limit=5', '/api/mock/devices', '/api/mock/audio', '/api/devices', '/api/preferences', '/api/preferences/get_recommended_host', '/api/recordings', '/api/recordings/disk', '/api/recordings/retention', '/api/network/wired/devices', '/api/network/connection_profiles', '/api/network/rollback', '/api/audio/sources', '/api/audio/streams', '/api/audio/sound_only', '/api/audio/sound_only/sdp?source=sim:hydrophone', '/metrics', '/register_service', '/cockpit_extras.json', '/api/cockpit/streams', '/widget-player.js', '/cockpit-widget-icon.svg', `/widget/${EHD}`, '/console/nothing.js'])
     await call('GET', path)
-  for (const template of ['mjpeg', 'snapshot.jpg', 'camera.xml']) await call('GET', `/api/streams/${EHD}/${template}`)
+  for (const template of ['mjpeg', 'snapshot.jpg', 'camera.xml', 'whep/no-such-session']) await call('GET', `/api/streams/${EHD}/${template}`)
   for (const path of ['/api/recordings/dive.mkv', '/api/recordings/dive.mkv/download', '/api/recordings/dive.mkv/telemetry.ass', '/api/recordings/dive.mkv/telemetry.csv', '/api/recordings/ghost.mkv']) await call('GET', path)
 
   // Changes, and what they answer.

@@ -1,5 +1,6 @@
 // media/webrtc/sender-clock.ts reaches into werift: its senders keep the NTP time of their last packet in
-// an own `ntpTimestamp` field, assigned as they send and read for each RTCP sender report. These fail when
+// an own `ntpTimestamp` field, assigned as they send and read for each RTCP sender report, and beside it the
+// `rtpTimestamp` of that packet as they rewrote it (a viewer's timing reads it). These fail when
 // werift changes that, so the fix is looked at again (the end-to-end proof, a player's lip sync by the
 // reports, is tests/integration/whep-lip-sync.test.ts).
 import { expect, test } from 'bun:test'
@@ -38,4 +39,14 @@ test("werift's bundle still sets the field as it sends and reads it for its send
   const bundle = readFileSync(join(import.meta.dir, '../../node_modules/werift/lib/index.mjs'), 'utf8')
   expect(bundle).toContain('this.ntpTimestamp = ntpTimestamp;')
   expect(bundle).toContain('ntpTimestamp: this.ntpTimestamp,')
+})
+
+test("werift's bundle keeps rtpTimestamp as the last sent packet's timestamp after its own rewrite (a viewer's timing reads it: sentTimestamp)", () => {
+  const bundle = readFileSync(join(import.meta.dir, '../../node_modules/werift/lib/index.mjs'), 'utf8')
+  const rewrite = bundle.indexOf('header.timestamp = uint32Add(header.timestamp, this.timestampOffset);')
+  const kept = bundle.indexOf('this.rtpTimestamp = header.timestamp;', rewrite)
+  expect(rewrite).toBeGreaterThan(0)
+  // Kept in the same send, after the rewrite: no other assignment of the timestamp between them.
+  expect(kept).toBeGreaterThan(rewrite)
+  expect(bundle.slice(rewrite + 1, kept)).not.toContain('header.timestamp =')
 })

@@ -604,3 +604,92 @@ describe('the WebRTC preview after the service was killed', () => {
     expect(await c.page.evaluate(() => (globalThis as any).sameDocument)).toBe(true)
   }, 120_000)
 })
+
+describe('the delay on the picture', () => {
+  let own: ConsoleSession | undefined
+  beforeAll(async () => {
+    requireGStreamer()
+    own = c = await openConsole()
+  }, 60_000)
+  afterAll(() => own?.close())
+
+  test("the WebRTC preview shows its camera-to-screen delay each second, within 15 ms (or 15 %) of the truth read from the picture's time code, and its loss, jitter and round trip", async () => {
+    try {
+      await stream(EHD, 'H264')
+      await c.open('cameras')
+      const box = `${card(EHD)} [data-preview="whep"]`
+      await c.page.waitForSelector(`${box} video`)
+      // In the page, the truth of every frame the card's video shows: when it is on the screen (the
+      // page's clock is this machine's) less the capture time painted in it (docs/latency.md), read as
+      // tests/timecode.ts reads it: each cell's centre, luma ≥ 200 a 1, ≤ 50 a 0.
+      await c.page.evaluate((sel: string) => {
+        const w = globalThis as any
+        const video = w.document.querySelector(sel)
+        const canvas = w.document.createElement('canvas')
+        const ctx = canvas.getContext('2d', { willReadFrequently: true })
+        const truth = (w.truth = [] as { at: number; ms: number }[])
+        const onFrame = (_now: number, meta: any) => {
+          const [width, height] = [video.videoWidth, video.videoHeight]
+          if (canvas.width !== width) [canvas.width, canvas.height] = [width, 1]
+          ctx.drawImage(video, 0, Math.floor(height / 32), width, 1, 0, 0, width, 1)
+          const px = ctx.getImageData(0, 0, width, 1).data
+          let code = 0
+          let clean = true
+          for (let i = 0; i < 48 && clean; i++) {
+            const x = Math.floor(((i + 0.5) * width) / 48)
+            const y = 16 + ((0.299 * px[4 * x] + 0.587 * px[4 * x + 1] + 0.114 * px[4 * x + 2]) * 219) / 255
+            if (y >= 200) code = code * 2 + 1
+            else if (y <= 50) code = code * 2
+            else clean = false
+          }
+          const at = performance.timeOrigin + meta.expectedDisplayTime
+          if (clean) truth.push({ at, ms: at - code })
+          video.requestVideoFrameCallback(onFrame)
+        }
+        video.requestVideoFrameCallback(onFrame)
+      }, `${box} video`)
+      const figure = () => c.page.$eval(`${box} .figures`, (e: any) => ({ delay: e.dataset.delayMs, loss: e.dataset.loss, roundTrip: e.dataset.roundTripMs, text: e.textContent }))
+      await waitInPage(c.page, 'a delay on the picture', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"] .figures[data-delay-ms]:not([data-delay-ms=""])'), 20_000)
+      // Five figures, a second apart, each beside the median truth of the last second's frames.
+      const pairs: { shown: number; truth: number }[] = []
+      for (let i = 0; i < 5; i++) {
+        await Bun.sleep(1000)
+        const shown = await figure()
+        const truth = await c.page.evaluate(() => {
+          const w = globalThis as any
+          const now = performance.timeOrigin + performance.now()
+          const recent = (w.truth as { at: number; ms: number }[]).filter((t) => now - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
+          return recent.length ? recent[Math.floor(recent.length / 2)]! : null
+        })
+        expect(truth, 'frames whose time code was read').not.toBeNull()
+        pairs.push({ shown: Number(shown.delay), truth: truth! })
+        expect(shown.text).toContain('ms behind')
+        expect(shown.loss).toBe('0.000')
+        expect(Number(shown.roundTrip)).toBeLessThan(100)
+      }
+      console.log(`console preview: delay shown / truth (ms): ${pairs.map((p) => `${p.shown}/${p.truth.toFixed(1)}`).join('  ')}`)
+      for (const p of pairs) expect(Math.abs(p.shown - p.truth), `shown ${p.shown} ms, truth ${p.truth.toFixed(1)} ms`).toBeLessThanOrEqual(Math.max(15, 0.15 * p.truth))
+
+      // The session's timing, as the page reads it, in its documented shape (an own session of another page).
+      const other = await openPage(c.browser, c.origin)
+      try {
+        const opened = await openSession(other, new URL((await device(EHD)).watch.whep).pathname, 'timing')
+        expect(opened.status).toBe(201)
+        const timing: any = await until('a frame sent to the session', async () => (await fetch(new URL(opened.location!, c.origin))).json(), (t: any) => t.rtp_timestamp !== null, 10_000)
+        expect(Number.isInteger(timing.rtp_timestamp)).toBe(true)
+        expect(timing.clock_rate).toBe(90_000)
+        expect(Math.abs(timing.server_time - Date.now())).toBeLessThan(1000)
+        expect(timing.server_time - timing.captured_at).toBeGreaterThanOrEqual(0)
+        expect(timing.server_time - timing.captured_at).toBeLessThan(1000)
+        await fetch(new URL(opened.location!, c.origin), { method: 'DELETE' })
+        expect((await fetch(new URL(opened.location!, c.origin))).status).toBe(404)
+      } finally {
+        await other.close()
+      }
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.open('status').catch(() => {})
+      await stopStream(EHD)
+    }
+  }, 90_000)
+})

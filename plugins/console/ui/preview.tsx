@@ -6,7 +6,8 @@
 // A pilot on a thin tether turns previews off, all at once or card by card: kept in this browser
 // (localStorage), and while off nothing is asked of the service for them (no WHEP, MJPEG or snapshot).
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { pauseUntilBack, reachable, refusal, savedToken } from './api'
+import { pauseUntilBack, reachable, refusal, request, savedToken } from './api'
+import { ViewerDelay, type WhepTiming } from './delay'
 import { FrameRate } from './framerate'
 import { MultipartParts } from './multipart'
 import { whepSession } from './whep'
@@ -36,6 +37,8 @@ const DISCONNECTED_FOR_MS = 2000
 const ANSWER_WITHIN_MS = 3000
 /** How often the picture and the connection are checked. */
 const CHECK_EVERY_MS = 200
+/** How often the figures on the picture (delay, loss, jitter) are refreshed, and the session's timing read. */
+const FIGURES_EVERY_MS = 1000
 /**
  * A check this late on the wall clock means the page was asleep (a laptop's lid, a stopped browser):
  * the page's own clock (performance.now) may not have moved meanwhile, so that one cannot tell.
@@ -79,6 +82,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
   const [hasSound, setHasSound] = useState(false)
   type Stats = { frames: number; width: number; height: number; fps: number | null }
   const [shownStats, setShownStats] = useState<Stats | null>(null)
+  const [figures, setFigures] = useState<Figures | null>(null)
   const [picture, setPicture] = useState<Picture>({ frozen: false, tries: 0, shown: false })
   const answering = useValue(reachable)
   useEffect(() => {
@@ -102,6 +106,12 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
     // The browser's own count of decoded frames: shown, so a frozen picture is seen as one. The rate is
     // over a 2 s window, shown once a full one has passed (framerate.ts).
     const rate = new FrameRate()
+    // This session's URL (its timing is read there) and its delay; the packets at the last figures.
+    let session: string | null = null
+    let delay = new ViewerDelay()
+    let packets = { received: 0, lost: 0 }
+    let jitterMs: number | null = null
+    let reading = false
 
     const offer = () => {
       if (stopped) return
@@ -122,12 +132,53 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       frames = 0
       lastFrameAt = null
       disconnectedAt = null
-      close = whepSession(next, url, (why, status) => {
-        if (stopped || pc !== next) return
-        // No answer at all (the service restarting, the link down): offer again; a refusal is the card's.
-        if (status === 0) lost(retryDelay(tries + 1), true)
-        else onFail(why)
-      })
+      session = null
+      delay = new ViewerDelay()
+      packets = { received: 0, lost: 0 }
+      close = whepSession(
+        next,
+        url,
+        (why, status) => {
+          if (stopped || pc !== next) return
+          // No answer at all (the service restarting, the link down): offer again; a refusal is the card's.
+          if (status === 0) lost(retryDelay(tries + 1), true)
+          else onFail(why)
+        },
+        (answered) => {
+          if (pc === next) session = answered
+        },
+      )
+    }
+
+    /** Once a second: the session's timing (and the clock against the vehicle's), and the figures shown on the picture. */
+    const refreshFigures = async () => {
+      const current = pc
+      if (stopped || !current || reading) return
+      if (session) {
+        reading = true
+        const own = delay
+        const sent = performance.timeOrigin + performance.now()
+        try {
+          const answer = await request('GET', session, undefined, { timeoutMs: FIGURES_EVERY_MS })
+          own.answered(JSON.parse(answer.text) as WhepTiming, sent, performance.timeOrigin + performance.now())
+        } catch {} // no answer: the figures wait for the next (the picture's own checks find a dead session)
+        reading = false
+      }
+      let loss: number | null = null
+      try {
+        ;(await current.getStats()).forEach((r) => {
+          if (r.type !== 'inbound-rtp' || r.kind !== 'video') return
+          const received = r.packetsReceived ?? 0
+          const lostNow = r.packetsLost ?? 0
+          const got = received - packets.received + (lostNow - packets.lost)
+          loss = got > 0 ? Math.max(0, (lostNow - packets.lost) / got) : null
+          packets = { received, lost: lostNow }
+          jitterMs = r.jitter === undefined ? null : r.jitter * 1000
+        })
+      } catch {}
+      if (stopped || current !== pc) return
+      const clock = delay.clock()
+      setFigures({ delayMs: delay.figure(performance.timeOrigin + performance.now()), loss, jitterMs, roundTripMs: clock?.roundTrip ?? null })
     }
 
     /**
@@ -193,20 +244,24 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
     // the decoder's count (getStats, at each check) stands in where it does not, as for a card out of view.
     const element = video.current
     const byFrames = Boolean(element && 'requestVideoFrameCallback' in element)
-    const shown = () => {
+    const shown = (_now: number, meta: { rtpTimestamp?: number; expectedDisplayTime: number }) => {
       if (stopped || !element) return
       if (pc && media && element.srcObject === media) {
         lastFrameAt = performance.now()
         moved(lastFrameAt)
+        // Each frame's delay, where the browser gives its RTP timestamp (delay.ts).
+        if (meta.rtpTimestamp !== undefined) delay.frame(meta.rtpTimestamp, performance.timeOrigin + meta.expectedDisplayTime)
       }
       element.requestVideoFrameCallback(shown)
     }
     if (byFrames) element!.requestVideoFrameCallback(shown)
     offer()
     const timer = setInterval(() => void check(), CHECK_EVERY_MS)
+    const figuresTimer = setInterval(() => void refreshFigures(), FIGURES_EVERY_MS)
     return () => {
       stopped = true
       clearInterval(timer)
+      clearInterval(figuresTimer)
       void close?.()
     }
   }, [url])
@@ -223,9 +278,37 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       {shownStats && (
         <span class="overlay">
           {shownStats.width}×{shownStats.height} · {away ? 'frozen' : shownStats.fps === null ? '… fps' : `${Math.round(shownStats.fps)} fps`} · WebRTC
+          {!away && figures && <FiguresLine figures={figures} />}
         </span>
       )}
     </div>
+  )
+}
+
+/** What a WebRTC view shows of its link, refreshed each second. */
+interface Figures {
+  /** Camera to screen (ms): the median of the last second's frames (delay.ts); null while unknown. */
+  delayMs: number | null
+  /** The share of the video's packets lost in the last second; null with none expected. */
+  loss: number | null
+  jitterMs: number | null
+  /** The round trip of the session's timing request (ms). */
+  roundTripMs: number | null
+}
+
+function FiguresLine({ figures }: { figures: Figures }) {
+  const { delayMs, loss, jitterMs, roundTripMs } = figures
+  const parts = [
+    delayMs === null ? 'delay …' : `${Math.round(delayMs)} ms behind`,
+    loss === null ? null : `lost ${(loss * 100).toFixed(loss > 0 && loss < 0.01 ? 1 : 0)} %`,
+    jitterMs === null ? null : `jitter ${Math.round(jitterMs)} ms`,
+    roundTripMs === null ? null : `round trip ${Math.round(roundTripMs)} ms`,
+  ].filter(Boolean)
+  return (
+    <span class="figures" data-delay-ms={delayMs === null ? '' : Math.round(delayMs)} data-loss={loss === null ? '' : loss.toFixed(3)} data-round-trip-ms={roundTripMs === null ? '' : Math.round(roundTripMs)}>
+      <br />
+      {parts.join(' · ')}
+    </span>
   )
 }
 

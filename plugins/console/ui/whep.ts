@@ -36,9 +36,10 @@ const previousPageEnded: Promise<unknown> = (() => {
 /**
  * Opens a WHEP session of `pc` at `url`; returns what closes it (the connection and the session), which
  * settles once the service answered the DELETE (or did not: it is best effort). `onFail` gets the
- * service's sentence and its status (0: no answer at all).
+ * service's sentence and its status (0: no answer at all); `onSession` the session's URL once answered
+ * (its timing is read there: delay.ts).
  */
-export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: string, status: number) => void): () => Promise<void> {
+export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: string, status: number) => void, onSession?: (session: string) => void): () => Promise<void> {
   let closed = false
   let session: string | null = null
   const end = (): Promise<void> => (session ? request('DELETE', session, undefined, { keepalive: true }).then(() => {}, () => {}) : Promise.resolve())
@@ -70,6 +71,7 @@ export function whepSession(pc: RTCPeerConnection, url: string, onFail: (why: st
     if (session) setOpenSessions([...openSessions(), session])
     if (closed) return void forget()
     await pc.setRemoteDescription({ type: 'answer', sdp: answer.text })
+    if (session && !closed) onSession?.(session)
   })().catch((e) => !closed && onFail(e instanceof ApiError ? e.detail : String((e as Error).message ?? e), e instanceof ApiError ? e.status : 0))
   return () => {
     closed = true
