@@ -2,7 +2,7 @@
 // (plugins/console/ui/format.ts, framerate.ts): pure functions, tested directly.
 import { describe, expect, test } from 'bun:test'
 import { FrameRate } from '../../plugins/console/ui/framerate'
-import { bytes, cameraTitle, diskUsage, usbPort } from '../../plugins/console/ui/format'
+import { bytes, cameraTitle, diskUsage, healthLine, usbPort } from '../../plugins/console/ui/format'
 
 describe('sizes: binary units, labelled as the service labels a recording', () => {
   test('the same bytes read the same as the service writes a recording size ("12.34 MB" = bytes / 1048576)', () => {
@@ -89,4 +89,12 @@ describe('frame rate: measured over a window, shown only after a full one', () =
     expect(rate.add(7000, 150)).toBe(0)
     expect(rate.add(8000, 10)).toBeNull() // the count went back: a new session
   })
+})
+
+test("a stream's health in one line: the rate delivered of configured (or none now), bitrate, key frames for H.264, drops, losses, stalls", () => {
+  const h = { fps: 29.6, configured_fps: 30, bitrate: 2_450_000, keyframe_interval: 1.002, dropped_frames: 3, lost_packets: 0, stalls: 1, stalled: false }
+  expect(healthLine(h)).toBe('30 of 30 fps · 2.5 Mbit/s · key frame every 1.0 s · 3 dropped · 0 lost · 1 stall')
+  expect(healthLine({ ...h, bitrate: 182_000, keyframe_interval: 12.4, stalls: 2 }, true)).toBe('30 of 30 fps · 182 kbit/s · key frame every 12 s · 3 dropped · 0 lost · 2 stalls')
+  expect(healthLine({ ...h, fps: null, bitrate: null, keyframe_interval: null })).toBe('… of 30 fps · 3 dropped · 0 lost · 1 stall')
+  expect(healthLine({ ...h, stalled: true }, false)).toBe('no frames now · 2.5 Mbit/s · 3 dropped · 0 lost · 1 stall')
 })

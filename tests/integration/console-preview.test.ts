@@ -605,7 +605,7 @@ describe('the WebRTC preview after the service was killed', () => {
   }, 120_000)
 })
 
-describe('the delay on the picture', () => {
+describe("the pilot's view and the delay on the picture", () => {
   let own: ConsoleSession | undefined
   beforeAll(async () => {
     requireGStreamer()
@@ -690,6 +690,83 @@ describe('the delay on the picture', () => {
     } finally {
       await c.open('status').catch(() => {})
       await stopStream(EHD)
+    }
+  }, 90_000)
+  test("the pilot's view: every streaming camera's picture fills the window, in a grid or one alone by the keyboard, each with its name, figures and health", async () => {
+    try {
+      await stream(EHD, 'H264')
+      await stream(WEBCAM, 'MJPG')
+      await c.open('pilot')
+      await waitInPage(
+        c.page,
+        'both pictures playing in the grid',
+        () => {
+          const tiles = [...(globalThis as any).document.querySelectorAll('[data-pilot="grid"] .pilot-tile')] as any[]
+          const playing = (t: any) => {
+            const v = t.querySelector('video')
+            const i = t.querySelector('[data-preview="mjpeg"] img')
+            return (v && v.readyState >= 2 && v.videoWidth > 0) || (i && i.naturalWidth > 0)
+          }
+          return tiles.length === 2 && tiles.every(playing)
+        },
+        30_000,
+      )
+      const tiles = () =>
+        c.page.$$eval('.pilot-tile:not([hidden])', (els: any[]) =>
+          els.map((e) => {
+            const r = e.getBoundingClientRect()
+            return { bus: e.dataset.tile as string, width: r.width, height: r.height, title: e.querySelector('.pilot-title strong').textContent as string, health: e.querySelector('[data-health]')?.textContent as string | undefined }
+          }),
+        )
+      const view = await c.page.evaluate(() => ({ width: (globalThis as any).innerWidth as number, height: (globalThis as any).innerHeight as number }))
+      const grid = await tiles()
+      expect(grid.map((t) => t.bus)).toEqual([EHD, WEBCAM])
+      // Side by side, the window's width between them (the console's cards were ~280 px wide).
+      expect(grid[0]!.width + grid[1]!.width).toBeGreaterThan(0.9 * view.width)
+      for (const t of grid) expect(t.title).toMatch(/^\d\. \S/)
+      // The health under each picture, read again every second: the rate delivered once a whole second was.
+      await until('the health of both streams', tiles, (ts) => ts.every((t) => /^\d+ of \d+ fps · .*bit\/s · .*dropped · \d+ lost · \d+ stalls?$/.test(t.health ?? '')), 10_000)
+      await until('the WebRTC picture\'s figures', () => c.page.$eval('[data-tile="usb-0000:00:14.0-1"] .overlay', (e: any) => e.textContent as string), (t) => /ms behind/.test(t), 10_000)
+      await c.screenshot('pilot-grid')
+
+      // 2: the webcam alone, filling the view; → the next (the exploreHD); G: the grid again.
+      await c.page.keyboard.press('2')
+      await waitInPage(c.page, 'the webcam alone', () => (globalThis as any).document.querySelector('[data-pilot="alone"] [data-tile="usb-0000:00:14.0-4"]'), 5_000)
+      const [alone] = await tiles()
+      expect(alone!.width).toBeGreaterThan(0.95 * view.width)
+      expect(alone!.height).toBeGreaterThan(0.8 * view.height)
+      await c.page.keyboard.press('ArrowRight')
+      await waitInPage(c.page, 'the exploreHD alone', () => (globalThis as any).document.querySelector('[data-pilot="alone"] [data-tile="usb-0000:00:14.0-1"]:not([hidden]) video'), 5_000)
+      // Still its own session, playing at once: no session ended for a switch, nor a frozen mark.
+      const ended = async () => (await c.service.call('GET', '/api/health')).body.plugins.whep.ended as Record<string, number>
+      const endedBefore = await ended()
+      await c.page.evaluate(() => {
+        const video = (globalThis as any).document.querySelector('[data-tile="usb-0000:00:14.0-1"] video')
+        video.shownSince = 0
+        const shown = () => {
+          video.shownSince++
+          video.requestVideoFrameCallback(shown)
+        }
+        video.requestVideoFrameCallback(shown)
+      })
+      await waitInPage(c.page, 'the exploreHD alone playing', () => {
+        const box = (globalThis as any).document.querySelector('[data-tile="usb-0000:00:14.0-1"] [data-preview="whep"]')
+        return box && !box.hasAttribute('data-frozen') && box.querySelector('video').shownSince >= 5
+      }, 5_000)
+      await c.screenshot('pilot-alone')
+      await c.page.keyboard.press('g')
+      await waitInPage(c.page, 'the grid again', () => (globalThis as any).document.querySelectorAll('[data-pilot="grid"] .pilot-tile:not([hidden])').length === 2, 5_000)
+      expect(await ended()).toEqual(endedBefore)
+      // F: the browser's full screen, and F again to leave it.
+      await c.page.keyboard.press('f')
+      await waitInPage(c.page, 'full screen', () => (globalThis as any).document.fullscreenElement !== null, 5_000)
+      await c.page.keyboard.press('f')
+      await waitInPage(c.page, 'full screen left', () => (globalThis as any).document.fullscreenElement === null, 5_000)
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.open('status').catch(() => {})
+      await stopStream(EHD)
+      await stopStream(WEBCAM)
     }
   }, 90_000)
 })

@@ -9,7 +9,7 @@ import { startService, type Service } from './service.helpers'
 
 export const ARTIFACTS = join(import.meta.dir, '../../.tmp/artifacts/console')
 
-export const CONSOLE_PAGES = ['cameras', 'recordings', 'network', 'preferences', 'status'] as const
+export const CONSOLE_PAGES = ['cameras', 'pilot', 'recordings', 'network', 'preferences', 'status'] as const
 export type ConsolePage = (typeof CONSOLE_PAGES)[number]
 
 /** An answer of 400 or more that the page received (Chromium also logs each as a console error). */

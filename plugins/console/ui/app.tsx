@@ -8,6 +8,7 @@ import { devices, followDevices } from './devices'
 import { connectEvents } from './events'
 import { CamerasPage } from './pages/cameras'
 import { NetworkPage } from './pages/network'
+import { PilotPage } from './pages/pilot'
 import { PreferencesPage } from './pages/preferences'
 import { PreviewsSwitch } from './preview'
 import { RecordingsPage } from './pages/recordings'
@@ -24,6 +25,7 @@ interface Page {
 
 export const PAGES: Page[] = [
   { path: 'cameras', title: 'Cameras', component: CamerasPage },
+  { path: 'pilot', title: 'Pilot view', component: PilotPage },
   { path: 'recordings', title: 'Recordings', component: RecordingsPage },
   { path: 'network', title: 'Network', component: NetworkPage },
   { path: 'preferences', title: 'Preferences', component: PreferencesPage },

@@ -46,3 +46,28 @@ export function cameraTitle(d: { nickname: string; name: string | null; bus_info
   const port = usbPort(d.bus_info)
   return d.name ? `${d.name} (${port ? `port ${port}` : d.bus_info})` : d.bus_info
 }
+
+/**
+ * A stream's health as the service receives it (stream_status.health), in one line: what a pilot's view
+ * shows on a picture. `keyFrames`: an H.264 stream's key-frame interval is said (every JPEG is one).
+ */
+export function healthLine(
+  h: {
+  fps: number | null
+  configured_fps: number
+  bitrate: number | null
+  keyframe_interval: number | null
+  dropped_frames: number
+  lost_packets: number
+  stalls: number
+  stalled: boolean
+  },
+  keyFrames = true,
+): string {
+  const rate = h.stalled ? 'no frames now' : h.fps === null ? `… of ${Math.round(h.configured_fps)} fps` : `${Math.round(h.fps)} of ${Math.round(h.configured_fps)} fps`
+  const parts = [rate]
+  if (h.bitrate !== null) parts.push(h.bitrate >= 1e6 ? `${(h.bitrate / 1e6).toFixed(1)} Mbit/s` : `${Math.round(h.bitrate / 1e3)} kbit/s`)
+  if (keyFrames && h.keyframe_interval !== null) parts.push(`key frame every ${h.keyframe_interval < 10 ? h.keyframe_interval.toFixed(1) : Math.round(h.keyframe_interval)} s`)
+  parts.push(`${h.dropped_frames} dropped`, `${h.lost_packets} lost`, `${h.stalls} ${h.stalls === 1 ? 'stall' : 'stalls'}`)
+  return parts.join(' · ')
+}

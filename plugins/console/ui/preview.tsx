@@ -590,7 +590,7 @@ export function Preview({ d }: { d: Device }) {
 /** The stream's frame interval (ms), as configured. */
 const frameMs = (d: Device) => (d.stream.interval.denominator > 0 ? (1000 * d.stream.interval.numerator) / d.stream.interval.denominator : 0)
 
-function LivePreview({ d }: { d: Device }) {
+export function LivePreview({ d }: { d: Device }) {
   const running = d.stream_status?.state === 'running'
   // Between two runs of the stream (the supervisor's backoff after a fault, or starting again).
   const restarting = d.stream.enabled && (d.stream_status?.state === 'starting' || d.stream_status?.state === 'backoff')
