@@ -42,6 +42,8 @@ export interface Config {
   snapshotWarmSeconds: number
   /** Seconds a WHEP session may go unheard (no RTCP from the browser) before it is closed. */
   whepIdleTimeoutSeconds: number
+  /** A viewer's camera-to-screen delay (ms) past which, for 2 s, the stream's health alert is raised. */
+  delayAlertMs: number
   /** The RTSP server's TCP port; 0 = no RTSP server. */
   rtspPort: number
   /** RTSP connections at once; one more is closed at once. */
@@ -216,6 +218,13 @@ const OPTIONS: Option[] = [
     help: "seconds an H.264 camera's decoder keeps running after its last snapshot, so the next snapshot is its newest frame at once instead of its group of pictures decoded anew (0 = never kept)",
     parse: int('snapshot-warm', 0, 3600),
     def: () => 30,
+  },
+  {
+    flag: 'delay-alert',
+    key: 'delayAlertMs',
+    help: "milliseconds a viewer's picture may lag the camera (the console's WebRTC views measure it) before the stream's health alert is raised, after 2 s of it",
+    parse: int('delay-alert', 1, 60_000),
+    def: () => 400,
   },
   { flag: 'whep-idle-timeout', key: 'whepIdleTimeoutSeconds', help: 'seconds a WebRTC viewer may go unheard (closed tab, lost link) before its session is closed', parse: int('whep-idle-timeout', 1, 300), def: () => 30 },
   { flag: 'rtsp-port', key: 'rtspPort', help: 'RTSP server port: rtsp://<host>:<port>/<bus_info> for each running stream (0 = off)', parse: int('rtsp-port', 0, 65535), def: () => 8554 },

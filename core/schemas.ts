@@ -78,7 +78,14 @@ export const StreamHealthModel = t.Object(
     keyframe_interval: t.Union([t.Number({ minimum: 0 }), t.Null()], { description: 'Seconds between the last two key frames; null before the second one.' }),
     stalls: t.Integer({ minimum: 0, description: 'Times no frame came for more than a second since the stream started (one still going on counts when it ends).' }),
     stalled: t.Boolean({ description: 'No frame has come for more than a second now.' }),
-    alert: t.Union([t.String(), t.Null()], { description: 'While the delivered rate has been below 90 % of the configured rate for 2 s (until it has been back for 2 s): the sentence, e.g. "exploreHD: video at 12 fps of 30"; else null. Raised and cleared as stream_health events.' }),
+    viewer_delay_ms: t.Union([t.Integer({ minimum: 0 }), t.Null()], {
+      description: "The worst camera-to-screen delay its viewers measured in the last 2 s (the console's WebRTC views say theirs: docs/latency.md); null while none does.",
+    }),
+    viewer_loss: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], { description: "The worst share of the video's packets its viewers lost in the last 2 s, as they measured it; null while none says." }),
+    alert: t.Union([t.String(), t.Null()], {
+      description:
+        'While, for 2 s, the delivered rate has been below 90 % of the configured rate, a viewer\'s delay past --delay-alert, or a viewer losing more than 5 % of the packets (until all is back for 2 s): the sentence, e.g. "exploreHD: video at 12 fps of 30" or "exploreHD: video 640 ms behind, link losing 12 %"; else null. Raised and cleared as stream_health events.',
+    }),
   },
   { description: "Beyond the spec: the stream's health as the service receives it (this camera's own frames), measured once a second; null while no stream of it runs." },
 )

@@ -409,6 +409,10 @@ export interface StreamHub {
   capturedAt(member: number, ts: number): number | null
   /** Member `member`'s health as it arrives (rate delivered, bitrate, key frames, stalls), measured once a second; null before its first frame. */
   health(member: number): HubHealth | null
+  /** What a viewer of member `member` measured (its camera-to-screen delay in ms, the share of packets it lost; null: unknown): counted in its health for 2 s. */
+  viewerFigures(member: number, delayMs: number | null, loss: number | null): void
+  /** The camera-to-screen delays member `member`'s viewers said since the hub opened: cumulative counts per bound (seconds, then +Inf), their sum and count. */
+  viewerDelays(member: number): { bounds: readonly number[]; counts: number[]; sum: number; count: number }
   /** Member `member`'s intervals between frames since the hub opened: cumulative counts per bound (seconds, then +Inf), their sum and count. */
   frameIntervals(member: number): { bounds: readonly number[]; counts: number[]; sum: number; count: number }
   /** Readers now (in all, and by name), what they lost to their queues' bounds since the hub opened (by name), and how many failed. */

@@ -10,19 +10,49 @@ export const HEALTH_TICK_MS = 1000
 export const LOW_RATE_SHARE = 0.9
 /** Whole ticks the rate must stay low (or back) before the alert is raised (or cleared): 2 s. */
 export const ALERT_TICKS = 2
+/** A viewer losing more than this share of the video's packets is an alert. */
+export const LOSS_ALERT_SHARE = 0.05
+/** A viewer's figures (its delay, its loss) count this long after it said them. */
+export const VIEWER_FIGURES_MS = 2000
 /** No frame for longer than this (ms) is a stall. */
 export const STALL_MS = 1000
 /** Upper bounds (seconds) of the frame-interval histogram's buckets: 240 fps to a 2 s stall. */
 export const FRAME_INTERVAL_BUCKETS = [0.005, 0.01, 0.02, 0.034, 0.05, 0.067, 0.1, 0.2, 0.5, 1, 2] as const
+/** Upper bounds (seconds) of the viewers' delay histogram's buckets: a LAN's tens of ms to a stalled link's seconds. */
+export const VIEWER_DELAY_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5] as const
 /** A jump in RTP sequence numbers past this is a new timeline (the child restarted), not a loss. */
 const MAX_GAP = 3000
 
+/** A histogram as Prometheus writes one: cumulative counts per upper bound (then all), their sum and count. */
 export interface FrameIntervals {
   bounds: readonly number[]
   /** Cumulative: frames whose interval was at most each bound, then all of them. */
   counts: number[]
   sum: number
   count: number
+}
+
+/** Observations counted by bucket (the last past every bound), read as a cumulative histogram. */
+class Buckets {
+  private readonly counts: number[]
+  private sum = 0
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = new Array<number>(bounds.length + 1).fill(0)
+  }
+
+  add(value: number): void {
+    let bucket = 0
+    while (bucket < this.bounds.length && value > this.bounds[bucket]!) bucket++
+    this.counts[bucket]!++
+    this.sum += value
+  }
+
+  read(): FrameIntervals {
+    let total = 0
+    const counts = this.counts.map((n) => (total += n))
+    return { bounds: this.bounds, counts, sum: this.sum, count: total }
+  }
 }
 
 /** One member's health: counters fed by the hub per packet, figures made by tick(). */
@@ -35,9 +65,9 @@ export class MemberHealth {
   private lastKeyAt = -1
   private keyInterval: number | null = null
   private stalls = 0
-  /** Frame intervals: counts by bucket (the last past every bound), their sum in seconds. */
-  private readonly intervalCounts = new Array<number>(FRAME_INTERVAL_BUCKETS.length + 1).fill(0)
-  private intervalSum = 0
+  /** Frame intervals (s), and the delays its viewers said (s). */
+  private readonly intervalBuckets = new Buckets(FRAME_INTERVAL_BUCKETS)
+  private readonly delayBuckets = new Buckets(VIEWER_DELAY_BUCKETS)
   /** At the last tick: the counters, when it was, and the last frame's time then; null before the first frame's tick. */
   private mark: { frames: number; bytes: number; at: number; frameAt: number } | null = null
   private fps: number | null = null
@@ -45,13 +75,26 @@ export class MemberHealth {
   private lowTicks = 0
   private okTicks = 0
   private alert = false
+  /** What its viewers measured (the console's WebRTC views: delay.ts), with when (performance.now()). */
+  private viewers: { at: number; delayMs: number | null; loss: number | null }[] = []
+  private viewerDelay: number | null = null
+  private viewerLoss: number | null = null
 
   constructor(
     readonly configuredFps: number,
     private readonly encoding: MediaEncoding,
     /** The hub's own counts of this member (bytes, frames), read at each tick. */
     private readonly counts: { bytes: number; frames: number },
+    /** A viewer's delay (ms) past which the alert is raised (--delay-alert). */
+    private readonly delayAlertMs = Infinity,
   ) {}
+
+  /** A viewer's own figures: its camera-to-screen delay (ms) and the share of packets it lost, either unknown (null). */
+  viewer(delayMs: number | null, loss: number | null, at = performance.now()): void {
+    this.viewers.push({ at, delayMs, loss })
+    if (this.viewers.length > 256) this.viewers.shift() // a bound: many viewers, each saying it once a second
+    if (delayMs !== null) this.delayBuckets.add(delayMs / 1000)
+  }
 
   /** The hub's hot path: one packet of this member. */
   packet(packet: Uint8Array): void {
@@ -76,10 +119,7 @@ export class MemberHealth {
       if (this.lastFrameAt >= 0) {
         const gap = (now - this.lastFrameAt) / 1000
         if (gap * 1000 > STALL_MS) this.stalls++
-        let bucket = 0
-        while (bucket < FRAME_INTERVAL_BUCKETS.length && gap > FRAME_INTERVAL_BUCKETS[bucket]!) bucket++
-        this.intervalCounts[bucket]!++
-        this.intervalSum += gap
+        this.intervalBuckets.add(gap)
       }
       this.lastFrameAt = now
     }
@@ -101,7 +141,11 @@ export class MemberHealth {
     const span = this.lastFrameAt - mark.frameAt
     this.fps = n > 0 && span > 0 && !this.stalledAt(now) ? (n * 1000) / span : 0
     this.bitrate = now > mark.at ? Math.round(((bytes - mark.bytes) * 8 * 1000) / (now - mark.at)) : 0
-    if (this.fps < LOW_RATE_SHARE * this.configuredFps) {
+    this.viewers = this.viewers.filter((v) => now - v.at <= VIEWER_FIGURES_MS)
+    const worst = (values: (number | null)[]) => (values.some((v) => v !== null) ? Math.max(...(values.filter((v) => v !== null) as number[])) : null)
+    this.viewerDelay = worst(this.viewers.map((v) => v.delayMs))
+    this.viewerLoss = worst(this.viewers.map((v) => v.loss))
+    if (alertParts(this.figures()!, this.delayAlertMs).length) {
       this.okTicks = 0
       if (++this.lowTicks >= ALERT_TICKS && !this.alert) return (this.alert = true)
     } else {
@@ -113,9 +157,12 @@ export class MemberHealth {
 
   /** The intervals between frames since the first: cumulative counts per bound of FRAME_INTERVAL_BUCKETS (then +Inf), their sum (s) and count. */
   intervals(): FrameIntervals {
-    let total = 0
-    const counts = this.intervalCounts.map((n) => (total += n))
-    return { bounds: FRAME_INTERVAL_BUCKETS, counts, sum: this.intervalSum, count: total }
+    return this.intervalBuckets.read()
+  }
+
+  /** The delays its viewers said since the first (seconds, VIEWER_DELAY_BUCKETS), one each time a viewer said one. */
+  viewerDelays(): FrameIntervals {
+    return this.delayBuckets.read()
   }
 
   /** The stream ended: a raised alert is cleared with it (returns whether one was). */
@@ -138,14 +185,31 @@ export class MemberHealth {
       keyframe_interval: this.keyInterval === null ? null : Math.round(this.keyInterval * 1000) / 1000,
       stalls: this.stalls,
       stalled: this.stalledAt(performance.now()),
+      viewer_delay_ms: this.viewerDelay === null ? null : Math.round(this.viewerDelay),
+      viewer_loss: this.viewerLoss === null ? null : Math.round(this.viewerLoss * 1000) / 1000,
       alert: this.alert,
     }
   }
 }
 
-/** The sentence of a raised alert, as the events, the log and the console say it. */
-export function healthSentence(name: string, health: Pick<HubHealth, 'fps' | 'configured_fps'>): string {
-  return `${name}: video at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}`
+type AlertFigures = Pick<HubHealth, 'fps' | 'configured_fps' | 'viewer_delay_ms' | 'viewer_loss'>
+
+/** What is wrong now, in words: the rate delivered below 90 %, a viewer's delay past `delayAlertMs`, a viewer losing over 5 %. */
+function alertParts(h: AlertFigures, delayAlertMs: number): string[] {
+  const parts: string[] = []
+  if (h.fps !== null && h.fps < LOW_RATE_SHARE * h.configured_fps) parts.push(`video at ${Math.round(h.fps)} fps of ${Math.round(h.configured_fps)}`)
+  if (h.viewer_delay_ms !== null && h.viewer_delay_ms > delayAlertMs) parts.push(`video ${h.viewer_delay_ms} ms behind`)
+  if (h.viewer_loss !== null && h.viewer_loss > LOSS_ALERT_SHARE) parts.push(`link losing ${Math.round(h.viewer_loss * 100)} %`)
+  return parts
+}
+
+/**
+ * The sentence of a raised alert, as the events, the log and the console say it: what is wrong now (the
+ * rate as it is when nothing is, the alert waiting its 2 s to clear).
+ */
+export function healthSentence(name: string, health: AlertFigures, delayAlertMs = Infinity): string {
+  const parts = alertParts(health, delayAlertMs)
+  return `${name}: ${parts.length ? parts.join(', ') : `video at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}`}`
 }
 
 export interface HealthChange {

@@ -108,6 +108,8 @@ export interface HubOptions {
    * before the sound's first packet, so a recording started in the stream's first instants has the track.
    */
   sound?: boolean
+  /** A viewer's delay (ms) past which a member's health alert is raised (--delay-alert; none without). */
+  delayAlertMs?: number
 }
 
 /** A loopback feeder served by the relay's thread: no queue here, the thread sends as packets come. */
@@ -282,7 +284,7 @@ export class MediaHub implements StreamHub {
     this.cameras = options.members.slice()
     this.slots = this.cameras.map(() => new Set())
     this.counts = this.cameras.map(() => ({ bytes: 0, frames: 0 }))
-    this.healths = this.counts.map((counts) => new MemberHealth(this.fps, this.encoding, counts))
+    this.healths = this.counts.map((counts) => new MemberHealth(this.fps, this.encoding, counts, options.delayAlertMs))
     this.captureClocks = this.cameras.map(() => new CaptureClock(90_000))
     this.gops = this.encoding === 'H264' ? this.cameras.map(() => new GopCache()) : []
     const pre = options.preRecordSeconds ?? 0
@@ -495,6 +497,18 @@ export class MediaHub implements StreamHub {
     const health = this.healths[member]
     if (!health) throw new RangeError(`member ${member} of ${this.members}`)
     return health.figures()
+  }
+
+  viewerFigures(member: number, delayMs: number | null, loss: number | null): void {
+    const health = this.healths[member]
+    if (!health) throw new RangeError(`member ${member} of ${this.members}`)
+    health.viewer(delayMs, loss)
+  }
+
+  viewerDelays(member: number): FrameIntervals {
+    const health = this.healths[member]
+    if (!health) throw new RangeError(`member ${member} of ${this.members}`)
+    return health.viewerDelays()
   }
 
   frameIntervals(member: number): FrameIntervals {

@@ -27,6 +27,8 @@ export interface GstStreamerOptions extends Partial<RunnerOptions> {
   preRecordSeconds?: number
   /** Whether a job's stream will carry sound (plugins/audio has a source for it): its hub knows from its creation on. */
   soundExpected?: (bus_info: string) => boolean
+  /** A viewer's delay (ms) past which a stream's health alert is raised (--delay-alert). */
+  delayAlertMs?: number
 }
 
 const STOPPED: StreamStatus = { state: 'stopped', error: null, restarts: 0 }
@@ -78,6 +80,7 @@ export class GstStreamer implements Streamer {
         relay: true,
         preRecordSeconds: this.options.preRecordSeconds,
         sound,
+        delayAlertMs: this.options.delayAlertMs,
       })
       try {
         await hub.listen()

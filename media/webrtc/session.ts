@@ -368,6 +368,11 @@ export class WebRtcViewer {
     return this.sentFrame
   }
 
+  /** What the viewer says of its picture (its delay in ms, the share of packets it lost): counted in its stream's health. */
+  viewerSaid(delayMs: number | null, loss: number | null): void {
+    if (!this.ended && !this.hub.closed && this.hub.members > this.member) this.hub.viewerFigures(this.member, delayMs, loss)
+  }
+
   /** Sends one packet of the hub: `live`, as it came (not the kept group's, restamped one tick a frame). */
   private forward(packet: Uint8Array, live = true): void {
     if (this.ended || !this.sender || packet.length < 12) return

@@ -95,7 +95,7 @@ export class DeviceManager implements DeviceDirectory {
   /** Alerts raised, by bus_info: the hub that raised it (a clear is taken only from it). */
   private alerts = new Map<string, unknown>()
 
-  /** A stream's delivered rate fell below 90 % of its configured rate for 2 s, or is back for 2 s: an event and a log line. */
+  /** A stream's delivered rate fell below 90 % of its configured rate, or a viewer lagged or lost packets, for 2 s, or all is back for 2 s: an event and a log line. */
   private onHealth({ hub, bus_info, health, ended }: HealthChange): void {
     if (health.alert) {
       if (this.ctx.registry.get('streamer')?.live(bus_info)?.hub !== hub) return // another service's hub (tests run several)
@@ -103,11 +103,13 @@ export class DeviceManager implements DeviceDirectory {
     } else if (this.alerts.get(bus_info) === hub) this.alerts.delete(bus_info)
     else return
     const name = this.displayName(bus_info)
-    const sentence = healthSentence(name, health)
-    const message = health.alert ? sentence : ended ? `${name}: the stream stopped` : `${name}: video back at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}`
+    const sentence = healthSentence(name, health, this.ctx.config.delayAlertMs)
+    const behind = health.viewer_delay_ms === null ? '' : `, ${health.viewer_delay_ms} ms behind`
+    const message = health.alert ? sentence : ended ? `${name}: the stream stopped` : `${name}: video back at ${Math.round(health.fps ?? 0)} fps of ${Math.round(health.configured_fps)}${behind}`
     this.ctx.events.emit('stream_health', { bus_info, state: health.alert ? 'alert' : 'ok', message, health: this.asShown(bus_info, health) })
-    if (health.alert) this.ctx.log.warn(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
-    else this.ctx.log.info(message, { bus_info, fps: health.fps, configured_fps: health.configured_fps })
+    const fields = { bus_info, fps: health.fps, configured_fps: health.configured_fps, viewer_delay_ms: health.viewer_delay_ms, viewer_loss: health.viewer_loss }
+    if (health.alert) this.ctx.log.warn(message, fields)
+    else this.ctx.log.info(message, fields)
   }
 
   /** What a pilot calls the camera: its nickname, else its name, else its bus_info. */
@@ -132,7 +134,7 @@ export class DeviceManager implements DeviceDirectory {
     return {
       ...health,
       dropped_frames: this.ctx.registry.get('streamer')?.frameDrops(streamKey) ?? 0,
-      alert: health.alert ? healthSentence(this.displayName(bus_info), health) : null,
+      alert: health.alert ? healthSentence(this.displayName(bus_info), health, this.ctx.config.delayAlertMs) : null,
     }
   }
 

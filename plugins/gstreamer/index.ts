@@ -41,7 +41,7 @@ export default definePlugin({
       parse: wholeNumber(64 * 1024, FAT_SEGMENT_BYTES),
     },
   },
-  setup({ registry, events, store, log, lifecycle, flags }) {
+  setup({ registry, events, store, log, lifecycle, flags, config }) {
     const gstLaunch = Bun.which('gst-launch-1.0', { PATH: process.env.PATH ?? '' })
     if (!gstLaunch) {
       log.warn(INSTALL)
@@ -62,7 +62,7 @@ export default definePlugin({
     const preRecordSeconds = Number(flags['pre-record-seconds'] ?? 0)
     // A stream whose sound is attached says so from its hub's creation (a recording started at once gets the track).
     const soundExpected = (bus_info: string) => registry.get('audio')?.status(bus_info)?.source != null
-    const streamer = new GstStreamer({ log, gstLaunch, frameSync, segments, preRecordSeconds, soundExpected, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
+    const streamer = new GstStreamer({ log, gstLaunch, frameSync, segments, preRecordSeconds, soundExpected, delayAlertMs: config.delayAlertMs, telemetry: registry.telemetry, emit: (type, data) => events.emit(type, data) })
     const unsubscribe = events.subscribe((event) => {
       if (event.type !== 'preferences_updated') return
       const next = (event.data as Partial<Preferences> | null)?.frequency_offset

@@ -59,6 +59,28 @@ function nearestExisting(path: string): string {
   return path
 }
 
+/**
+ * A histogram family whose buckets a stream's hub keeps itself (media/health.ts: counted where they happen,
+ * at no cost to a scrape), written from them at scrape time: prom-client's Histogram is fed one
+ * observation at a time. The cameras' loop adds each camera's (add); each scrape starts empty (reset).
+ */
+function hubHistogram(name: string, help: string) {
+  let values: { metricName: string; labels: Record<string, string | number>; value: number }[] = []
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: async () => ({ name, help, type: 'histogram', aggregator: 'sum', values }),
+    reset: () => void (values = []),
+    add(bus_info: string, h: { bounds: readonly number[]; counts: number[]; sum: number; count: number }) {
+      h.bounds.forEach((le, i) => values.push({ metricName: `${name}_bucket`, labels: { bus_info, le }, value: h.counts[i]! }))
+      values.push({ metricName: `${name}_bucket`, labels: { bus_info, le: '+Inf' }, value: h.count })
+      values.push({ metricName: `${name}_sum`, labels: { bus_info }, value: h.sum }, { metricName: `${name}_count`, labels: { bus_info }, value: h.count })
+    },
+  }
+}
+
 export default definePlugin({
   name: 'metrics',
   // A scraper polls: it does not show that a pilot's client is there (the network rollback).
@@ -183,20 +205,15 @@ export default definePlugin({
     const lostPackets = new Counter(camera('periscope_stream_lost_packets_total', "RTP packets missing from the stream's sequence at its hub since the stream was last started"))
     const stalls = new Counter(camera('periscope_stream_stalls_total', 'Times no frame came for more than a second since the stream was last started'))
     const stalled = new Gauge(camera('periscope_stream_stalled', '1 while no frame has come for more than a second'))
-    const healthAlert = new Gauge(camera('periscope_stream_health_alert', '1 while the delivered rate has been below 90 % of the configured rate for 2 s (until it is back for 2 s): the stream_health event'))
-    // prom-client's Histogram is fed one observation at a time; the hub keeps the buckets itself (a frame
-    // is counted on the hot path at no cost to a scrape), so this family is written from them at scrape time.
-    let intervalValues: { metricName: string; labels: Record<string, string | number>; value: number }[] = []
-    const intervalHistogram = {
-      name: 'periscope_stream_frame_interval_seconds',
-      help: "Seconds between consecutive frames as they reach the stream's hub, since the stream was last started (a stall shows past 1 s)",
-      type: 'histogram',
-      aggregator: 'sum',
-      get: async () => ({ name: intervalHistogram.name, help: intervalHistogram.help, type: 'histogram', aggregator: 'sum', values: intervalValues }),
-      reset: () => void (intervalValues = []),
-    }
-    metrics.registerMetric(intervalHistogram as never)
-    const perCamera = [intervalHistogram, info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes, audioState, audioLevel, deliveredFps, configuredFps, bitrate, keyInterval, lostPackets, stalls, stalled, healthAlert]
+    const healthAlert = new Gauge(
+      camera('periscope_stream_health_alert', "1 while, for 2 s, the delivered rate has been below 90 % of the configured rate, a viewer's delay past --delay-alert or a viewer losing over 5 % (until all is back for 2 s): the stream_health event"),
+    )
+    const viewerDelay = new Gauge(camera('periscope_stream_viewer_delay_seconds', "The worst camera-to-screen delay the stream's viewers measured in the last 2 s (the console's WebRTC views say theirs)"))
+    const viewerLoss = new Gauge(camera('periscope_stream_viewer_loss_ratio', "The worst share of the video's packets the stream's viewers lost in the last 2 s, as they measured it"))
+    const intervalHistogram = hubHistogram('periscope_stream_frame_interval_seconds', "Seconds between consecutive frames as they reach the stream's hub, since the stream was last started (a stall shows past 1 s)")
+    const delayHistogram = hubHistogram('periscope_viewer_delay_seconds', "Camera-to-screen delays the stream's viewers measured, one each time a viewer said it (the console's WebRTC views, each second), since the stream was last started")
+    for (const family of [intervalHistogram, delayHistogram]) metrics.registerMetric(family as never)
+    const perCamera = [intervalHistogram, delayHistogram, info, state, restarts, drops, frames, sentBytes, readerDrops, readerFailures, viewers, recording, recordingBytes, audioState, audioLevel, deliveredFps, configuredFps, bitrate, keyInterval, lostPackets, stalls, stalled, healthAlert, viewerDelay, viewerLoss]
 
     const devices = (): Device[] => {
       try {
@@ -238,11 +255,10 @@ export default definePlugin({
           stalls.inc({ bus_info }, health.stalls)
           stalled.set({ bus_info }, health.stalled ? 1 : 0)
           healthAlert.set({ bus_info }, health.alert ? 1 : 0)
-          const gaps = live!.hub.frameIntervals(live!.member)
-          const name = intervalHistogram.name
-          gaps.bounds.forEach((le, i) => intervalValues.push({ metricName: `${name}_bucket`, labels: { bus_info, le }, value: gaps.counts[i]! }))
-          intervalValues.push({ metricName: `${name}_bucket`, labels: { bus_info, le: '+Inf' }, value: gaps.count })
-          intervalValues.push({ metricName: `${name}_sum`, labels: { bus_info }, value: gaps.sum }, { metricName: `${name}_count`, labels: { bus_info }, value: gaps.count })
+          if (health.viewer_delay_ms !== null) viewerDelay.set({ bus_info }, health.viewer_delay_ms / 1000)
+          if (health.viewer_loss !== null) viewerLoss.set({ bus_info }, health.viewer_loss)
+          intervalHistogram.add(bus_info, live!.hub.frameIntervals(live!.member))
+          delayHistogram.add(bus_info, live!.hub.viewerDelays(live!.member))
         }
         sentBytes.inc({ bus_info }, sent.bytes)
         for (const [protocol, count] of Object.entries(registry.viewers(bus_info))) viewers.set({ bus_info, protocol }, count)

@@ -14,7 +14,8 @@ import { HttpError, conflict, notFound } from '../../core/errors'
 import { docs } from '../../core/openapi'
 import { WhepTimingModel } from '../../core/schemas'
 import { definePlugin } from '../../core/plugin'
-import { readBodyText } from '../../core/validation'
+import { readBodyText, typed } from '../../core/validation'
+import { Type as t } from '@sinclair/typebox'
 import { acceptBundleOnly, checkOffer, MAX_MEDIA_SECTIONS, MAX_OFFER_BYTES, OfferRefused, REFUSAL_REASONS, type RefusalReason } from './offer'
 import { END_REASONS, OfferError, WebRtcViewer, type EndReason } from '../../media/webrtc/session'
 import { guardWeriftSockets } from '../../media/webrtc/sockets'
@@ -32,6 +33,12 @@ const newSessionSecret = () => randomBytes(24).toString('base64url')
 /** A sound-only stream (plugins/audio/sound-only.ts) is addressed as `sound:<source id>` where a camera's bus_info goes. */
 const SOUND_ONLY_PREFIX = 'sound:'
 const soundOnlySource = (bus_info: string) => (bus_info.startsWith(SOUND_ONLY_PREFIX) ? bus_info.slice(SOUND_ONLY_PREFIX.length) : null)
+
+/** What a viewer says of its picture as it reads its session's timing (the console's WebRTC views: delay.ts). */
+const ViewerFiguresQuery = t.Object({
+  delay_ms: t.Optional(t.Number({ minimum: 0, maximum: 600_000, description: "The viewer's camera-to-screen delay (ms), as it measured it" })),
+  loss: t.Optional(t.Number({ minimum: 0, maximum: 1, description: "The share of the video's packets it lost in its last second" })),
+})
 
 const SDP_CONTENT = { 'application/sdp': { schema: { type: 'string', description: 'An SDP offer (RFC 8866) with a recvonly video section offering H.264 in packetization-mode 1' } } }
 
@@ -228,18 +235,21 @@ export default definePlugin({
       )
       .get(
         '/api/streams/:bus_info/whep/:session_id',
-        ({ params: { bus_info, session_id } }) => {
+        typed({ query: ViewerFiguresQuery }, ({ params, query }) => {
+          const { bus_info, session_id } = params as { bus_info: string; session_id: string }
           const session = sessions.get(session_id)
           if (!session || session.bus_info !== bus_info) throw notFound(`No such WebRTC session for '${bus_info}' (it ended, or was never opened)`)
+          if (query.delay_ms !== undefined || query.loss !== undefined) session.viewerSaid(query.delay_ms ?? null, query.loss ?? null)
           const timing = session.timing()
           return { rtp_timestamp: timing?.rtp ?? null, captured_at: timing?.capturedAt ?? null, clock_rate: 90_000, server_time: performance.timeOrigin + performance.now() }
-        },
+        }),
         {
           ...docs({
             tag: 'cameras',
             summary: "A WebRTC (WHEP) session's timing: when its newest frame was made, for the viewer's camera-to-screen delay",
             description:
-              "session_id is the secret the POST's Location ends with. The viewer reads each frame's RTP timestamp as it shows it (the browser's requestVideoFrameCallback gives it): that frame was made at captured_at + (its timestamp − rtp_timestamp) / 90 ms, on the vehicle's clock; server_time and the request's round trip give the viewer's clock against the vehicle's. The console polls it each second (docs/latency.md).",
+              "session_id is the secret the POST's Location ends with. The viewer reads each frame's RTP timestamp as it shows it (the browser's requestVideoFrameCallback gives it): that frame was made at captured_at + (its timestamp − rtp_timestamp) / 90 ms, on the vehicle's clock; server_time and the request's round trip give the viewer's clock against the vehicle's. The console polls it each second (docs/latency.md), saying its own figures in the query: they count in the stream's health for 2 s (viewer_delay_ms, viewer_loss, the alert past --delay-alert).",
+            query: ViewerFiguresQuery,
             ok: WhepTimingModel,
             errors: [404],
             pathParams: ['bus_info', 'session_id'],

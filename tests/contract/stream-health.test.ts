@@ -22,11 +22,11 @@ afterEach(async () => {
   expect(hubs.every((h) => h.closed)).toBe(true)
 })
 
-async function withStream(): Promise<{ s: TestServer; hub: MediaHub }> {
-  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: FPS, members: [EHD], log: createLogger('error') })
+async function withStream(delayAlertMs = 400): Promise<{ s: TestServer; hub: MediaHub }> {
+  const hub = new MediaHub({ encoding: 'H264', width: 640, height: 480, fps: FPS, members: [EHD], log: createLogger('error'), delayAlertMs })
   hubs.push(hub)
   const plugins = [...(await Promise.all([...CONTRACT_PLUGINS, 'metrics'].map(loadPlugin))), standInStreamer(hub)]
-  const s = await startTestServer({ plugins, config: { simulate: 'default' }, logLevel: 'info' })
+  const s = await startTestServer({ plugins, config: { simulate: 'default', delayAlertMs }, logLevel: 'info' })
   servers.push(s)
   return { s, hub }
 }
@@ -122,6 +122,43 @@ test('a stream at half its rate raises the alert only after 2 s (event, warning,
     expect(await metric(s, 'periscope_stream_health_alert')).toBe(0)
     expect(events.events.filter((e) => e.type === 'stream_health')).toHaveLength(2)
   } finally {
+    events.close()
+  }
+}, 30_000)
+
+test("a viewer's delay past --delay-alert, and its loss past 5 %, for 2 s raise the alert at full rate (event, warning, API, /metrics); back for 2 s, it clears; a viewer that stops saying leaves no figure", async () => {
+  const { s, hub } = await withStream(300)
+  const events = listenEvents(`${s.url}/api/events`)
+  await events.ready
+  // A viewer saying its figures twice a second (the console's WebRTC views say theirs every second).
+  let said = { delayMs: 650, loss: 0.12 }
+  let saying = true
+  const viewer = setInterval(() => saying && hub.viewerFigures(0, said.delayMs, said.loss), 500)
+  try {
+    feeders.push(new Feeder(hub, FPS, KEY_EVERY, PAYLOAD))
+    const raised = await until('the alert', async () => events.events.find((e) => e.type === 'stream_health'), (e) => e !== undefined, 15_000)
+    expect(raised!.data).toMatchObject({ bus_info: EHD, state: 'alert', health: { viewer_delay_ms: 650, viewer_loss: 0.12 } })
+    expect(raised!.data.message).toBe('exploreHD USB Camera: video 650 ms behind, link losing 12 %')
+    expect(s.logs.find((l) => l.msg === raised!.data.message)).toMatchObject({ level: 'warn', bus_info: EHD, viewer_delay_ms: 650 })
+    expect(await metric(s, 'periscope_stream_health_alert')).toBe(1)
+    expect(await metric(s, 'periscope_stream_viewer_delay_seconds')).toBe(0.65)
+    expect(await metric(s, 'periscope_stream_viewer_loss_ratio')).toBe(0.12)
+    const samples = parseMetrics(await (await fetch(`${s.url}/metrics`)).text()).samples.filter((m) => m.labels.bus_info === EHD && m.name.startsWith('periscope_viewer_delay_seconds'))
+    const count = samples.find((m) => m.name === 'periscope_viewer_delay_seconds_count')!.value
+    expect(count).toBeGreaterThanOrEqual(4)
+    expect(samples.find((m) => m.name === 'periscope_viewer_delay_seconds_bucket' && m.labels.le === '0.5')!.value).toBe(0)
+    expect(samples.find((m) => m.name === 'periscope_viewer_delay_seconds_bucket' && m.labels.le === '1')!.value).toBe(count)
+
+    said = { delayMs: 40, loss: 0 }
+    const cleared = await until('the alert cleared', async () => events.events.filter((e) => e.type === 'stream_health')[1], (e) => e !== undefined, 15_000)
+    expect(cleared!.data).toMatchObject({ bus_info: EHD, state: 'ok', health: { alert: null, viewer_delay_ms: 40, viewer_loss: 0 } })
+    expect(cleared!.data.message).toMatch(/^exploreHD USB Camera: video back at (18|19|20|21|22) fps of 20, 40 ms behind$/)
+
+    saying = false
+    expect(await until('no viewer figures once none says them', () => health(s), (h) => h?.viewer_delay_ms === null && h?.viewer_loss === null, 10_000)).toBeTruthy()
+    expect((await health(s)).alert).toBeNull()
+  } finally {
+    clearInterval(viewer)
     events.close()
   }
 }, 30_000)

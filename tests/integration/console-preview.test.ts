@@ -770,3 +770,36 @@ describe("the pilot's view and the delay on the picture", () => {
     }
   }, 90_000)
 })
+
+describe('an alert on the delay', () => {
+  // Any delay is past 1 ms: the preview's own figures raise the stream's alert, as a lagging link would.
+  let own: ConsoleSession | undefined
+  beforeAll(async () => {
+    requireGStreamer()
+    own = c = await openConsole({ args: ['--delay-alert', '1'] })
+  }, 60_000)
+  afterAll(() => own?.close())
+
+  test("a WebRTC preview's delay past --delay-alert for 2 s: the stream's alert (the banner and the API) says how far behind; the preview gone, it clears by itself", async () => {
+    try {
+      await stream(EHD, 'H264')
+      await c.open('cameras')
+      const banner = () => c.page.$eval('[data-banner="stream-health"]', (e: any) => e.textContent as string).catch(() => '')
+      await until('the banner', banner, (t) => / ms behind$/.test(t), 20_000)
+      const text = await banner()
+      expect(text).toMatch(/^exploreHD USB Camera: video \d+ ms behind$/)
+      const health = (await device(EHD)).stream_status.health
+      expect(health.alert).toBe(text)
+      expect(health.viewer_delay_ms).toBeGreaterThan(1)
+      expect(health.viewer_delay_ms).toBeLessThan(1000)
+      // No viewer says a delay any more (the preview's page is another): cleared by itself.
+      await c.open('status')
+      await until('the alert cleared', () => device(EHD), (d) => d.stream_status.health?.alert === null && d.stream_status.health?.viewer_delay_ms === null, 15_000)
+      await waitInPage(c.page, 'the banner gone', () => !(globalThis as any).document.querySelector('[data-banner="stream-health"]'), 10_000)
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.open('status').catch(() => {})
+      await stopStream(EHD)
+    }
+  }, 90_000)
+})

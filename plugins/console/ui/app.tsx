@@ -1,6 +1,6 @@
 // The console's shell and entry point: navigation between the pages (one file each in pages/, chosen
 // by the URL's hash so any page can be bookmarked and the service needs no route per page), the theme,
-// the previews switch, the banners (the service unreachable, a stream's rate alert), the token prompt, and the notices.
+// the previews switch, the banners (the service unreachable, a stream's health alert), the token prompt, and the notices.
 import { render, type FunctionComponent } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { reachable, tokenPrompt } from './api'
@@ -125,7 +125,7 @@ function Banner() {
   )
 }
 
-/** A stream delivering below its rate (stream_status.health.alert), one line a camera, until it clears by itself. */
+/** A stream delivering below its rate, or a viewer lagging or losing packets (stream_status.health.alert), one line a camera, until it clears by itself. */
 function HealthBanner() {
   const alerts = (useValue(devices) ?? []).flatMap((d) => (d.stream_status?.health?.alert ? [{ bus_info: d.bus_info, alert: d.stream_status.health.alert }] : []))
   if (!alerts.length) return null

@@ -107,7 +107,7 @@ export function followDevices(): void {
     update((d) => d.bus_info === bus_info || d.leader === bus_info, (d) => ({ ...d, stream_status: { state: status.state, error: status.error ?? null, restarts: status.restarts ?? d.stream_status?.restarts ?? 0, health: d.stream_status?.health ?? null } }))
     reloadSoon()
   })
-  // A stream's rate alert raised or cleared (its own camera's, not its group's): the banner follows it.
+  // A stream's health alert raised or cleared (its own camera's, not its group's): the banner follows it.
   on('stream_health', ({ bus_info, health }: { bus_info: string; health: StreamHealth }) => {
     update((d) => d.bus_info === bus_info, (d) => ({ ...d, stream_status: { ...(d.stream_status ?? { state: 'running', error: null, restarts: 0 }), health } }))
   })

@@ -111,6 +111,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
     let delay = new ViewerDelay()
     let packets = { received: 0, lost: 0 }
     let jitterMs: number | null = null
+    let lastLoss: number | null = null
     let reading = false
 
     const offer = () => {
@@ -135,6 +136,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       session = null
       delay = new ViewerDelay()
       packets = { received: 0, lost: 0 }
+      lastLoss = null
       close = whepSession(
         next,
         url,
@@ -157,9 +159,15 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       if (session) {
         reading = true
         const own = delay
+        // What this view measured goes with the request: the stream's health counts it (its alert past --delay-alert).
+        const said = new URLSearchParams()
+        const delayNow = own.figure(performance.timeOrigin + performance.now())
+        if (delayNow !== null) said.set('delay_ms', String(Math.round(delayNow)))
+        if (lastLoss !== null) said.set('loss', lastLoss.toFixed(3))
+        const query = said.size ? `?${said}` : ''
         const sent = performance.timeOrigin + performance.now()
         try {
-          const answer = await request('GET', session, undefined, { timeoutMs: FIGURES_EVERY_MS })
+          const answer = await request('GET', session + query, undefined, { timeoutMs: FIGURES_EVERY_MS })
           own.answered(JSON.parse(answer.text) as WhepTiming, sent, performance.timeOrigin + performance.now())
         } catch {} // no answer: the figures wait for the next (the picture's own checks find a dead session)
         reading = false
@@ -177,6 +185,7 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
         })
       } catch {}
       if (stopped || current !== pc) return
+      lastLoss = loss
       const clock = delay.clock()
       setFigures({ delayMs: delay.figure(performance.timeOrigin + performance.now()), loss, jitterMs, roundTripMs: clock?.roundTrip ?? null })
     }
