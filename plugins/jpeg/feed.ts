@@ -10,10 +10,14 @@ import type { Reading, StreamHub } from '../../core/types'
 import { freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
 import { transcoderTokens, type GstChild, type GstRunner } from './gst'
 import { RtpJpegDepayloader } from './rtp-jpeg'
+import { timestampOf } from '../../media/rtp'
 
 export interface Viewer {
-  /** A whole JPEG; called for every frame while the viewer is joined. */
-  frame(jpeg: Uint8Array): void
+  /**
+   * A whole JPEG; called for every frame while the viewer is joined. `capturedAt`: when the frame was made
+   * (ms since the epoch, the hub's capture clock), for an MJPG camera's own frames; null for a transcoded one.
+   */
+  frame(jpeg: Uint8Array, capturedAt: number | null): void
   /** The feed ended (the stream stopped or restarted, the transcoder died): no frame follows. */
   end(reason: string): void
 }
@@ -107,9 +111,9 @@ export class JpegFeed {
     if (this.viewers.size === 0) void this.end('no viewer left')
   }
 
-  private publish(jpeg: Uint8Array): void {
+  private publish(jpeg: Uint8Array, capturedAt: number | null = null): void {
     this.latest = { jpeg, at: performance.now() }
-    for (const viewer of [...this.viewers]) viewer.frame(jpeg)
+    for (const viewer of [...this.viewers]) viewer.frame(jpeg, capturedAt)
   }
 
   private start(): void {
@@ -120,7 +124,7 @@ export class JpegFeed {
         from: 'key',
         packet: (packet) => {
           const jpeg = depayloader.push(packet)
-          if (jpeg) this.publish(jpeg)
+          if (jpeg) this.publish(jpeg, this.hub.capturedAt(this.member, timestampOf(packet)))
         },
         ended: (end) => end.reason === 'failed' && void this.end(`the MJPEG of '${this.bus_info}' failed: ${end.detail}`),
       })

@@ -295,7 +295,7 @@ export default definePlugin({
             tag,
             summary: 'MJPEG stream of a running camera (multipart/x-mixed-replace: an <img src> shows it)',
             description:
-              'Each part is one whole JPEG with its Content-Length. An MJPG camera sends its own JPEGs, never re-encoded; an H.264 camera is decoded and encoded once for all its viewers while any watch. ' +
+              'Each part is one whole JPEG with its Content-Length; an MJPG camera\'s parts also say when the frame was made and when the part left (X-Captured-At, X-Sent-At: ms since the epoch on the vehicle\'s clock), for a viewer\'s delay. An MJPG camera sends its own JPEGs, never re-encoded; an H.264 camera is decoded and encoded once for all its viewers while any watch. ' +
               `A client that reads too slowly misses frames rather than falling behind. At most ${maxViewers} viewers per camera (--max-viewers; 503 beyond). 409 when the stream does not run.`,
             ok: { content: { 'multipart/x-mixed-replace': { schema: { type: 'string', format: 'binary' } } }, description: 'An endless stream of JPEG parts' },
             errors: [404, 409, 503],
@@ -362,9 +362,11 @@ function multipart(feed: JpegFeed, hangUp: AbortSignal, left: () => void): Reada
           } catch {}
         }
         leave = feed.join({
-          frame(jpeg) {
+          frame(jpeg, capturedAt) {
             if ((controller.desiredSize ?? 0) <= 0) return
-            const head = encoder.encode(`--${BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n\r\n`)
+            // When the frame was made and when it left, on the vehicle's clock (ms): a viewer's delay (docs/latency.md).
+            const timing = capturedAt === null ? '' : `X-Captured-At: ${capturedAt.toFixed(1)}\r\nX-Sent-At: ${(performance.timeOrigin + performance.now()).toFixed(1)}\r\n`
+            const head = encoder.encode(`--${BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n${timing}\r\n`)
             const part = new Uint8Array(head.length + jpeg.length + 2)
             part.set(head)
             part.set(jpeg, head.length)

@@ -30,10 +30,10 @@ test('whole parts, in order, whatever the cuts: at every offset, byte by byte, a
     let at = 0
     for (const size of cut) {
       if (at >= bytes.length) break
-      got.push(...reader.push(bytes.subarray(at, Math.min(bytes.length, at + size))))
+      got.push(...reader.push(bytes.subarray(at, Math.min(bytes.length, at + size))).map((p) => p.jpeg))
       at += size
     }
-    if (at < bytes.length) got.push(...reader.push(bytes.subarray(at)))
+    if (at < bytes.length) got.push(...reader.push(bytes.subarray(at)).map((p) => p.jpeg))
     expect(got.map((p) => Array.from(p)), `cut ${cut.slice(0, 3).join(',')}…`).toEqual(parts.map((p) => Array.from(p)))
   }
 })
@@ -44,4 +44,15 @@ test('an answer that is no MJPEG stream: a part without Content-Length, or no pa
   expect(() => {
     for (let i = 0; i < 10; i++) reader.push(new Uint8Array(1024).fill(65))
   }).toThrow('no part head within 4096 bytes')
+})
+
+test("a part's timing headers (an MJPG camera's: X-Captured-At, X-Sent-At) are read with it; a part without them has none", () => {
+  const head = encoder.encode('--periscope-frame\r\nContent-Type: image/jpeg\r\nContent-Length: 3\r\nX-Captured-At: 1764640000123.4\r\nX-Sent-At: 1764640000130.9\r\n\r\n')
+  const timed = new Uint8Array([...head, 0xff, 0xd8, 7, 13, 10])
+  const reader = new MultipartParts()
+  const [a, b] = [...reader.push(timed), ...reader.push(stream([jpeg(1, 3)]))]
+  expect(a).toMatchObject({ capturedAt: 1764640000123.4, sentAt: 1764640000130.9 })
+  expect(Array.from(a!.jpeg)).toEqual([0xff, 0xd8, 7])
+  expect(b).toMatchObject({ capturedAt: null, sentAt: null })
+  expect(Array.from(b!.jpeg)).toEqual(Array.from(jpeg(1, 3)))
 })

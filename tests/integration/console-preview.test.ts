@@ -692,6 +692,63 @@ describe("the pilot's view and the delay on the picture", () => {
       await stopStream(EHD)
     }
   }, 90_000)
+  test("the MJPEG preview shows its camera-to-screen delay each second, within 15 ms (or 15 %) of the truth read from the picture's time code", async () => {
+    try {
+      await stream(WEBCAM, 'MJPG')
+      await c.open('cameras')
+      const box = `${card(WEBCAM)} [data-preview="mjpeg"]`
+      await c.page.waitForSelector(`${box} img`)
+      // In the page, the truth of each new picture the card's <img> shows (the first animation frame that
+      // shows a new time code: to within one 60 Hz frame), read as tests/timecode.ts reads it.
+      await c.page.evaluate((sel: string) => {
+        const w = globalThis as any
+        const img = w.document.querySelector(sel)
+        const canvas = w.document.createElement('canvas')
+        const ctx = canvas.getContext('2d', { willReadFrequently: true })
+        const truth = (w.mjpegTruth = [] as { at: number; ms: number }[])
+        let last: number | null = null
+        const onFrame = (t: number) => {
+          const [width, height] = [img.naturalWidth, img.naturalHeight]
+          if (width) {
+            if (canvas.width !== width) [canvas.width, canvas.height] = [width, 1]
+            ctx.drawImage(img, 0, Math.floor(height / 32), width, 1, 0, 0, width, 1)
+            const px = ctx.getImageData(0, 0, width, 1).data
+            let code: number | null = 0
+            for (let i = 0; i < 48 && code !== null; i++) {
+              const x = Math.floor(((i + 0.5) * width) / 48)
+              const y = 16 + ((0.299 * px[4 * x] + 0.587 * px[4 * x + 1] + 0.114 * px[4 * x + 2]) * 219) / 255
+              code = y >= 200 ? code * 2 + 1 : y <= 50 ? code * 2 : null
+            }
+            const at = performance.timeOrigin + t
+            if (code !== null && code !== last) truth.push({ at, ms: at - code })
+            last = code
+          }
+          w.requestAnimationFrame(onFrame)
+        }
+        w.requestAnimationFrame(onFrame)
+      }, `${box} img`)
+      await waitInPage(c.page, 'a delay on the MJPEG picture', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-4"] [data-preview="mjpeg"] .figures[data-delay-ms]:not([data-delay-ms=""])'), 20_000)
+      const pairs: { shown: number; truth: number }[] = []
+      for (let i = 0; i < 5; i++) {
+        await Bun.sleep(1000)
+        const shown = await c.page.$eval(`${box} .figures`, (e: any) => Number(e.dataset.delayMs))
+        const truth = await c.page.evaluate(() => {
+          const now = performance.timeOrigin + performance.now()
+          const recent = ((globalThis as any).mjpegTruth as { at: number; ms: number }[]).filter((t) => now - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
+          return recent.length ? recent[Math.floor(recent.length / 2)]! : null
+        })
+        expect(truth, 'pictures whose time code was read').not.toBeNull()
+        pairs.push({ shown, truth: truth! })
+      }
+      console.log(`console preview: MJPEG delay shown / truth (ms): ${pairs.map((p) => `${p.shown}/${p.truth.toFixed(1)}`).join('  ')}`)
+      for (const p of pairs) expect(Math.abs(p.shown - p.truth), `shown ${p.shown} ms, truth ${p.truth.toFixed(1)} ms`).toBeLessThanOrEqual(Math.max(15, 0.15 * p.truth))
+      expect(c.errors()).toEqual([])
+    } finally {
+      await c.open('status').catch(() => {})
+      await stopStream(WEBCAM)
+    }
+  }, 90_000)
+
   test("the pilot's view: every streaming camera's picture fills the window, in a grid or one alone by the keyboard, each with its name, figures and health", async () => {
     try {
       await stream(EHD, 'H264')

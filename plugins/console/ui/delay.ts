@@ -1,9 +1,11 @@
-// A WebRTC view's camera-to-screen delay, from the frames it shows: the browser gives each shown frame's
-// RTP timestamp and when it is on the screen (requestVideoFrameCallback); the service says when the frame
-// stamped so was made, on the vehicle's clock (GET on the WHEP session: its newest frame's timestamp and
-// capture time); that same request gives this page's clock against the vehicle's (the answer's time
-// against the request's midpoint, from the quickest of the last few: within half a round trip). The
-// figure shown is the median of the last second's frames (docs/latency.md).
+// A live view's camera-to-screen delay, from the frames it shows (docs/latency.md). WebRTC: the browser
+// gives each shown frame's RTP timestamp and when it is on the screen (requestVideoFrameCallback); the
+// service says when the frame stamped so was made, on the vehicle's clock (GET on the WHEP session: its
+// newest frame's timestamp and capture time); that same request gives this page's clock against the
+// vehicle's (the answer's time against the request's midpoint, from the quickest of the last few: within
+// half a round trip). MJPEG: each part says when its frame was made and when it left the vehicle; the
+// quickest part's way sets the clock (so the figure leaves out that much of the link's one-way time).
+// The figure shown is the median of the last second's frames.
 
 /** What GET on a WHEP session answers (core/schemas.ts WhepTimingModel). */
 export interface WhepTiming {
@@ -23,6 +25,8 @@ const SANE_MS = 60_000
 export class ViewerDelay {
   private timing: { rtp: number; capturedAt: number; rate: number } | null = null
   private readings: { roundTrip: number; offset: number }[] = []
+  /** MJPEG: the vehicle's clock minus this page's, less each part's way here, for the last parts. */
+  private partOffsets: number[] = []
   private shown: { at: number; ms: number }[] = []
 
   /** The session answered `body` to a request sent at `sent` and answered at `received` (ms since the epoch, this page's clock). */
@@ -33,19 +37,33 @@ export class ViewerDelay {
     if (body.rtp_timestamp !== null && body.captured_at !== null) this.timing = { rtp: body.rtp_timestamp, capturedAt: body.captured_at, rate: body.clock_rate }
   }
 
-  /** The vehicle's clock minus this page's (ms), and the round trip it was read over; null before the first answer. */
-  clock(): { offset: number; roundTrip: number } | null {
-    if (!this.readings.length) return null
-    return this.readings.reduce((best, r) => (r.roundTrip < best.roundTrip ? r : best))
+  /** An MJPEG part left the vehicle at `sentAt` (its clock) and was here whole at `receivedAt` (this page's). */
+  partCame(sentAt: number, receivedAt: number): void {
+    this.partOffsets.push(sentAt - receivedAt)
+    if (this.partOffsets.length > 4 * READINGS) this.partOffsets.shift()
   }
 
-  /** A frame stamped `rtp` is on the screen at `at` (ms since the epoch, this page's clock). */
+  /**
+   * The vehicle's clock minus this page's (ms), and the round trip it was read over (null: read from
+   * MJPEG parts, one way); null before the first reading.
+   */
+  clock(): { offset: number; roundTrip: number | null } | null {
+    if (this.readings.length) return this.readings.reduce((best, r) => (r.roundTrip < best.roundTrip ? r : best))
+    if (this.partOffsets.length) return { offset: Math.max(...this.partOffsets), roundTrip: null }
+    return null
+  }
+
+  /** A WebRTC frame stamped `rtp` is on the screen at `at` (ms since the epoch, this page's clock). */
   frame(rtp: number, at: number): void {
-    const clock = this.clock()
     const timing = this.timing
-    if (!clock || !timing) return
-    const made = timing.capturedAt + (((rtp - timing.rtp) | 0) * 1000) / timing.rate
-    const ms = at + clock.offset - made
+    if (timing) this.made(timing.capturedAt + (((rtp - timing.rtp) | 0) * 1000) / timing.rate, at)
+  }
+
+  /** A frame made at `madeAt` (the vehicle's clock) is on the screen at `at` (this page's). */
+  made(madeAt: number, at: number): void {
+    const clock = this.clock()
+    if (!clock) return
+    const ms = at + clock.offset - madeAt
     if (ms < -WINDOW_MS || ms > SANE_MS) return
     this.shown.push({ at, ms })
     while (this.shown.length && at - this.shown[0]!.at > WINDOW_MS) this.shown.shift()

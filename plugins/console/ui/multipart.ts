@@ -6,15 +6,27 @@
 const MAX_HEAD = 4096
 const END_OF_HEAD = [13, 10, 13, 10]
 
+/** One part: its JPEG, and when the vehicle says the frame was made and the part left (ms since the epoch; null where it does not say). */
+export interface Part {
+  jpeg: Uint8Array<ArrayBuffer>
+  capturedAt: number | null
+  sentAt: number | null
+}
+
+const headerNumber = (head: string, name: string): number | null => {
+  const value = new RegExp(`(?:^|\r\n)${name}:\\s*([0-9.]+)`, 'i').exec(head)?.[1]
+  return value === undefined ? null : Number(value)
+}
+
 export class MultipartParts {
   private buffer = new Uint8Array(0)
 
   /** The whole parts `chunk` completes, in order; throws on an answer that is no MJPEG stream. */
-  push(chunk: Uint8Array): Uint8Array<ArrayBuffer>[] {
+  push(chunk: Uint8Array): Part[] {
     const joined = new Uint8Array(this.buffer.length + chunk.length)
     joined.set(this.buffer)
     joined.set(chunk, this.buffer.length)
-    const parts: Uint8Array<ArrayBuffer>[] = []
+    const parts: Part[] = []
     let at = 0
     for (;;) {
       const headEnd = indexOf(joined, END_OF_HEAD, at, Math.min(joined.length, at + MAX_HEAD))
@@ -28,7 +40,7 @@ export class MultipartParts {
       const start = headEnd + END_OF_HEAD.length
       const end = start + Number(length)
       if (end > joined.length) break
-      parts.push(joined.slice(start, end))
+      parts.push({ jpeg: joined.slice(start, end), capturedAt: headerNumber(head, 'x-captured-at'), sentAt: headerNumber(head, 'x-sent-at') })
       at = end
     }
     this.buffer = joined.slice(at)

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { pauseUntilBack, reachable, refusal, request, savedToken } from './api'
 import { ViewerDelay, type WhepTiming } from './delay'
 import { FrameRate } from './framerate'
-import { MultipartParts } from './multipart'
+import { MultipartParts, type Part } from './multipart'
 import { whepSession } from './whep'
 import { useValue, Value } from './state'
 import type { Device } from './types'
@@ -331,11 +331,15 @@ function FiguresLine({ figures }: { figures: Figures }) {
 function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onFail(why: string): void }) {
   const img = useRef<HTMLImageElement>(null)
   const [shownStats, setShownStats] = useState<{ width: number; height: number; fps: number | null } | null>(null)
+  const [figures, setFigures] = useState<Figures | null>(null)
   const [picture, setPicture] = useState<Picture>({ frozen: false, tries: 0, shown: false })
   const answering = useValue(reachable)
   useEffect(() => {
     let stopped = false
     let request: AbortController | null = null
+    // This answer's delay (delay.ts: each part says when its frame was made and left the vehicle), and when its figure was last shown.
+    let delay = new ViewerDelay()
+    let figuresAt = 0
     let tries = 0
     let askedAt = 0
     let lastPartAt: number | null = null
@@ -347,14 +351,27 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
     let lastCheck = Date.now()
     const rate = new FrameRate()
 
-    const show = (jpeg: Uint8Array<ArrayBuffer>) => {
+    const show = ({ jpeg, capturedAt }: Part) => {
       const element = img.current
       if (!element) return
       const previous = objectUrl
       objectUrl = URL.createObjectURL(new Blob([jpeg], { type: 'image/jpeg' }))
       element.src = objectUrl
       if (previous) URL.revokeObjectURL(previous)
+      // On the screen at the first animation frame that finds it loaded (a picture replaced first never is).
+      pending = capturedAt === null ? null : { src: objectUrl, capturedAt }
     }
+    let pending: { src: string; capturedAt: number } | null = null
+    const onAnimationFrame = (t: number) => {
+      if (stopped) return
+      const element = img.current
+      if (pending && element?.complete && element.src === pending.src) {
+        delay.made(pending.capturedAt, performance.timeOrigin + t)
+        pending = null
+      }
+      requestAnimationFrame(onAnimationFrame)
+    }
+    requestAnimationFrame(onAnimationFrame)
 
     const ask = async () => {
       if (stopped) return
@@ -362,6 +379,7 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       request = own
       askedAt = performance.now()
       lastPartAt = null
+      delay = new ViewerDelay()
       try {
         const token = savedToken()
         // Headers not there in ANSWER_WITHIN_MS (a cut tether): no answer, let go below.
@@ -377,12 +395,13 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
         for (;;) {
           const { value, done } = await reader.read()
           if (done || request !== own) break
-          for (const jpeg of parts.push(value)) {
+          for (const part of parts.push(value)) {
             lastPartAt = movedAt = performance.now()
+            if (part.sentAt !== null) delay.partCame(part.sentAt, performance.timeOrigin + lastPartAt)
             stale = false
             tries = 0
             frames++
-            show(jpeg)
+            show(part)
           }
         }
         if (!stopped && request === own) lost() // the answer ended (the stream stopped or restarted)
@@ -416,6 +435,11 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       const element = img.current
       const fps = rate.add(at, frames)
       if (element?.naturalWidth) setShownStats((s) => (s && s.width === element.naturalWidth && s.height === element.naturalHeight && s.fps === fps ? s : { width: element.naturalWidth, height: element.naturalHeight, fps }))
+      if (at - figuresAt >= FIGURES_EVERY_MS) {
+        figuresAt = at
+        const delayMs = delay.figure(performance.timeOrigin + at)
+        setFigures(delayMs === null ? null : { delayMs, loss: null, jitterMs: null, roundTripMs: null })
+      }
     }
 
     void ask()
@@ -435,6 +459,7 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       {shownStats && (
         <span class="overlay">
           {shownStats.width}×{shownStats.height} · {away ? 'frozen' : shownStats.fps === null ? '… fps' : `${Math.round(shownStats.fps)} fps`} · MJPEG
+          {!away && figures && <FiguresLine figures={figures} />}
         </span>
       )}
     </div>
