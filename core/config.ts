@@ -104,7 +104,7 @@ export function parseSigningKey(raw: string): Uint8Array {
   return new Uint8Array(bytes)
 }
 
-export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'gstreamer', 'audio', 'v4l2', 'dwe', 'jpeg', 'whep', 'cockpit', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
+export const DEFAULT_PLUGINS = ['cameras', 'preferences', 'recordings', 'network', 'link', 'gstreamer', 'audio', 'v4l2', 'dwe', 'jpeg', 'whep', 'cockpit', 'rtsp', 'metrics', 'mavlink', 'blueos', 'console']
 
 interface Option {
   flag: string

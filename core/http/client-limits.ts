@@ -17,12 +17,14 @@ export const CLIENT_LIMITS = {
   still: { burst: 10, everySeconds: 1, what: 'stills taken' },
   // Every MAVLink sender together: a sender's ids cost nothing to forge, so one link cannot have a fresh bucket per forged id.
   still_mavlink: { burst: 20, everySeconds: 0.5, what: 'stills taken over MAVLink (all senders together)' },
+  // A link test is two transfers (plugins/link): three tests at once, then one every 10 s.
+  link_transfer: { burst: 6, everySeconds: 5, what: 'link test transfers (each fills the link for seconds)' },
 } as const
 
 export type LimitedKind = keyof typeof CLIENT_LIMITS
 
-/** What a client holds at once: a camera's WebRTC places (WHEP and Cockpit together), signalling sockets. */
-export type HeldKind = 'webrtc_places' | 'signalling_sockets'
+/** What a client holds at once: a camera's WebRTC places (WHEP and Cockpit together), signalling sockets, link test transfers. */
+export type HeldKind = 'webrtc_places' | 'signalling_sockets' | 'link_transfers'
 
 /** Signalling sockets one client may hold open at once (of MAX_SOCKETS, plugins/cockpit). */
 export const SOCKETS_PER_CLIENT = 16
@@ -53,7 +55,18 @@ export class ClientLimits {
   /** What each client holds now, by kind, client and scope (a camera). Entries go when they reach 0. */
   private held = new Map<string, number>()
   /** Refusals so far, by kind. */
-  readonly refused: Record<LimitedKind | HeldKind, number> = { zip_prepare: 0, snapshot_stopped: 0, webrtc_session: 0, signalling_socket: 0, still: 0, still_mavlink: 0, webrtc_places: 0, signalling_sockets: 0 }
+  readonly refused: Record<LimitedKind | HeldKind, number> = {
+    zip_prepare: 0,
+    snapshot_stopped: 0,
+    webrtc_session: 0,
+    signalling_socket: 0,
+    still: 0,
+    still_mavlink: 0,
+    link_transfer: 0,
+    webrtc_places: 0,
+    signalling_sockets: 0,
+    link_transfers: 0,
+  }
 
   /**
    * Takes one of the client's tokens for `kind`; throws a 429 when it has none left. The client is a

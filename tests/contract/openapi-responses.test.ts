@@ -10,7 +10,7 @@ import { operationOf, responseSchema, schemaProblems, type OpenApiDoc } from './
 import { BRIGHTNESS, EHD, FOLLOWER, LEADER, startContractServer } from './setup'
 
 /** Every plugin that runs without GStreamer, NetworkManager or a browser. */
-const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'network', 'audio', 'dwe', 'jpeg', 'whep', 'cockpit', 'metrics', 'mavlink', 'blueos', 'console']
+const PLUGINS = ['mock', 'cameras', 'preferences', 'recordings', 'network', 'link', 'audio', 'dwe', 'jpeg', 'whep', 'cockpit', 'metrics', 'mavlink', 'blueos', 'console']
 
 /** Documented GETs not called, and why. */
 const NOT_CALLED: Record<string, string> = {
@@ -42,7 +42,7 @@ beforeAll(async () => {
   for (const name of ['dive.mkv', 'wreck.mkv', 'survey.mkv']) writeFileSync(join(dir, name), Buffer.alloc(4096, 1))
 
   // Reads.
-  for (const path of ['/', '/api/health', '/api/logs?limit=5', '/api/mock/devices', '/api/mock/audio', '/api/devices', '/api/preferences', '/api/preferences/get_recommended_host', '/api/recordings', '/api/recordings/disk', '/api/recordings/retention', '/api/network/wired/devices', '/api/network/connection_profiles', '/api/network/rollback', '/api/audio/sources', '/api/audio/streams', '/api/audio/sound_only', '/api/audio/sound_only/sdp?source=sim:hydrophone', '/metrics', '/register_service', '/cockpit_extras.json', '/api/cockpit/streams', '/widget-player.js', '/cockpit-widget-icon.svg', `/widget/${EHD}`, '/console/nothing.js'])
+  for (const path of ['/', '/api/health', '/api/logs?limit=5', '/api/mock/devices', '/api/mock/audio', '/api/devices', '/api/preferences', '/api/preferences/get_recommended_host', '/api/recordings', '/api/recordings/disk', '/api/recordings/retention', '/api/network/wired/devices', '/api/network/connection_profiles', '/api/network/rollback', '/api/audio/sources', '/api/audio/streams', '/api/audio/sound_only', '/api/audio/sound_only/sdp?source=sim:hydrophone', '/metrics', '/register_service', '/cockpit_extras.json', '/api/cockpit/streams', '/api/link/ping', '/api/link/download?bytes=1000', '/widget-player.js', '/cockpit-widget-icon.svg', `/widget/${EHD}`, '/console/nothing.js'])
     await call('GET', path)
   for (const template of ['mjpeg', 'snapshot.jpg', 'camera.xml', 'whep/no-such-session']) await call('GET', `/api/streams/${EHD}/${template}`)
   for (const path of ['/api/recordings/dive.mkv', '/api/recordings/dive.mkv/download', '/api/recordings/dive.mkv/telemetry.ass', '/api/recordings/dive.mkv/telemetry.csv', '/api/recordings/ghost.mkv']) await call('GET', path)
@@ -60,6 +60,7 @@ beforeAll(async () => {
   await call('POST', '/api/devices/capture_still', { bus_info: EHD })
   await call('POST', '/api/devices/unconfigure_stream', { bus_info: EHD })
   await call('POST', '/api/preferences/save_preferences', (await call('GET', '/api/preferences')).body)
+  await call('POST', '/api/link/upload', 'some bytes')
   await call('POST', '/api/audio/attach', { bus_info: LEADER, source: 'sim:hydrophone' })
   await call('POST', '/api/audio/set', { bus_info: EHD, gain_db: 3, muted: false })
   await call('POST', '/api/audio/mixer', { source: 'sim:mic1', volume: 3 })

@@ -12,57 +12,31 @@ import { launchBrowser } from './browser'
 import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { requireGStreamer, requireRtspClients, RestartingViewer } from './gstreamer.helpers'
 import { startServiceInNamespace, type LabService } from './nm/service'
+import { makeTether, type Tether } from './nm/tether'
 
 const EHD = 'usb-0000:00:14.0-1' // exploreHD: H.264 (WebRTC preview)
 const WEBCAM = 'usb-0000:00:14.0-4' // Logitech: MJPG (MJPEG preview)
-const VEHICLE = '10.79.0.1'
-const PILOT = '10.79.0.2'
-const tag = `${process.pid}`.slice(-5)
-const vehicleNs = `periscope-vehicle-${tag}`
-const pilotNs = `periscope-pilot-${tag}`
-// Interface names at most 15 characters.
-const vehicleIf = `tv${tag}`
-const pilotIf = `tp${tag}`
-
+let tether: Tether
 let service: LabService
 let c: ConsoleSession
-/** The namespaces this file made: each deleted in afterAll, a failure there named with this file. */
-const made: string[] = []
 let rtsp: RestartingViewer | undefined
 /** Inside the vehicle's own namespace: any port is free there (one chosen at run time all the same). */
 const rtspPort = 18554 + (process.pid % 1000)
 
-async function ip(...args: string[]): Promise<void> {
-  const proc = Bun.spawn(['/usr/sbin/ip', ...args], { stdout: 'ignore', stderr: 'pipe' })
-  const [err, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
-  if (code !== 0) throw new Error(`ip ${args.join(' ')}: ${err.trim()}`)
-}
-const tether = (state: 'up' | 'down') => ip('netns', 'exec', vehicleNs, 'ip', 'link', 'set', vehicleIf, state)
-
 beforeAll(async () => {
   requireGStreamer()
   requireRtspClients()
-  if (process.getuid?.() !== 0) throw new Error('tether-cut.test.ts needs root (network namespaces)')
-  for (const ns of [vehicleNs, pilotNs]) {
-    await ip('netns', 'add', ns)
-    made.push(ns)
-  }
-  await ip('link', 'add', vehicleIf, 'netns', vehicleNs, 'type', 'veth', 'peer', 'name', pilotIf, 'netns', pilotNs)
-  for (const [ns, dev, address] of [[vehicleNs, vehicleIf, VEHICLE], [pilotNs, pilotIf, PILOT]] as const) {
-    await ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up')
-    await ip('netns', 'exec', ns, 'ip', 'addr', 'add', `${address}/24`, 'dev', dev)
-    await ip('netns', 'exec', ns, 'ip', 'link', 'set', dev, 'up')
-  }
+  tether = await makeTether('cut', 0)
   c = await openConsole({
-    service: async () => (service = await startServiceInNamespace(vehicleNs, VEHICLE, ['--rtsp-port', String(rtspPort)])),
-    browser: () => launchBrowser({ netns: pilotNs }),
+    service: async () => (service = await startServiceInNamespace(tether.vehicleNs, tether.vehicle, ['--rtsp-port', String(rtspPort)])),
+    browser: () => launchBrowser({ netns: tether.pilotNs }),
   })
 }, 120_000)
 
 afterAll(async () => {
   await rtsp?.stop()
   await c?.close()
-  for (const ns of made.splice(0)) await ip('netns', 'del', ns)
+  await tether?.remove()
 })
 
 const device = async (bus: string) => ((await service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
@@ -126,15 +100,15 @@ test('the tether down for 10 s: both previews are marked frozen, and they and a 
   }
   await plays('both previews playing', 30_000)
   // QGroundControl's receiver on the pilot's laptop, restarting after 2 s of silence (its RTSP Video Timeout).
-  rtsp = new RestartingViewer(`rtsp://${VEHICLE}:${rtspPort}/${EHD}`, 2_000, ['/usr/sbin/ip', 'netns', 'exec', pilotNs])
+  rtsp = new RestartingViewer(`rtsp://${tether.vehicle}:${rtspPort}/${EHD}`, 2_000, tether.inPilot)
   await until('the RTSP viewer decoding', async () => rtsp!.frames.length, (n) => n >= 10, 20_000)
 
-  await tether('down')
+  await tether.set('down')
   const downAt = Date.now()
   await waitInPage(c.page, 'both previews marked frozen', () => (globalThis as any).document.querySelectorAll('[data-preview][data-frozen]').length === 2, 10_000)
   // The rest of the 10 s with the tether down.
   await Bun.sleep(Math.max(0, 10_000 - (Date.now() - downAt)))
-  await tether('up')
+  await tether.set('up')
   const upAt = Date.now()
   // When each preview shows a picture again (polled), for the log.
   const back = { whep: 0, mjpeg: 0 }

@@ -149,7 +149,7 @@ export interface RawAnswer {
  * ApiError for any status outside 2xx, and for no answer at all. `path`: a service path (`/api/…`) or a
  * full URL, as serviceUrl takes them.
  */
-export async function request(method: string, path: string, body?: { type: string; text: string }, options: { keepalive?: boolean; timeoutMs?: number } = {}): Promise<RawAnswer> {
+export async function request(method: string, path: string, body?: { type: string; text: string | Uint8Array<ArrayBuffer> }, options: { keepalive?: boolean; timeoutMs?: number } = {}): Promise<RawAnswer> {
   const url = serviceUrl(path)
   for (;;) {
     const headers: Record<string, string> = {}

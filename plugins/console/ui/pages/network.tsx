@@ -10,6 +10,7 @@ import { ErrorLine } from '../widgets'
 import { serviceBase } from '../api'
 import { dismiss, keep, shownBase, watch, type Watch } from './network/change'
 import { Ipv4Editor } from './network/editor'
+import { LinkTest } from './network/link-test'
 import './network/network.css'
 
 /** NetworkManager's device states (spec part 3). */
@@ -170,6 +171,7 @@ export function NetworkPage() {
     <section aria-labelledby="network-title" class="network">
       <h1 id="network-title">Network</h1>
       {current && <ChangePanel w={current} />}
+      <LinkTest />
       <h2>Wired interfaces</h2>
       {stale && (
         <p class="muted" data-stale>
