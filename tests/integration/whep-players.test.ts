@@ -2,7 +2,8 @@
 // pinned in devDependencies) in Chromium, which offers audio first with bundlePolicy max-bundle and
 // trickles its candidates (PATCH: 405 here, the answer has ours and Chromium's checks find us), and a
 // non-browser player, GStreamer's webrtcbin (tests/integration/fixtures/whep-webrtcbin.py, libnice
-// gathering on 127.0.0.1 only). Both decode the camera's pictures at its size.
+// gathering on 127.0.0.1 only). Both decode the camera's pictures at its size; the npm player, which has
+// no reconnect of its own, plays on through a stream restart and a new size (issue 33).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -33,7 +34,7 @@ afterAll(async () => {
   await service?.kill()
 })
 
-test("the medooze whip-whep client (npm whip-whep) in Chromium, offering audio first with max-bundle, decodes the camera's pictures", async () => {
+test("the medooze whip-whep client (npm whip-whep) in Chromium, offering audio first with max-bundle, decodes the camera's pictures, and again within 5 s of a stream restart and of a new size, its one session kept", async () => {
   const browser = await launchBrowser()
   try {
     const page = await openPage(browser, service.url)
@@ -71,6 +72,25 @@ test("the medooze whip-whep client (npm whip-whep) in Chromium, offering audio f
     expect(viewed.offer).toContain('a=group:BUNDLE 0 1')
     const v = await watch(page, 'medooze', (v) => v.framesDecoded > 10, 30_000)
     expect([v.width, v.height]).toEqual([cam.width, cam.height])
+
+    // The player has no reconnect of its own: across a stream restart and a new size its one session
+    // follows the stream (the service keeps it), and it decodes again within 5 s of the stream running.
+    const d = (await service.call('GET', '/api/devices')).body.find((x: any) => x.bus_info === cam.bus_info)
+    const bigger = d.cameras.flatMap((c: any) => c.formats?.H264 ?? []).sort((a: any, b: any) => a.width - b.width).find((s: any) => s.width > cam.width)
+    const running = () => until('the stream running again', () => service.call('GET', '/api/devices'), (r) => r.body.find((x: any) => x.bus_info === cam.bus_info)?.stream_status?.state === 'running', 30_000)
+    for (const [what, change, size] of [
+      ['a stream restart', () => service.call('POST', '/api/devices/restart_stream', { bus_info: cam.bus_info }), [cam.width, cam.height]],
+      ['a new size', () => service.call('POST', '/api/devices/configure_stream', { bus_info: cam.bus_info, stream_type: 'UDP', encode_type: 'H264', enabled: true, endpoints: d.stream.endpoints, stream_format: { width: bigger.width, height: bigger.height, interval: bigger.intervals[0] } }), [bigger.width, bigger.height]],
+    ] as const) {
+      const before = (await watch(page, 'medooze', () => true, 1000)).framesDecoded
+      expect((await change()).status, what).toBe(200)
+      await running()
+      const back = Date.now()
+      const again = await watch(page, 'medooze', (x) => x.framesDecoded >= before + 10 && x.width === size[0], 5_000)
+      console.log(`whip-whep: decoding again ${Date.now() - back} ms after the stream ran again (${what}), at ${again.width}×${again.height}`)
+      expect([again.width, again.height]).toEqual([...size])
+      expect(await sessions()).toBe(1) // the same session: no new offer
+    }
     // Its stop() DELETEs the resource.
     await page.evaluate(() => (globalThis as any).client.stop())
     await until('the session ended', sessions, (n) => n === 0, 15_000)
