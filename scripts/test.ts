@@ -56,7 +56,7 @@ export const TIERS: Tier[] = [
   { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh'), join(SETUP, 'fastapi.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
   { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
   // The VM's files run with --timeout 60000 (tests/kernel/run.ts).
-  { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 25, testTimeoutMs: (file) => (file.startsWith('tests/kernel/vm/') ? 60_000 : 5_000) },
+  { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 35, testTimeoutMs: (file) => (file.startsWith('tests/kernel/vm/') ? 60_000 : 5_000) },
   // The ABI checks and a slice of the contract tier (tests/arm64/slice.ts: the files that reach native
   // code or byte layouts, each with why), by Bun's aarch64 build under qemu-user (~1-2 min here).
   { name: 'arm64', setup: [join(SETUP, 'fastapi.sh'), join(SETUP, 'arm64.sh')], command: ['bun', 'run', 'tests/arm64/run.ts'], minutes: 20, testTimeoutMs: () => 30_000 },

@@ -9,6 +9,8 @@ import { REPO, runInVm, VmError } from './vm'
 const bun = process.execPath
 // The VM runs in ~75 s on an idle machine; TCG slows several-fold when another suite shares the 2 cores.
 const VM_TIMEOUT_MS = Number(process.env.PERISCOPE_VM_TIMEOUT_MS ?? 900_000)
+/** How long the tier waits for another suite's VM to finish (its own VM's run under load: ~10 minutes). */
+const VM_LOCK_WAIT_S = 900
 /** One test file that hangs is killed, and the files after it still run. */
 const FILE_TIMEOUT_S = 300
 const failures: string[] = []
@@ -35,9 +37,32 @@ try {
   failures.push((e as Error).message)
 }
 
+/**
+ * The VM, one at a time on this machine: two suites' VMs at once (two clones' `npm test`) share 2 cores
+ * under TCG, and the time-bound tests inside them fail (an RTSP read waited 240 s for a tone in both). A
+ * machine-wide lock (flock, as scripts/setup/apt.sh's), held by a child that lets go when its stdin
+ * closes: at our end, or when this process dies. Resolves with its release once held.
+ */
+async function vmLock(): Promise<() => void> {
+  const path = '/run/lock/periscope-kernel-vm.lock'
+  const started = performance.now()
+  const holder = Bun.spawn(['flock', '-w', String(VM_LOCK_WAIT_S), path, 'sh', '-c', 'echo held; cat > /dev/null'], { stdin: 'pipe', stdout: 'pipe', stderr: 'ignore' })
+  const reader = (holder.stdout as ReadableStream<Uint8Array>).getReader()
+  const first = await reader.read()
+  if (first.done) throw new Error(`another suite's VM held ${path} for more than ${VM_LOCK_WAIT_S} s`)
+  const waited = (performance.now() - started) / 1000
+  if (waited > 1) console.log(`kernel tier: waited ${waited.toFixed(0)} s for another suite's VM (${path})`)
+  return () => {
+    holder.stdin.end()
+    reader.cancel().catch(() => {})
+  }
+}
+
 if (vmFiles.length) {
   console.log('\nkernel tier: booting the VM (QEMU TCG, Debian kernel, vivid n_devs=2) for tests/kernel/vm')
+  let release: (() => void) | null = null
   try {
+    release = await vmLock()
     // One bun process per file (PERISCOPE_VM_TESTS=stream,rtsp runs only those).
     const files = vmFiles.map((f) => `tests/kernel/vm/${f}.test.ts`)
     const runFile = (f: string) =>
@@ -69,6 +94,8 @@ if (vmFiles.length) {
     }
   } catch (e) {
     failures.push(e instanceof VmError ? `VM: ${e.message}` : `VM harness: ${(e as Error).stack}`)
+  } finally {
+    release?.()
   }
 }
 

@@ -149,9 +149,12 @@ test(`the tone comes out of RTSP at ${TONE_HZ} Hz ± 2 %`, async () => {
   const link = `rtsp://127.0.0.1:${RTSP_PORT}/${BUS}`
   // Four seconds with the tone in them: on an emulated CPU the sound child may stall and be restarted
   // (silence fills in meanwhile), so a window of silence is read again rather than taken as the answer.
+  // Each read that falls short says why (the until's failure shows the last): no sound decoded, or too little of the tone.
   const samples = await until('four seconds of sound from RTSP, the tone in them', async () => {
-    const got = await decodeAudio(link, ['-rtsp_transport', 'tcp', '-t', '4']).catch(() => null)
-    return got && loudPieces(got).length >= 3 ? got : null
+    const got = await decodeAudio(link, ['-rtsp_transport', 'tcp', '-t', '4'])
+    const loud = loudPieces(got).length
+    if (loud < 3) throw new Error(`${(got.length / 48000).toFixed(1)} s decoded, ${((loud * 16384) / 48000).toFixed(1)} s of it with sound; the sound: ${JSON.stringify(await sound())}`)
+    return got
   }, 240_000)
   console.log('the sound after RTSP:', JSON.stringify(await sound()))
   const hz = toneHz(samples, 'RTSP')
@@ -177,8 +180,10 @@ test(`the tone is in the recording at ${TONE_HZ} Hz ± 2 %`, async () => {
     const listed = ((await get('/api/recordings')) as any[]).find((x) => x.path.endsWith(file))
     const path = listed ? join(dirname(listed.path), listed.segments?.[0]?.file ?? basename(listed.path)) : join('/nonexistent', file)
     console.log('the sound after the recording:', JSON.stringify(await sound()))
-    const got = await decodeAudio(path).catch(() => null)
-    return got && loudPieces(got).length >= 3 ? got : null
+    const got = await decodeAudio(path)
+    const loud = loudPieces(got).length
+    if (loud < 3) throw new Error(`${(got.length / 48000).toFixed(1)} s decoded from ${path}, ${((loud * 16384) / 48000).toFixed(1)} s of it with sound`)
+    return got
   }, 280_000)
   const hz = toneHz(samples, 'recording')
   expect(Math.abs(hz - TONE_HZ) / TONE_HZ).toBeLessThan(0.02)
