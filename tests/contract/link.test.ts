@@ -31,7 +31,12 @@ test('download: exactly the bytes asked for, incompressible, not cached', async 
 test('upload: the body is read and counted, not kept; past the bound, 413', async () => {
   const r = await fetch(`${s.url}/api/link/upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(5 << 20) })
   expect(r.status).toBe(200)
-  expect(await r.json()).toEqual({ bytes: 5 << 20 })
+  // Timed from its first chunk to its last: what came after the first, and how long it took.
+  const answer = (await r.json()) as { bytes: number; timed_bytes: number; seconds: number }
+  expect(answer.bytes).toBe(5 << 20)
+  expect(answer.timed_bytes).toBeLessThan(answer.bytes)
+  expect(answer.timed_bytes).toBeGreaterThan(0)
+  expect(answer.seconds).toBeGreaterThanOrEqual(0)
   const big = await fetch(`${s.url}/api/link/upload`, { method: 'POST', body: new Uint8Array(MAX_UPLOAD_BYTES + 1) })
   expect([413]).toContain(big.status)
 })

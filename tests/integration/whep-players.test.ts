@@ -91,6 +91,9 @@ test("the medooze whip-whep client (npm whip-whep) in Chromium, offering audio f
       expect([again.width, again.height]).toEqual([...size])
       expect(await sessions()).toBe(1) // the same session: no new offer
     }
+    // The stream back at its first size, as the next test finds it.
+    expect((await service.call('POST', '/api/devices/configure_stream', { bus_info: cam.bus_info, stream_type: 'UDP', encode_type: 'H264', enabled: true, endpoints: d.stream.endpoints, stream_format: { width: cam.width, height: cam.height, interval: d.stream.interval } })).status).toBe(200)
+    await running()
     // Its stop() DELETEs the resource.
     await page.evaluate(() => (globalThis as any).client.stop())
     await until('the session ended', sessions, (n) => n === 0, 15_000)
