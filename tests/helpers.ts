@@ -1,6 +1,6 @@
 // Test helpers: an isolated Periscope on port 0 with its own temporary data dir.
 import type { Subprocess } from 'bun'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, type PeriscopeApp } from '../core/app'
@@ -67,17 +67,48 @@ const UDP_HIGH = (() => {
 })()
 let nextUdpPort = UDP_LOW + Math.floor((Math.random() * (UDP_HIGH - UDP_LOW)) / 4) * 4
 /**
- * An even UDP port whose odd neighbour is free too (RTP and RTCP), for a receiver a test binds: a random
- * base so concurrent suites rarely meet, and ports a socket already holds skipped.
+ * Blocks of 4 ports claimed by this machine's test processes, one file each (its name the block's first
+ * port, its text the claimer's pid): a suite beside this one never takes a block this one has, even one
+ * no socket holds yet (a test picks a port, then streams to it before it binds it, or never binds it: a
+ * stream's endpoint, a sound's port + 2). Beside another suite, two audio tests met on such a port. A
+ * claim lasts as long as its process; a dead process's claim is taken over.
+ */
+const CLAIMS = join(tmpdir(), 'periscope-udp-claims')
+
+function claim(port: number): boolean {
+  const file = join(CLAIMS, String(port))
+  try {
+    mkdirSync(CLAIMS, { recursive: true })
+    writeFileSync(file, String(process.pid), { flag: 'wx' })
+    return true
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return true // no claims here (a read-only /tmp): as before
+  }
+  const owner = Number(readFileSync(file, 'utf8').trim())
+  if (owner === process.pid) return true
+  try {
+    process.kill(owner, 0)
+    return false // another live process's
+  } catch {
+    rmSync(file, { force: true }) // its process is gone
+    return claim(port)
+  }
+}
+
+/**
+ * An even UDP port whose odd neighbour is free too (RTP and RTCP), for a receiver a test binds, and the
+ * two above it (a sound beside the video): a random base so concurrent suites rarely meet, ports a socket
+ * already holds skipped, and each block claimed for this process (claim), so no suite beside it takes it.
  */
 export function freeUdpPortPair(): number {
   const used = portsInUse()
-  for (let tries = 0; tries < 1000; tries++) {
+  for (let tries = 0; tries < 3000; tries++) {
     nextUdpPort += 4
-    if (nextUdpPort + 1 > UDP_HIGH) nextUdpPort = UDP_LOW
-    if (!used.has(nextUdpPort) && !used.has(nextUdpPort + 1)) return nextUdpPort
+    if (nextUdpPort + 3 > UDP_HIGH) nextUdpPort = UDP_LOW
+    if ([0, 1, 2, 3].some((k) => used.has(nextUdpPort + k))) continue
+    if (claim(nextUdpPort)) return nextUdpPort
   }
-  throw new Error(`no free UDP port pair found between ${UDP_LOW} and ${UDP_HIGH}`)
+  throw new Error(`no free UDP port block found between ${UDP_LOW} and ${UDP_HIGH}`)
 }
 
 /** A new temporary directory, noted as the running test file's (the leak check looks for mounts in it). */
