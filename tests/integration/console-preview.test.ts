@@ -648,19 +648,24 @@ describe("the pilot's view and the delay on the picture", () => {
         }
         video.requestVideoFrameCallback(onFrame)
       }, `${box} video`)
-      const figure = () => c.page.$eval(`${box} .figures`, (e: any) => ({ delay: e.dataset.delayMs, loss: e.dataset.loss, roundTrip: e.dataset.roundTripMs, text: e.textContent }))
+      const figure = () => c.page.$eval(`${box} .figures`, (e: any) => ({ at: Number(e.dataset.at), delay: e.dataset.delayMs, loss: e.dataset.loss, roundTrip: e.dataset.roundTripMs, text: e.textContent }))
+      /** The median truth of the frames shown in the second before `at` (the figure's own second). */
+      const truthBefore = (key: string, at: number) =>
+        c.page.evaluate(
+          (k: string, until: number) => {
+            const recent = ((globalThis as any)[k] as { at: number; ms: number }[]).filter((t) => t.at <= until && until - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
+            return recent.length ? recent[Math.floor(recent.length / 2)]! : null
+          },
+          key,
+          at,
+        )
       await waitInPage(c.page, 'a delay on the picture', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"] .figures[data-delay-ms]:not([data-delay-ms=""])'), 20_000)
-      // Five figures, a second apart, each beside the median truth of the last second's frames.
+      // Five figures, a second apart, each beside the median truth of the same second's frames.
       const pairs: { shown: number; truth: number }[] = []
       for (let i = 0; i < 5; i++) {
         await Bun.sleep(1000)
         const shown = await figure()
-        const truth = await c.page.evaluate(() => {
-          const w = globalThis as any
-          const now = performance.timeOrigin + performance.now()
-          const recent = (w.truth as { at: number; ms: number }[]).filter((t) => now - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
-          return recent.length ? recent[Math.floor(recent.length / 2)]! : null
-        })
+        const truth = await truthBefore('truth', shown.at)
         expect(truth, 'frames whose time code was read').not.toBeNull()
         pairs.push({ shown: Number(shown.delay), truth: truth! })
         expect(shown.text).toContain('ms behind')
@@ -731,14 +736,17 @@ describe("the pilot's view and the delay on the picture", () => {
       const pairs: { shown: number; truth: number }[] = []
       for (let i = 0; i < 5; i++) {
         await Bun.sleep(1000)
-        const shown = await c.page.$eval(`${box} .figures`, (e: any) => Number(e.dataset.delayMs))
-        const truth = await c.page.evaluate(() => {
-          const now = performance.timeOrigin + performance.now()
-          const recent = ((globalThis as any).mjpegTruth as { at: number; ms: number }[]).filter((t) => now - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
-          return recent.length ? recent[Math.floor(recent.length / 2)]! : null
-        })
+        const shown = await c.page.$eval(`${box} .figures`, (e: any) => ({ at: Number(e.dataset.at), delay: Number(e.dataset.delayMs) }))
+        // The median truth of the pictures shown in the figure's own second.
+        const truth = await c.page.evaluate(
+          (until: number) => {
+            const recent = ((globalThis as any).mjpegTruth as { at: number; ms: number }[]).filter((t) => t.at <= until && until - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
+            return recent.length ? recent[Math.floor(recent.length / 2)]! : null
+          },
+          shown.at,
+        )
         expect(truth, 'pictures whose time code was read').not.toBeNull()
-        pairs.push({ shown, truth: truth! })
+        pairs.push({ shown: shown.delay, truth: truth! })
       }
       console.log(`console preview: MJPEG delay shown / truth (ms): ${pairs.map((p) => `${p.shown}/${p.truth.toFixed(1)}`).join('  ')}`)
       for (const p of pairs) expect(Math.abs(p.shown - p.truth), `shown ${p.shown} ms, truth ${p.truth.toFixed(1)} ms`).toBeLessThanOrEqual(Math.max(15, 0.15 * p.truth))

@@ -187,7 +187,8 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
       if (stopped || current !== pc) return
       lastLoss = loss
       const clock = delay.clock()
-      setFigures({ delayMs: delay.figure(performance.timeOrigin + performance.now()), loss, jitterMs, roundTripMs: clock?.roundTrip ?? null })
+      const at = performance.timeOrigin + performance.now()
+      setFigures({ at, delayMs: delay.figure(at), loss, jitterMs, roundTripMs: clock?.roundTrip ?? null })
     }
 
     /**
@@ -294,8 +295,10 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
   )
 }
 
-/** What a WebRTC view shows of its link, refreshed each second. */
+/** What a live view shows of its link, refreshed each second. */
 interface Figures {
+  /** When they were made (ms since the epoch, this page's clock): the delay is of the second before. */
+  at: number
   /** Camera to screen (ms): the median of the last second's frames (delay.ts); null while unknown. */
   delayMs: number | null
   /** The share of the video's packets lost in the last second; null with none expected. */
@@ -314,7 +317,7 @@ function FiguresLine({ figures }: { figures: Figures }) {
     roundTripMs === null ? null : `round trip ${Math.round(roundTripMs)} ms`,
   ].filter(Boolean)
   return (
-    <span class="figures" data-delay-ms={delayMs === null ? '' : Math.round(delayMs)} data-loss={loss === null ? '' : loss.toFixed(3)} data-round-trip-ms={roundTripMs === null ? '' : Math.round(roundTripMs)}>
+    <span class="figures" data-at={figures.at.toFixed(1)} data-delay-ms={delayMs === null ? '' : Math.round(delayMs)} data-loss={loss === null ? '' : loss.toFixed(3)} data-round-trip-ms={roundTripMs === null ? '' : Math.round(roundTripMs)}>
       <br />
       {parts.join(' · ')}
     </span>
@@ -438,7 +441,7 @@ function MjpegView({ url, frameMs, onFail }: { url: string; frameMs: number; onF
       if (at - figuresAt >= FIGURES_EVERY_MS) {
         figuresAt = at
         const delayMs = delay.figure(performance.timeOrigin + at)
-        setFigures(delayMs === null ? null : { delayMs, loss: null, jitterMs: null, roundTripMs: null })
+        setFigures(delayMs === null ? null : { at: performance.timeOrigin + at, delayMs, loss: null, jitterMs: null, roundTripMs: null })
       }
     }
 
