@@ -39,6 +39,8 @@ const ANSWER_WITHIN_MS = 3000
 const CHECK_EVERY_MS = 200
 /** How often the figures on the picture (delay, loss, jitter) are refreshed, and the session's timing read. */
 const FIGURES_EVERY_MS = 1000
+/** The session's timing unanswered this long is no answer (an offer's own time: whep.ts OFFER_TIMEOUT_MS). */
+const TIMING_WITHIN_MS = 3000
 /**
  * A check this late on the wall clock means the page was asleep (a laptop's lid, a stopped browser):
  * the page's own clock (performance.now) may not have moved meanwhile, so that one cannot tell.
@@ -167,7 +169,8 @@ function WhepView({ url, frameMs, onFail }: { url: string; frameMs: number; onFa
         const query = said.size ? `?${said}` : ''
         const sent = performance.timeOrigin + performance.now()
         try {
-          const answer = await request('GET', session + query, undefined, { timeoutMs: FIGURES_EVERY_MS })
+          // As long as an offer is given (whep.ts): a slow link's late answer is no vehicle gone (request() would say so on the page).
+          const answer = await request('GET', session + query, undefined, { timeoutMs: TIMING_WITHIN_MS })
           own.answered(JSON.parse(answer.text) as WhepTiming, sent, performance.timeOrigin + performance.now())
         } catch {} // no answer: the figures wait for the next (the picture's own checks find a dead session)
         reading = false
