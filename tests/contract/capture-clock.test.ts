@@ -45,3 +45,13 @@ test("the console's delay: each shown frame against when it was made, on the veh
   // Nothing shown for a second: no figure.
   expect(delay.figure(page + 3000)).toBeNull()
 })
+
+test("the console's delay: one timing answer off by a frame (its pair of timestamp and time from two frames) is outvoted by the others", () => {
+  const delay = new ViewerDelay()
+  const page = 1_000_000
+  // The vehicle's clock is the page's; frame 9000 made at page − 100; at 15 fps a frame is 6000 ticks (66.7 ms).
+  for (let i = 0; i < 4; i++) delay.answered({ rtp_timestamp: 9000 + i * 6000, captured_at: page - 100 + (i * 1000) / 15, clock_rate: 90_000, server_time: page + i }, page + i - 1, page + i + 1)
+  delay.answered({ rtp_timestamp: 9000 + 4 * 6000, captured_at: page - 100 + (3 * 1000) / 15, clock_rate: 90_000, server_time: page + 4 }, page + 3, page + 5)
+  for (let i = 0; i < 15; i++) delay.frame((9000 + i * 6000) >>> 0, page - 100 + (i * 1000) / 15 + 20)
+  expect(delay.figure(page - 100 + (14 * 1000) / 15 + 20)).toBeCloseTo(20, 6)
+})

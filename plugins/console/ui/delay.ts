@@ -22,8 +22,11 @@ const WINDOW_MS = 1000
 /** A frame more than this late, or shown before it was made, is a stale timing (a restart), not a delay. */
 const SANE_MS = 60_000
 
+/** Timing answers kept: a frame is placed by each, and the median taken (one answer off by a frame moves nothing). */
+const TIMINGS = 5
+
 export class ViewerDelay {
-  private timing: { rtp: number; capturedAt: number; rate: number } | null = null
+  private timings: { rtp: number; capturedAt: number; rate: number }[] = []
   private readings: { roundTrip: number; offset: number }[] = []
   /** MJPEG: the vehicle's clock minus this page's, less each part's way here, for the last parts. */
   private partOffsets: number[] = []
@@ -34,7 +37,10 @@ export class ViewerDelay {
     const roundTrip = received - sent
     this.readings.push({ roundTrip, offset: body.server_time - (sent + received) / 2 })
     if (this.readings.length > READINGS) this.readings.shift()
-    if (body.rtp_timestamp !== null && body.captured_at !== null) this.timing = { rtp: body.rtp_timestamp, capturedAt: body.captured_at, rate: body.clock_rate }
+    if (body.rtp_timestamp !== null && body.captured_at !== null) {
+      this.timings.push({ rtp: body.rtp_timestamp, capturedAt: body.captured_at, rate: body.clock_rate })
+      if (this.timings.length > TIMINGS) this.timings.shift()
+    }
   }
 
   /** An MJPEG part left the vehicle at `sentAt` (its clock) and was here whole at `receivedAt` (this page's). */
@@ -53,10 +59,15 @@ export class ViewerDelay {
     return null
   }
 
-  /** A WebRTC frame stamped `rtp` is on the screen at `at` (ms since the epoch, this page's clock). */
+  /**
+   * A WebRTC frame stamped `rtp` is on the screen at `at` (ms since the epoch, this page's clock): made
+   * when the last answers say, their median (a camera's restart makes a new timeline: its old answers
+   * place the frame far off, and are outvoted once most are new).
+   */
   frame(rtp: number, at: number): void {
-    const timing = this.timing
-    if (timing) this.made(timing.capturedAt + (((rtp - timing.rtp) | 0) * 1000) / timing.rate, at)
+    if (!this.timings.length) return
+    const made = this.timings.map((t) => t.capturedAt + (((rtp - t.rtp) | 0) * 1000) / t.rate).sort((a, b) => a - b)
+    this.made(made[Math.floor(made.length / 2)]!, at)
   }
 
   /** A frame made at `madeAt` (the vehicle's clock) is on the screen at `at` (this page's). */
