@@ -605,6 +605,61 @@ describe('the WebRTC preview after the service was killed', () => {
   }, 120_000)
 })
 
+/**
+ * In the page, the truth of each picture `sel` (a <video> or an <img>) shows: when it is on the screen
+ * (the page's clock is this machine's) less the capture time painted in it (docs/latency.md), read as
+ * tests/timecode.ts reads it (each cell's centre, luma ≥ 200 a 1, ≤ 50 a 0). A video's frames as it
+ * presents them (requestVideoFrameCallback), an image's at the first animation frame that shows a new
+ * code (to within one 60 Hz frame). Kept in the page's `truth`.
+ */
+function recordTruth(sel: string): Promise<void> {
+  return c.page.evaluate((sel: string) => {
+    const w = globalThis as any
+    const el = w.document.querySelector(sel)
+    const video = el.tagName === 'VIDEO'
+    const canvas = w.document.createElement('canvas')
+    const ctx = canvas.getContext('2d', { willReadFrequently: true })
+    const truth = (w.truth = [] as { at: number; ms: number }[])
+    let last: number | null = null
+    const read = (at: number) => {
+      const [width, height] = video ? [el.videoWidth, el.videoHeight] : [el.naturalWidth, el.naturalHeight]
+      if (!width) return
+      if (canvas.width !== width) [canvas.width, canvas.height] = [width, 1]
+      ctx.drawImage(el, 0, Math.floor(height / 32), width, 1, 0, 0, width, 1)
+      const px = ctx.getImageData(0, 0, width, 1).data
+      let code: number | null = 0
+      for (let i = 0; i < 48 && code !== null; i++) {
+        const x = Math.floor(((i + 0.5) * width) / 48)
+        const y = 16 + ((0.299 * px[4 * x] + 0.587 * px[4 * x + 1] + 0.114 * px[4 * x + 2]) * 219) / 255
+        code = y >= 200 ? code * 2 + 1 : y <= 50 ? code * 2 : null
+      }
+      if (code !== null && (video || code !== last)) truth.push({ at, ms: at - code })
+      last = code
+    }
+    if (video) {
+      const onFrame = (_now: number, meta: any) => {
+        read(performance.timeOrigin + meta.expectedDisplayTime)
+        el.requestVideoFrameCallback(onFrame)
+      }
+      el.requestVideoFrameCallback(onFrame)
+    } else {
+      const onFrame = (t: number) => {
+        read(performance.timeOrigin + t)
+        w.requestAnimationFrame(onFrame)
+      }
+      w.requestAnimationFrame(onFrame)
+    }
+  }, sel)
+}
+
+/** The median truth (recordTruth) of the pictures shown in the second before `at`: a figure's own second. */
+function truthBefore(at: number): Promise<number | null> {
+  return c.page.evaluate((until: number) => {
+    const recent = ((globalThis as any).truth as { at: number; ms: number }[]).filter((t) => t.at <= until && until - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
+    return recent.length ? recent[Math.floor(recent.length / 2)]! : null
+  }, at)
+}
+
 describe("the pilot's view and the delay on the picture", () => {
   let own: ConsoleSession | undefined
   beforeAll(async () => {
@@ -619,53 +674,15 @@ describe("the pilot's view and the delay on the picture", () => {
       await c.open('cameras')
       const box = `${card(EHD)} [data-preview="whep"]`
       await c.page.waitForSelector(`${box} video`)
-      // In the page, the truth of every frame the card's video shows: when it is on the screen (the
-      // page's clock is this machine's) less the capture time painted in it (docs/latency.md), read as
-      // tests/timecode.ts reads it: each cell's centre, luma ≥ 200 a 1, ≤ 50 a 0.
-      await c.page.evaluate((sel: string) => {
-        const w = globalThis as any
-        const video = w.document.querySelector(sel)
-        const canvas = w.document.createElement('canvas')
-        const ctx = canvas.getContext('2d', { willReadFrequently: true })
-        const truth = (w.truth = [] as { at: number; ms: number }[])
-        const onFrame = (_now: number, meta: any) => {
-          const [width, height] = [video.videoWidth, video.videoHeight]
-          if (canvas.width !== width) [canvas.width, canvas.height] = [width, 1]
-          ctx.drawImage(video, 0, Math.floor(height / 32), width, 1, 0, 0, width, 1)
-          const px = ctx.getImageData(0, 0, width, 1).data
-          let code = 0
-          let clean = true
-          for (let i = 0; i < 48 && clean; i++) {
-            const x = Math.floor(((i + 0.5) * width) / 48)
-            const y = 16 + ((0.299 * px[4 * x] + 0.587 * px[4 * x + 1] + 0.114 * px[4 * x + 2]) * 219) / 255
-            if (y >= 200) code = code * 2 + 1
-            else if (y <= 50) code = code * 2
-            else clean = false
-          }
-          const at = performance.timeOrigin + meta.expectedDisplayTime
-          if (clean) truth.push({ at, ms: at - code })
-          video.requestVideoFrameCallback(onFrame)
-        }
-        video.requestVideoFrameCallback(onFrame)
-      }, `${box} video`)
+      await recordTruth(`${box} video`)
       const figure = () => c.page.$eval(`${box} .figures`, (e: any) => ({ at: Number(e.dataset.at), delay: e.dataset.delayMs, loss: e.dataset.loss, roundTrip: e.dataset.roundTripMs, text: e.textContent }))
-      /** The median truth of the frames shown in the second before `at` (the figure's own second). */
-      const truthBefore = (key: string, at: number) =>
-        c.page.evaluate(
-          (k: string, until: number) => {
-            const recent = ((globalThis as any)[k] as { at: number; ms: number }[]).filter((t) => t.at <= until && until - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
-            return recent.length ? recent[Math.floor(recent.length / 2)]! : null
-          },
-          key,
-          at,
-        )
       await waitInPage(c.page, 'a delay on the picture', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"] .figures[data-delay-ms]:not([data-delay-ms=""])'), 20_000)
       // Five figures, a second apart, each beside the median truth of the same second's frames.
       const pairs: { shown: number; truth: number }[] = []
       for (let i = 0; i < 5; i++) {
         await Bun.sleep(1000)
         const shown = await figure()
-        const truth = await truthBefore('truth', shown.at)
+        const truth = await truthBefore(shown.at)
         expect(truth, 'frames whose time code was read').not.toBeNull()
         pairs.push({ shown: Number(shown.delay), truth: truth! })
         expect(shown.text).toContain('ms behind')
@@ -703,48 +720,13 @@ describe("the pilot's view and the delay on the picture", () => {
       await c.open('cameras')
       const box = `${card(WEBCAM)} [data-preview="mjpeg"]`
       await c.page.waitForSelector(`${box} img`)
-      // In the page, the truth of each new picture the card's <img> shows (the first animation frame that
-      // shows a new time code: to within one 60 Hz frame), read as tests/timecode.ts reads it.
-      await c.page.evaluate((sel: string) => {
-        const w = globalThis as any
-        const img = w.document.querySelector(sel)
-        const canvas = w.document.createElement('canvas')
-        const ctx = canvas.getContext('2d', { willReadFrequently: true })
-        const truth = (w.mjpegTruth = [] as { at: number; ms: number }[])
-        let last: number | null = null
-        const onFrame = (t: number) => {
-          const [width, height] = [img.naturalWidth, img.naturalHeight]
-          if (width) {
-            if (canvas.width !== width) [canvas.width, canvas.height] = [width, 1]
-            ctx.drawImage(img, 0, Math.floor(height / 32), width, 1, 0, 0, width, 1)
-            const px = ctx.getImageData(0, 0, width, 1).data
-            let code: number | null = 0
-            for (let i = 0; i < 48 && code !== null; i++) {
-              const x = Math.floor(((i + 0.5) * width) / 48)
-              const y = 16 + ((0.299 * px[4 * x] + 0.587 * px[4 * x + 1] + 0.114 * px[4 * x + 2]) * 219) / 255
-              code = y >= 200 ? code * 2 + 1 : y <= 50 ? code * 2 : null
-            }
-            const at = performance.timeOrigin + t
-            if (code !== null && code !== last) truth.push({ at, ms: at - code })
-            last = code
-          }
-          w.requestAnimationFrame(onFrame)
-        }
-        w.requestAnimationFrame(onFrame)
-      }, `${box} img`)
+      await recordTruth(`${box} img`)
       await waitInPage(c.page, 'a delay on the MJPEG picture', () => (globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-4"] [data-preview="mjpeg"] .figures[data-delay-ms]:not([data-delay-ms=""])'), 20_000)
       const pairs: { shown: number; truth: number }[] = []
       for (let i = 0; i < 5; i++) {
         await Bun.sleep(1000)
         const shown = await c.page.$eval(`${box} .figures`, (e: any) => ({ at: Number(e.dataset.at), delay: Number(e.dataset.delayMs) }))
-        // The median truth of the pictures shown in the figure's own second.
-        const truth = await c.page.evaluate(
-          (until: number) => {
-            const recent = ((globalThis as any).mjpegTruth as { at: number; ms: number }[]).filter((t) => t.at <= until && until - t.at <= 1000).map((t) => t.ms).sort((a, b) => a - b)
-            return recent.length ? recent[Math.floor(recent.length / 2)]! : null
-          },
-          shown.at,
-        )
+        const truth = await truthBefore(shown.at)
         expect(truth, 'pictures whose time code was read').not.toBeNull()
         pairs.push({ shown: shown.delay, truth: truth! })
       }
