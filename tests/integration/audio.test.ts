@@ -204,10 +204,15 @@ test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, i
     expect(video?.codec_name).toBe('h264')
     expect(audio?.codec_name).toBe('opus')
     // In step: over 4 s, each video frame's time against the sound packet that came just before it (RTSP over
-    // TCP keeps the server's order). The server stamps both tracks on arrival, so a frame's time is at most
-    // one frame interval (the server's parser holds a frame: 67 ms at 15 fps) plus one sound packet (20 ms)
-    // behind the sound that arrives with it, and never ahead. (ffprobe's start_time is rather when the first
-    // whole video frame came: a viewer joins mid-GOP.)
+    // TCP keeps the server's order). The server stamps both tracks on arrival, so a frame's time is up to one
+    // frame interval (the server's parser holds a frame: 67 ms at 15 fps) plus one sound packet (20 ms)
+    // behind the sound that arrives with it: the median is half a frame plus half a packet behind (-43 ms
+    // here, alone and under CI's load alike). Timelines out of step move that median (an earlier fault put
+    // the video 25 ms ahead), so the median is held within 20 ms of it. The tail is how late a sound packet
+    // came out on a busy machine, which a player's jitter buffer absorbs: once, under load, 5 % of frames came
+    // 32 ms ahead of the sound delivered before them while the median stayed at -41 ms. It is held only to
+    // less than a frame. (ffprobe's start_time is rather when the first whole video frame came: a viewer
+    // joins mid-GOP.)
     // A loaded machine once gave a read with no frame after a sound packet (what it held was not kept): it
     // reads again, up to three times, and says what each read held. A sound out of step fails every read.
     const skewsOfOneRead = async () => {
@@ -230,8 +235,11 @@ test('RTSP serves the sound as a second track: ffprobe sees Opus beside H.264, i
     const frame = 1 / 15
     const spread = `skews (s): p5 ${skews[Math.floor(skews.length * 0.05)]!.toFixed(3)}, p50 ${skews[Math.floor(skews.length * 0.5)]!.toFixed(3)}, p95 ${skews[Math.floor(skews.length * 0.95)]!.toFixed(3)}`
     console.log(`RTSP sound in step: ${spread}`)
-    expect(skews[Math.floor(skews.length * 0.05)]!, `a frame behind its sound: ${spread}`).toBeGreaterThan(-(frame + 0.025))
-    expect(skews[Math.floor(skews.length * 0.95)]!, `a frame ahead of its sound: ${spread}`).toBeLessThan(0.025)
+    const median = skews[Math.floor(skews.length * 0.5)]!
+    const expected = -(frame / 2 + 0.01)
+    expect(median, `the video's timeline behind its sound's: ${spread}`).toBeGreaterThan(expected - 0.02)
+    expect(median, `the video's timeline ahead of its sound's: ${spread}`).toBeLessThan(expected + 0.02)
+    expect(skews[Math.floor(skews.length * 0.95)]!, `frames a whole frame ahead of the sound delivered before them: ${spread}`).toBeLessThan(frame)
   } finally {
     await configure(port, false)
   }
