@@ -107,11 +107,15 @@ async function recovery(fault: Fault): Promise<void> {
 }
 
 /** What the service holds that recovering might leak: its WebRTC sessions, descriptors, children, memory. */
-async function holdings(): Promise<{ sessions: number; fds: number; children: number; rssMb: number }> {
+/** Read once the service's own full collection after the round's viewers left has run (media/memory.ts): what is held, not garbage. */
+async function holdings(): Promise<{ sessions: number; fds: number; children: number; rssMb: number; heapMb: number }> {
   const pid = c.service.proc.pid
+  const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+  const metrics = await until('the service\'s collection after viewers left', async () => (await fetch(`${c.service.url}/metrics`)).text(), (t) => metric(t, 'periscope_memory_collection_pending') === 0, 20_000)
   const health = (await c.service.call('GET', '/api/health')).body
   const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
-  return { sessions: health.plugins.whep.sessions, fds: readdirSync(`/proc/${pid}/fd`).length, children: gstChildrenOf(pid).length, rssMb: rss }
+  const heap = metric(metrics, 'nodejs_heap_size_used_bytes') / 2 ** 20
+  return { sessions: health.plugins.whep.sessions, fds: readdirSync(`/proc/${pid}/fd`).length, children: gstChildrenOf(pid).length, rssMb: Math.round(rss), heapMb: Math.round(heap * 10) / 10 }
 }
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!
@@ -140,7 +144,9 @@ test(`every viewer comes back by itself: a stream restart, an unplug and a kill 
     await running(EHD)
     await running(WEBCAM)
     await recovery('unplug')
-    if (round === 0) first = await holdings()
+    const now = await holdings()
+    if (round === 0) first = now
+    if (process.env.PERISCOPE_SOAK_TRACE === '1') console.log(`round ${round + 1}: ${JSON.stringify(now)}`)
   }
   const last = await holdings()
   // The service killed and started again where it was (its port, its settings): the streams run again at its start.
