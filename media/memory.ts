@@ -12,6 +12,8 @@ export const QUIET_MS = 1000
 export const MIN_INTERVAL_MS = 10_000
 
 let timer: ReturnType<typeof setTimeout> | null = null
+/** Other threads' collections (media/relay.ts's thread), run with the main thread's. */
+const others: (() => void)[] = []
 let last = 0
 let collections = 0
 
@@ -28,6 +30,12 @@ function collect(): void {
   last = Date.now()
   collections++
   Bun.gc(true)
+  for (const other of others) other()
+}
+
+/** Runs `collectOther` (another thread's collection) with each collection of the main thread. */
+export function alsoCollect(collectOther: () => void): void {
+  others.push(collectOther)
 }
 
 /** Whether a collection waits for quiet (for tests and /metrics). */

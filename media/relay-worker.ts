@@ -18,6 +18,8 @@ export type RelayCommand =
   | { op: 'retarget'; id: number; target: number; port: number }
   /** Answered { settled: n } once every command posted before it is carried out. */
   | { op: 'settle'; n: number }
+  /** A full collection of this thread's heap (media/memory.ts: viewers stopped leaving). */
+  | { op: 'collect' }
 
 interface Target {
   /** -1: not listening yet, packets go to `held`. */
@@ -91,6 +93,7 @@ function send(id: number, target: Target, packet: Uint8Array): void {
 
 parentPort!.on('message', (command: RelayCommand) => {
   if (command.op === 'open') return open(command)
+  if (command.op === 'collect') return void Bun.gc(true)
   if (command.op === 'settle') return parentPort!.postMessage({ settled: command.n })
   const input = inputs.get(command.id)
   if (!input) return

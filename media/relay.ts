@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads'
 import type { Logger } from '../core/log'
 import type { MediaEncoding } from './rtp'
 import type { RelayCommand } from './relay-worker'
+import { alsoCollect } from './memory'
 
 let shared: Relay | null = null
 
@@ -23,6 +24,8 @@ export class Relay {
   private constructor(private readonly log: Logger) {
     this.worker = new Worker(join(import.meta.dir, 'relay-worker.ts'))
     this.worker.unref() // never keeps the process alive
+    // The thread's heap holds what the viewers' feeds left too: collected with the main thread's.
+    alsoCollect(() => this.post({ op: 'collect' }))
     this.worker.on('message', (m: { id: number; port: number } | { switched: number; timestamp: number } | { began: number; timestamp: number } | { settled: number }) => {
       if ('began' in m) {
         const began = this.beginning.get(m.began)
