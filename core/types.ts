@@ -266,7 +266,11 @@ export interface Streamer {
   readonly name: string
   /** Starts (or restarts) the job; resolves once the child is spawned, not when frames flow. */
   start(job: StreamJob): Promise<void>
-  stop(bus_info: string): Promise<void>
+  /**
+   * Stops the job. `cameraLeft`: the camera went away (unplugged); the stream's readers wait for its
+   * next start (the hub's 'replaced') instead of ending, as viewers that cannot ask again need.
+   */
+  stop(bus_info: string, options?: { cameraLeft?: boolean }): Promise<void>
   status(bus_info: string): StreamStatus
   /** Frames lost since the job (re)started: v4l2src QoS losses plus group frames dropped out of step. */
   frameDrops(bus_info: string): number

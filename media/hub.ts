@@ -564,6 +564,17 @@ export class MediaHub implements StreamHub {
     this.forget()
   }
 
+  /**
+   * The camera went away (unplugged): the sockets close and its health ends, but its readers stay,
+   * waiting; the camera's stream starting again says 'replaced' (a viewer whose own client cannot ask
+   * again, as Cockpit's cannot, plays on), a stop says 'closed'.
+   */
+  away(): void {
+    if (this.closed) return
+    this.endHealth()
+    this.silence()
+  }
+
   /** Closes the sockets now, without telling anyone yet (a restart: the next hub says 'replaced' once it listens). */
   silence(): void {
     for (const id of this.relayIds.splice(0)) this.relay?.close(id)
@@ -576,14 +587,19 @@ export class MediaHub implements StreamHub {
 
   private shut(end: ReaderEnd): void {
     this.closed = true
-    if (this.healthTimer) clearInterval(this.healthTimer)
-    // An alert raised goes with the stream (its next hub, if any, judges afresh).
-    this.healths.forEach((health, member) => {
-      if (health.end()) healthChanged({ hub: this, bus_info: this.cameras[member]!, member, health: health.figures()!, ended: true })
-    })
+    this.endHealth()
     this.silence()
     for (const slots of [...this.slots, this.soundSlots]) for (const slot of [...slots]) slot.end(end)
     for (const set of this.relayed) for (const reading of [...set]) reading.end(end)
+  }
+
+  /** An alert raised goes with the stream (its next hub, if any, judges afresh). */
+  private endHealth(): void {
+    if (this.healthTimer) clearInterval(this.healthTimer)
+    this.healthTimer = null
+    this.healths.forEach((health, member) => {
+      if (health.end()) healthChanged({ hub: this, bus_info: this.cameras[member]!, member, health: health.figures()!, ended: true })
+    })
   }
 
   private forget(): void {

@@ -39,6 +39,8 @@ export class GstStreamer implements Streamer {
   private runners = new Map<string, StreamRunner>()
   /** Per running job, its hub (readers read here; media/hub.ts). */
   private hubs = new Map<string, MediaHub>()
+  /** Per job whose camera went away (stop with cameraLeft), its hub, readers waiting: the next start replaces it. */
+  private awayHubs = new Map<string, MediaHub>()
   /** Per job, the start/stop in progress: calls for one bus_info run one after the other. */
   private readonly serials = new KeyedSerial()
   /** Per job, the recording made while it streams (recorder.ts). */
@@ -66,8 +68,9 @@ export class GstStreamer implements Streamer {
     return this.serial(job.bus_info, async () => {
       // A restart: the old hub goes quiet now and says 'replaced' once the new one listens, so its
       // readers follow the stream instead of ending.
-      const previous = this.hubs.get(job.bus_info)
-      await this.stopRunner(job.bus_info, true)
+      const previous = this.hubs.get(job.bus_info) ?? this.awayHubs.get(job.bus_info)
+      this.awayHubs.delete(job.bus_info)
+      await this.stopRunner(job.bus_info, 'restart')
       const log = this.options.log.child({ bus_info: job.bus_info })
       const sound = this.options.soundExpected?.(job.bus_info) ?? false
       const hub = new MediaHub({
@@ -109,8 +112,12 @@ export class GstStreamer implements Streamer {
     })
   }
 
-  stop(bus_info: string): Promise<void> {
-    return this.serial(bus_info, () => this.stopRunner(bus_info))
+  stop(bus_info: string, options: { cameraLeft?: boolean } = {}): Promise<void> {
+    return this.serial(bus_info, async () => {
+      this.awayHubs.get(bus_info)?.close('the stream has stopped')
+      this.awayHubs.delete(bus_info)
+      await this.stopRunner(bus_info, options.cameraLeft ? 'left' : 'stop')
+    })
   }
 
   status(bus_info: string): StreamStatus {
@@ -237,12 +244,15 @@ export class GstStreamer implements Streamer {
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all([...this.runners.keys()].map((bus) => this.stop(bus)))
+    await Promise.all([...new Set([...this.runners.keys(), ...this.awayHubs.keys()])].map((bus) => this.stop(bus)))
     this.options.frameSync?.stop()
   }
 
-  /** Stops a job's child, its recording and its hub; `restarting`: the hub only goes quiet (start() says 'replaced'). */
-  private async stopRunner(bus_info: string, restarting = false): Promise<void> {
+  /**
+   * Stops a job's child, its recording and its hub. 'restart': the hub only goes quiet (start() says
+   * 'replaced'); 'left': the camera went away, the hub waits with its readers for the camera's next start.
+   */
+  private async stopRunner(bus_info: string, why: 'stop' | 'restart' | 'left'): Promise<void> {
     const runner = this.runners.get(bus_info)
     if (!runner) return
     this.runners.delete(bus_info)
@@ -251,8 +261,11 @@ export class GstStreamer implements Streamer {
     await Promise.all([runner.stop(), recorder?.stop()])
     const hub = this.hubs.get(bus_info)
     this.hubs.delete(bus_info)
-    if (restarting) hub?.silence()
-    else hub?.close('the stream has stopped')
+    if (why === 'restart') hub?.silence()
+    else if (why === 'left' && hub) {
+      hub.away()
+      this.awayHubs.set(bus_info, hub)
+    } else hub?.close('the stream has stopped')
     this.updateFrameSync()
   }
 

@@ -251,9 +251,10 @@ export class DeviceManager implements DeviceDirectory {
     this.present.delete(bus_info)
     this.invalidate()
     const saved = this.settingsOf(entry)
-    // Its stream stops; its settings stay. A follower leaving regroups its leader without it.
+    // Its stream stops, its viewers waiting for it to come back; its settings stay. A follower leaving
+    // regroups its leader without it.
     const streamer = this.ctx.registry.get('streamer')
-    if (streamer) await streamer.stop(bus_info).catch(() => {})
+    if (streamer) await streamer.stop(bus_info, { cameraLeft: true }).catch(() => {})
     const leader = saved.leader ? this.presentByIdentity(saved.leader) : undefined
     if (leader) await this.resumeStream(leader).catch((e) => this.ctx.log.warn('could not regroup', { err: e }))
     this.ctx.events.emit('device_removed', { bus_info })

@@ -2,14 +2,15 @@
 // GStreamer) and headless Chromium running the protocol as Cockpit's signaller.ts/session.ts do
 // (./cockpit-client.ts). Proves: the own port and the HTTP path both serve it, availableStreams lists
 // the running H.264 camera by nickname with its size, the browser decodes its frames at that size,
-// endSession and a closed socket end the session, a stopped stream makes the service ask endSession,
+// endSession and a closed socket end the session, a stopped stream makes the service ask endSession
+// while an unplugged camera's session waits for it and plays again,
 // WHEP and Cockpit sessions share --max-viewers, `watch.cockpit` gives the address, a stream with sound
 // is heard (Opus, in the media stream Cockpit's widget plays) and one without is offered video only,
 // and the extras' widget page plays framed on another origin.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser } from 'puppeteer-core'
 import { freeTcpPort, until } from '../helpers'
-import { launchBrowser, openPage, openSession, watch } from './browser'
+import { launchBrowser, openPage, openSession, videoStats, watch } from './browser'
 import { closeSocket, endCockpitSession, offerSdp, openCockpitSession, receivedBy, soundStats } from './cockpit-client'
 import { requireGStreamer } from './gstreamer.helpers'
 import { startService, type Service } from './service.helpers'
@@ -145,6 +146,30 @@ test("a stream with sound: Cockpit's session gets its Opus sound beside the vide
     await page.close()
     await attach('auto')
   }
+}, 120_000)
+
+test("an unplugged camera: its session waits past the idle timeout, unasked to end, and plays again on the same connection once the camera is back (Cockpit's own code never asks again after an endSession)", async () => {
+  const cam = await streaming('Away')
+  const page = await openPage(browser, service.url)
+  try {
+    await openCockpitSession(page, `ws://127.0.0.1:${cockpitPort}`, 'Away', 'u')
+    await watch(page, 'u', (x) => x.framesDecoded > 10, 20_000)
+    expect((await service.call('POST', '/api/mock/unplug', { bus_info: cam.bus_info })).status).toBe(200)
+    await until('the camera gone', () => device(cam.bus_info), (d) => d === undefined, 10_000)
+    // Away for longer than --whep-idle-timeout (5 s here): the browser is still heard from, so its session stays.
+    const away = Date.now()
+    const held = await until('the idle timeout passed with the camera away', async () => ({ sessions: (await health()).sessions, for: Date.now() - away }), (x) => x.sessions !== 1 || x.for > 7_000, 15_000)
+    expect(held.sessions).toBe(1)
+    expect((await service.call('POST', '/api/mock/plug', { bus_info: cam.bus_info })).status).toBe(200)
+    await until('the stream running again', () => device(cam.bus_info), (d) => d?.stream_status?.state === 'running', 20_000)
+    const back = await videoStats(page, 'u')
+    await watch(page, 'u', (x) => x.framesDecoded > back.framesDecoded + 10 && x.state === 'connected', 20_000)
+    expect((await receivedBy(page, 'u')).filter((m) => m.type === 'question' && m.content.type === 'endSession')).toEqual([])
+    expect((await health()).sessions).toBe(1)
+  } finally {
+    await page.close()
+  }
+  await until('the session ended with its page', health, (h) => h.sessions === 0, 10_000)
 }, 120_000)
 
 test('WHEP and Cockpit sessions share --max-viewers (2 here): the third viewer of a camera is refused with a sentence', async () => {
