@@ -13,7 +13,10 @@
 //    native SDL package from GitHub; the dev server serves the same web app.) Cockpit's own zod schemas
 //    (src/libs/blueos/schemas.ts) then read /register_service and the extras file.
 //
-//   scripts/cockpit-check.sh [<cockpit source dir>] [<dir with node_modules/vue>]
+// With --faults, in place of 2: Cockpit's manager through a stream restart, an unplug and plug, and a
+// kill -9 of the service started again where it was (issue 33).
+//
+//   scripts/cockpit-check.sh [--faults] [<cockpit source dir>] [<dir with node_modules/vue>]
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -21,8 +24,9 @@ import { launchBrowser, openPage } from '../tests/integration/browser'
 import { startService, type Service } from '../tests/integration/service.helpers'
 import { freeTcpPort, until } from '../tests/helpers'
 
-const source = resolve(process.argv[2] ?? '/work/cockpit-src')
-const deps = resolve(process.argv[3] ?? '/work/cockpit-deps')
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'))
+const source = resolve(positional[0] ?? '/work/cockpit-src')
+const deps = resolve(positional[1] ?? '/work/cockpit-deps')
 const src = join(source, 'src')
 for (const file of ['composables/webRTC.ts', 'libs/webrtc/signaller.ts', 'libs/webrtc/session.ts']) {
   if (!existsSync(join(src, file))) throw new Error(`${join(src, file)} is missing: give the Cockpit source directory (git archive of bluerobotics/cockpit)`)
@@ -131,6 +135,61 @@ async function checkBundle(): Promise<boolean> {
   }
 }
 
+/**
+ * Cockpit's manager through the faults a pilot meets (issue 33): a stream restart, the camera unplugged
+ * and plugged back, the service killed (-9) and started again where it was. Each: the time from the
+ * camera's stream running again to Cockpit's next new decoded frame, or "never" after 20 s.
+ */
+async function checkFaults(): Promise<boolean> {
+  const port = freeTcpPort()
+  const args = ['--cockpit-port', String(freeTcpPort())]
+  let service = await startService({ port, args })
+  const browser = await launchBrowser()
+  const results: string[] = []
+  let ok = true
+  try {
+    const cam = await streaming(service, 'Cockpit faults')
+    const page = await openPage(browser, service.url)
+    await page.addScriptTag({ content: bundle })
+    await page.evaluate((uri: string) => (globalThis as any).playWithCockpit(uri, 'Cockpit faults'), cam.uri)
+    await until('Cockpit decoding frames', () => page.evaluate(() => (globalThis as any).cockpitStats()), (s: any) => s.framesDecoded > 30, 60_000)
+    const running = () => until('the stream running', () => service.call('GET', '/api/devices').catch(() => ({ status: 0, body: [] })), (r) => r.body?.find?.((x: any) => x.bus_info === cam.bus_info)?.stream_status?.state === 'running', 30_000)
+    const faults: [string, () => Promise<void>][] = [
+      ['a stream restart', async () => void (await service.call('POST', '/api/devices/restart_stream', { bus_info: cam.bus_info }))],
+      ['an unplug and plug', async () => {
+        await service.call('POST', '/api/mock/unplug', { bus_info: cam.bus_info })
+        await until('the camera gone', () => service.call('GET', '/api/devices'), (r) => !r.body.some((x: any) => x.bus_info === cam.bus_info), 10_000)
+        await service.call('POST', '/api/mock/plug', { bus_info: cam.bus_info })
+      }],
+      ['a kill -9 of the service, started again', async () => {
+        await service.kill()
+        service = await startService({ port, args, dataDir: service.dataDir })
+      }],
+    ]
+    for (const [name, fault] of faults) {
+      await fault()
+      await running()
+      const since = Date.now()
+      const before = await page.evaluate(() => (globalThis as any).cockpitStats())
+      let after = before
+      while (Date.now() - since < 20_000) {
+        after = await page.evaluate(() => (globalThis as any).cockpitStats())
+        if (after.framesDecoded !== before.framesDecoded && after.framesDecoded > 0) break
+        await Bun.sleep(100)
+      }
+      const took = Date.now() - since
+      const back = after.framesDecoded !== before.framesDecoded && after.framesDecoded > 0 && took <= 5_000
+      ok &&= back
+      results.push(`${name}: ${back ? `new frames ${took} ms after the stream ran again` : `no new frame within ${took} ms`} (stream status: ${after.stream}; signaller: ${after.signaller})`)
+    }
+  } finally {
+    for (const line of results) console.log(`[faults] ${line}`)
+    await browser.close()
+    await service.kill()
+  }
+  return ok
+}
+
 /** Is a TCP port free on loopback? */
 function portFree(port: number): boolean {
   try {
@@ -209,6 +268,8 @@ async function checkApp(): Promise<boolean | null> {
 
 const bundled = await checkBundle()
 console.log(bundled ? "PASS [bundle]: Cockpit's own WebRTC code plays a Periscope camera" : 'FAIL [bundle]')
-const app = await checkApp()
+const faults = process.argv.includes('--faults') ? await checkFaults() : null
+if (faults !== null) console.log(faults ? "PASS [faults]: Cockpit's own WebRTC code shows the camera again within 5 s of each fault" : 'FAIL [faults]')
+const app = process.argv.includes('--faults') ? null : await checkApp()
 if (app !== null) console.log(app ? "PASS [app]: Cockpit's web app plays a Periscope camera" : 'FAIL [app]')
-process.exit(bundled && app !== false ? 0 : 1)
+process.exit(bundled && faults !== false && app !== false ? 0 : 1)
