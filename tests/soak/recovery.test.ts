@@ -106,12 +106,15 @@ async function recovery(fault: Fault): Promise<void> {
   for (const v of pending) times[fault][v].push(Infinity)
 }
 
-/** What the service holds that recovering might leak: its WebRTC sessions, descriptors, children, memory. */
-/** Read once the service's own full collection after the round's viewers left has run (media/memory.ts): what is held, not garbage. */
+/**
+ * What the service holds that recovering might leak: its WebRTC sessions, descriptors, children, memory.
+ * Read once the service's own full collection after the round's viewers left has run (media/memory.ts):
+ * what is held, not garbage.
+ */
 async function holdings(): Promise<{ sessions: number; fds: number; children: number; rssMb: number; heapMb: number }> {
   const pid = c.service.proc.pid
   const metric = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
-  const metrics = await until('the service\'s collection after viewers left', async () => (await fetch(`${c.service.url}/metrics`)).text(), (t) => metric(t, 'periscope_memory_collection_pending') === 0, 20_000)
+  const metrics = await until("the service's collection after viewers left", async () => (await fetch(`${c.service.url}/metrics`)).text(), (t) => metric(t, 'periscope_memory_collection_pending') === 0, 20_000)
   const health = (await c.service.call('GET', '/api/health')).body
   const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
   const heap = metric(metrics, 'nodejs_heap_size_used_bytes') / 2 ** 20
