@@ -55,3 +55,12 @@ test("the console's delay: one timing answer off by a frame (its pair of timesta
   for (let i = 0; i < 15; i++) delay.frame((9000 + i * 6000) >>> 0, page - 100 + (i * 1000) / 15 + 20)
   expect(delay.figure(page - 100 + (14 * 1000) / 15 + 20)).toBeCloseTo(20, 6)
 })
+
+test("the console's delay: a quick clock reading outlasts a busy spell of slow ones (each request waited on the vehicle's thread, its answer did not)", () => {
+  const delay = new ViewerDelay()
+  const page = 1_000_000 // the vehicle's clock is the page's
+  delay.answered({ rtp_timestamp: 9000, captured_at: page - 100, clock_rate: 90_000, server_time: page + 1 }, page, page + 2)
+  // 20 s of answers whose requests waited 60 ms before the vehicle read its clock: each says it is 30 ms ahead.
+  for (let i = 1; i <= 20; i++) delay.answered({ rtp_timestamp: 9000, captured_at: page - 100, clock_rate: 90_000, server_time: page + i * 1000 + 60 }, page + i * 1000, page + i * 1000 + 60)
+  expect(delay.clock()).toEqual({ offset: 0, roundTrip: 2 })
+})

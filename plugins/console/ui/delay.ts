@@ -15,8 +15,15 @@ export interface WhepTiming {
   server_time: number
 }
 
-/** Clock readings kept: the quickest of them (the least round trip) sets the offset. */
-const READINGS = 8
+/**
+ * Clock readings kept (one a second): the quickest of them (the least round trip) sets the offset. A
+ * minute of them: with 8, a busy spell of 8 s aged the quick reading out, and the best slow one (its
+ * request waited ~60 ms on the vehicle's busy thread, its answer did not) moved the figure 30 ms off
+ * the truth. Two clocks drift apart by a few ms a minute at most.
+ */
+const READINGS = 60
+/** MJPEG parts kept: the quickest of them sets the clock. */
+const PARTS = 32
 /** The figure is over the frames shown in this last stretch. */
 const WINDOW_MS = 1000
 /** A frame more than this late, or shown before it was made, is a stale timing (a restart), not a delay. */
@@ -46,7 +53,7 @@ export class ViewerDelay {
   /** An MJPEG part left the vehicle at `sentAt` (its clock) and was here whole at `receivedAt` (this page's). */
   partCame(sentAt: number, receivedAt: number): void {
     this.partOffsets.push(sentAt - receivedAt)
-    if (this.partOffsets.length > 4 * READINGS) this.partOffsets.shift()
+    if (this.partOffsets.length > PARTS) this.partOffsets.shift()
   }
 
   /**
