@@ -17,9 +17,9 @@ export interface WhepTiming {
 
 /**
  * Clock readings kept (one a second): the quickest of them (the least round trip) sets the offset. A
- * minute of them: with 8, a busy spell of 8 s aged the quick reading out, and the best slow one (its
- * request waited ~60 ms on the vehicle's busy thread, its answer did not) moved the figure 30 ms off
- * the truth. Two clocks drift apart by a few ms a minute at most.
+ * minute of them: with 8, once in CI the figure went 30 ms off the truth after 8 s, likely as the quick
+ * reading aged out during a busy spell and a slow, lopsided one (its request waiting on the vehicle's
+ * busy thread, its answer not) set the clock. Two clocks drift apart by a few ms a minute at most.
  */
 const READINGS = 60
 /** MJPEG parts kept: the quickest of them sets the clock. */
