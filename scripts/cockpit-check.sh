@@ -5,7 +5,8 @@
 #   scripts/cockpit-check.sh [--faults] [<cockpit source dir>] [<dir with node_modules/vue>]
 # --faults: Cockpit's manager through a stream restart, an unplug and a kill -9 of the service, in place of the whole app.
 # Cockpit's source: a checkout of bluerobotics/cockpit (its submodules are not needed)
-# Vue: npm install --prefix /work/cockpit-deps vue@<the version in Cockpit's yarn.lock>
+# (by default ../cockpit-src and ../cockpit-deps, beside the project)
+# Vue: npm install --prefix ../cockpit-deps vue@<the version in Cockpit's yarn.lock>
 set -eu
 cd "$(dirname "$0")/.."
 exec node_modules/.bin/bun scripts/cockpit-check.ts "$@"

@@ -25,8 +25,9 @@ import { startService, type Service } from '../tests/integration/service.helpers
 import { freeTcpPort, until } from '../tests/helpers'
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'))
-const source = resolve(positional[0] ?? '/work/cockpit-src')
-const deps = resolve(positional[1] ?? '/work/cockpit-deps')
+// By default both sit beside the project's directory.
+const source = resolve(positional[0] ?? join(import.meta.dir, '../../cockpit-src'))
+const deps = resolve(positional[1] ?? join(import.meta.dir, '../../cockpit-deps'))
 const src = join(source, 'src')
 for (const file of ['composables/webRTC.ts', 'libs/webrtc/signaller.ts', 'libs/webrtc/session.ts']) {
   if (!existsSync(join(src, file))) throw new Error(`${join(src, file)} is missing: give the Cockpit source directory (git archive of bluerobotics/cockpit)`)
