@@ -75,7 +75,10 @@ test('SOFTWARE_H264 over UDP: v4l2src → x264enc → RTP, and a real receiver d
   await until(`${FRAMES} decoded frames at the receiver (got ${receiver.frames.length})`, async () => receiver!.frames.length >= FRAMES, 120_000)
   console.log(`first decoded frame ${receiver.frames[0]! - started} ms after configure_stream; ${FRAMES} frames after ${receiver.frames[FRAMES - 1]! - started} ms`)
   expect([receiver.width, receiver.height]).toEqual([WIDTH, HEIGHT])
-  expect((await device())!.stream_status).toMatchObject({ state: 'running', error: null })
+  // The service says 'running' at its child's first progress report, which can come after a receiver's
+  // first frames (under TCG, once 5 frames were decoded while it still said 'starting').
+  const status = await until('the stream said running', async () => { const s = (await device())!.stream_status; return s.state !== 'starting' && s }, 30_000)
+  expect(status).toMatchObject({ state: 'running', error: null })
 }, 180_000)
 
 test('SIGTERM to the service stops its gst child', async () => {
