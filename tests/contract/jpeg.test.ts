@@ -2,19 +2,56 @@
 // stream or capture with, 422 for a bad ?height= in pydantic's shape, and both routes in the OpenAPI
 // document with their content types. What needs real video is in tests/integration/jpeg.test.ts.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseMetrics, type TestServer } from '../helpers'
 import { startContractServer, WEBCAM } from './setup'
 
+const fakeDirs: string[] = []
+
+/** A directory holding a stand-in gst-launch-1.0: a capture answers a 640×480 JPEG at once, a scaling (fdsrc) takes 0.5 s. */
+function fakeGstDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'periscope-fake-gst-'))
+  fakeDirs.push(dir)
+  const fake = join(dir, 'gst-launch-1.0')
+  writeFileSync(
+    fake,
+    `#!/usr/bin/env python3
+import re, sys, time
+def jpeg(w, h):
+    sof = bytes([0xff, 0xc0, 0, 17, 8, h >> 8, h & 255, w >> 8, w & 255, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1])
+    sos = bytes([0xff, 0xda, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 63, 0])
+    return bytes([0xff, 0xd8]) + sof + sos + bytes([0x12, 0x34]) + bytes([0xff, 0xd9])
+args = ' '.join(sys.argv[1:])
+if 'fdsrc' in args:
+    sys.stdin.buffer.read()
+    time.sleep(0.5)
+    m = re.search(r'width=(\\d+),height=(\\d+)', args)
+    sys.stdout.buffer.write(jpeg(int(m.group(1)), int(m.group(2))))
+else:
+    sys.stdout.buffer.write(jpeg(640, 480))
+sys.stdout.flush()
+`,
+  )
+  chmodSync(fake, 0o755)
+  return dir
+}
+
 let s: TestServer
 let noGst: TestServer
 beforeAll(async () => {
-  // Without the gstreamer plugin: no streamer, so no stream runs.
-  s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'jpeg'] })
-  // And as on a machine without GStreamer at all: gst-launch-1.0 is looked up once, at setup.
+  // Without the gstreamer plugin: no streamer, so no stream runs. GStreamer itself found (a stand-in:
+  // the tier runs before any tier installs it), so the refusal is the streamer's.
+  // gst-launch-1.0 is looked up once, at setup.
   const path = process.env.PATH
+  process.env.PATH = `${fakeGstDir()}:${path}`
+  try {
+    s = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'jpeg'] })
+  } finally {
+    process.env.PATH = path
+  }
+  // And as on a machine without GStreamer at all.
   process.env.PATH = '/nonexistent'
   try {
     noGst = await startContractServer({ plugins: ['mock', 'cameras', 'preferences', 'jpeg'] })
@@ -25,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.stop()
   await noGst.stop()
+  for (const dir of fakeDirs) rmSync(dir, { recursive: true, force: true })
 })
 
 test('an unknown bus_info is 404 on both routes', async () => {
@@ -74,29 +112,7 @@ test('both routes are documented with their content types, parameters and errors
 })
 
 test('snapshot children are capped (--snapshot-children): the next few wait, the rest are 503 with Retry-After and a sentence, counted in /metrics', async () => {
-  // A stand-in gst-launch-1.0: a capture answers a 640×480 JPEG at once, a scaling (fdsrc) takes 0.5 s.
-  const dir = mkdtempSync(join(tmpdir(), 'periscope-fake-gst-'))
-  const fake = join(dir, 'gst-launch-1.0')
-  writeFileSync(
-    fake,
-    `#!/usr/bin/env python3
-import re, sys, time
-def jpeg(w, h):
-    sof = bytes([0xff, 0xc0, 0, 17, 8, h >> 8, h & 255, w >> 8, w & 255, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1])
-    sos = bytes([0xff, 0xda, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 63, 0])
-    return bytes([0xff, 0xd8]) + sof + sos + bytes([0x12, 0x34]) + bytes([0xff, 0xd9])
-args = ' '.join(sys.argv[1:])
-if 'fdsrc' in args:
-    sys.stdin.buffer.read()
-    time.sleep(0.5)
-    m = re.search(r'width=(\\d+),height=(\\d+)', args)
-    sys.stdout.buffer.write(jpeg(int(m.group(1)), int(m.group(2))))
-else:
-    sys.stdout.buffer.write(jpeg(640, 480))
-sys.stdout.flush()
-`,
-  )
-  chmodSync(fake, 0o755)
+  const dir = fakeGstDir()
   const path = process.env.PATH
   process.env.PATH = `${dir}:${path}`
   let capped: TestServer
