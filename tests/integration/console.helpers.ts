@@ -121,3 +121,72 @@ export async function waitInPage(page: Page, what: string, fn: () => unknown, ti
     throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}`)
   }
 }
+
+/** The pictures each of two previews has shown so far. */
+export interface PreviewPictures {
+  whep: number
+  mjpeg: number
+}
+
+/**
+ * Counts, in the page and independently of the cards' code, the pictures a WebRTC preview (`whep`, the
+ * selector of its `[data-preview]` box: each frame its <video> presents, a remounted <video> too) and an
+ * MJPEG preview (`mjpeg`: each new picture its <img> is given) show. `plays` waits until each has shown
+ * 10 more and neither box is marked frozen; `shown` reads the counts.
+ */
+export async function countPreviewPictures(page: Page, whep: string, mjpeg: string): Promise<{ shown(): Promise<PreviewPictures>; plays(what: string, timeoutMs: number): Promise<void> }> {
+  await page.evaluate((whepSel: string, mjpegSel: string) => {
+    const w = globalThis as any
+    const shown = (w.previewPictures = { whep: 0, mjpeg: 0 })
+    const watchVideo = () => {
+      const video = w.document.querySelector(`${whepSel} video`)
+      if (video && !video.counted) {
+        video.counted = true
+        const frame = () => {
+          shown.whep++
+          video.requestVideoFrameCallback(frame)
+        }
+        video.requestVideoFrameCallback(frame)
+      }
+    }
+    watchVideo()
+    new w.MutationObserver((changes: any[]) => {
+      watchVideo()
+      if (changes.some((m) => m.type === 'attributes' && m.attributeName === 'src' && m.target.closest?.(mjpegSel))) shown.mjpeg++
+    }).observe(w.document.body, { attributes: true, subtree: true, childList: true })
+  }, whep, mjpeg)
+  const shown = () => page.evaluate(() => ({ ...(globalThis as any).previewPictures }) as PreviewPictures)
+  return {
+    shown,
+    async plays(what, timeoutMs) {
+      const from = await shown()
+      try {
+        await page.waitForFunction(
+          (f: PreviewPictures, a: string, b: string) => {
+            const w = globalThis as any
+            return w.previewPictures.whep >= f.whep + 10 && w.previewPictures.mjpeg >= f.mjpeg + 10 && !w.document.querySelector(`${a}[data-frozen], ${b}[data-frozen]`)
+          },
+          { timeout: timeoutMs, polling: 50 },
+          from,
+          whep,
+          mjpeg,
+        )
+      } catch (e) {
+        const state = await page.evaluate((a: string, b: string) => [a, b].map((sel) => (globalThis as any).document.querySelector(sel)?.textContent ?? 'gone'), whep, mjpeg).catch(() => [])
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}; the cards said ${JSON.stringify(state)}`)
+      }
+    },
+  }
+}
+
+/** Polls `shown` until each preview has shown a picture past `from` (or `giveUpMs` passed): ms after `since` for each, 0 for none. */
+export async function firstPictures(shown: () => Promise<PreviewPictures>, from: PreviewPictures, since: number, giveUpMs: number): Promise<PreviewPictures> {
+  const back = { whep: 0, mjpeg: 0 }
+  while ((!back.whep || !back.mjpeg) && Date.now() - since <= giveUpMs) {
+    const now = await shown().catch(() => from)
+    if (!back.whep && now.whep > from.whep) back.whep = Date.now() - since
+    if (!back.mjpeg && now.mjpeg > from.mjpeg) back.mjpeg = Date.now() - since
+    await Bun.sleep(50)
+  }
+  return back
+}

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { launchBrowser } from './browser'
-import { openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { countPreviewPictures, firstPictures, openConsole, waitInPage, type ConsoleSession } from './console.helpers'
 import { requireGStreamer, requireRtspClients, RestartingViewer } from './gstreamer.helpers'
 import { startServiceInNamespace, type LabService } from './nm/service'
 import { makeTether, type Tether } from './nm/tether'
@@ -59,45 +59,7 @@ test('the tether down for 10 s: both previews are marked frozen, and they and a 
   const mjpeg = `[data-device="${WEBCAM}"] [data-preview="mjpeg"]`
   await c.page.waitForSelector(`${whep} video`, { timeout: 20_000 })
   await c.page.waitForSelector(`${mjpeg} img`, { timeout: 20_000 })
-  // Pictures each preview shows: the <video>'s presented frames, the <img>'s new pictures.
-  await c.page.evaluate((whepSel: string, mjpegSel: string) => {
-    const w = globalThis as any
-    const shown = (w.shown = { whep: 0, mjpeg: 0 })
-    const watchVideo = () => {
-      const video = w.document.querySelector(`${whepSel} video`)
-      if (video && !video.counted) {
-        video.counted = true
-        const frame = () => {
-          shown.whep++
-          video.requestVideoFrameCallback(frame)
-        }
-        video.requestVideoFrameCallback(frame)
-      }
-    }
-    watchVideo()
-    new w.MutationObserver((changes: any[]) => {
-      watchVideo()
-      if (changes.some((m) => m.type === 'attributes' && m.attributeName === 'src' && m.target.closest?.(mjpegSel))) shown.mjpeg++
-    }).observe(w.document.body, { attributes: true, subtree: true, childList: true })
-  }, whep, mjpeg)
-  const plays = async (what: string, timeoutMs: number) => {
-    const from = await c.page.evaluate(() => ({ ...(globalThis as any).shown }))
-    try {
-      await c.page.waitForFunction(
-        (f: { whep: number; mjpeg: number }, a: string, b: string) => {
-          const w = globalThis as any
-          return w.shown.whep >= f.whep + 10 && w.shown.mjpeg >= f.mjpeg + 10 && !w.document.querySelector(`${a}[data-frozen], ${b}[data-frozen]`)
-        },
-        { timeout: timeoutMs, polling: 50 },
-        from,
-        whep,
-        mjpeg,
-      )
-    } catch (e) {
-      const state = await c.page.evaluate((a: string, b: string) => [a, b].map((sel) => (globalThis as any).document.querySelector(sel)?.textContent ?? 'gone'), whep, mjpeg)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${(e as Error).message}; the cards said ${JSON.stringify(state)}`)
-    }
-  }
+  const { shown, plays } = await countPreviewPictures(c.page, whep, mjpeg)
   await plays('both previews playing', 30_000)
   // QGroundControl's receiver on the pilot's laptop, restarting after 2 s of silence (its RTSP Video Timeout).
   rtsp = new RestartingViewer(`rtsp://${tether.vehicle}:${rtspPort}/${EHD}`, 2_000, tether.inPilot)
@@ -111,19 +73,9 @@ test('the tether down for 10 s: both previews are marked frozen, and they and a 
   await tether.set('up')
   const upAt = Date.now()
   // When each preview shows a picture again (polled), for the log.
-  const back = { whep: 0, mjpeg: 0 }
-  const from = await c.page.evaluate(() => ({ ...(globalThis as any).shown }))
-  const watching = (async () => {
-    while (!back.whep || !back.mjpeg) {
-      const now = await c.page.evaluate(() => ({ ...(globalThis as any).shown })).catch(() => from)
-      if (!back.whep && now.whep > from.whep) back.whep = Date.now() - upAt
-      if (!back.mjpeg && now.mjpeg > from.mjpeg) back.mjpeg = Date.now() - upAt
-      if (Date.now() - upAt > 6000) break
-      await Bun.sleep(50)
-    }
-  })()
+  const watching = firstPictures(shown, await shown(), upAt, 6000)
   await plays('both previews playing again after the tether came back', 5_000)
-  await watching
+  const back = await watching
   console.log(`tether cut: both previews playing again ${Date.now() - upAt} ms after the link came back (first picture: WebRTC ${back.whep} ms, MJPEG ${back.mjpeg} ms)`)
   await until('the RTSP viewer decoding again', async () => rtsp!.framesAfter(upAt), (n) => n >= 10, Math.max(1, upAt + 5_000 - Date.now()))
   console.log(`tether cut: the RTSP viewer decoding again ${rtsp.frames.find((f) => f > upAt)! - upAt} ms after the link came back (${rtsp.restarts} restarts)`)
