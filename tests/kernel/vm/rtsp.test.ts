@@ -2,12 +2,13 @@
 // streams a vivid capture node as SOFTWARE_H264 over RTP/UDP, and its RTSP server (plugins/rtsp: the
 // helper server.py run by the host's /usr/bin/python3, seen over 9p) serves it at
 // rtsp://127.0.0.1:<port>/<bus_info>: a real RTSP client (gst-launch-1.0 rtspsrc over TCP) decodes frames
-// of the configured size and ffprobe sees H.264 at that size. The VM's CPU is emulated (TCG), hence the
+// of the configured size and ffprobe sees H.264 at that size; vivid removed and added (unbind, bind) under
+// a viewer that restarts on silence as QGroundControl's does, and it decodes again. The VM's CPU is emulated (TCG), hence the
 // small size, the low rate and the generous waits; nothing within them is a failure.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { ffprobe, freePort, freeTcpPort, Receiver, RtpCounter } from '../../integration/gstreamer.helpers'
+import { existsSync, writeFileSync } from 'node:fs'
+import { ffprobe, freePort, freeTcpPort, Receiver, RestartingViewer, RtpCounter } from '../../integration/gstreamer.helpers'
 import { SYSTEM_PYTHON } from '../../../plugins/rtsp/helper'
 import { running, VmService } from './service.helpers'
 
@@ -25,6 +26,15 @@ const until = <T>(what: string, f: () => Promise<T | null | undefined | false>, 
 const get = async (path: string) => (await fetch(`${service.base}${path}`)).json() as Promise<any>
 let receiver: Receiver | null = null
 let endpoint: RtpCounter | null = null
+let viewer: RestartingViewer | null = null
+const DRIVER = '/sys/bus/platform/drivers/vivid'
+/**
+ * The viewer's restart on silence (QGroundControl's "RTSP Video Timeout", 8 s there by default): under
+ * TCG a new client's first frame can take seconds, and a shorter one would restart it before that.
+ */
+const SILENCE_MS = 8_000
+/** Under TCG, how long after the stream runs again the viewer may take (the integration tier holds 5 s at real speed). */
+const BACK_WITHIN_MS = 60_000
 
 /** The service's children (setpriv execs what it prefixes): gst-launch streams and the RTSP helper. */
 function children(pid: number): { pid: number; args: string }[] {
@@ -52,7 +62,9 @@ afterAll(async () => {
   const pid = service.pid
   const spawned = pid ? children(pid) : []
   await receiver?.stop()
+  await viewer?.stop()
   endpoint?.close()
+  if (!existsSync(`${DRIVER}/vivid.0`)) writeFileSync(`${DRIVER}/bind`, 'vivid.0') // leave vivid as we found it
   await service.stop(15_000)
   for (const child of spawned) {
     try {
@@ -89,6 +101,21 @@ test('a vivid node streamed as SOFTWARE_H264: its RTSP URL (the device\'s watch.
   const probed = await ffprobe(URL, 'tcp', 90_000)
   expect(probed.error).toBe('')
   expect(probed.streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', WIDTH, HEIGHT]])
+  expect((await get('/api/devices')).find((d: any) => d.bus_info === BUS).stream_status).toMatchObject({ state: 'running', error: null })
+}, 400_000)
+
+test('vivid removed and added (unbind, bind) under an RTSP viewer that restarts on silence as QGroundControl\'s does: the stream runs again by itself and the viewer decodes it again, with no action', async () => {
+  await receiver?.stop()
+  receiver = null
+  viewer = new RestartingViewer(URL, SILENCE_MS)
+  await until('the viewer decoding', async () => viewer!.frames.length >= FRAMES, 120_000)
+  writeFileSync(`${DRIVER}/unbind`, 'vivid.0')
+  await until('the device gone from GET /api/devices', async () => !(await get('/api/devices')).some((d: any) => d.bus_info === BUS), 30_000)
+  writeFileSync(`${DRIVER}/bind`, 'vivid.0')
+  await until('the device back, its stream running again', async () => (await get('/api/devices')).find((d: any) => d.bus_info === BUS)?.stream_status?.state === 'running', 120_000)
+  const runningAt = Date.now()
+  await until('the viewer decoding again', async () => viewer!.framesAfter(runningAt) >= FRAMES, BACK_WITHIN_MS)
+  console.log(`vivid removed and added: the RTSP viewer decoding again ${viewer.frames.find((f) => f > runningAt)! - runningAt} ms after the stream ran again (${viewer.restarts} restarts)`)
   expect((await get('/api/devices')).find((d: any) => d.bus_info === BUS).stream_status).toMatchObject({ state: 'running', error: null })
 }, 400_000)
 
