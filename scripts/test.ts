@@ -54,7 +54,8 @@ export const BUDGET_MINUTES = 80
 export const TIERS: Tier[] = [
   // fastapi.sh: the reference FastAPI app that the contract tier's 422s are compared against.
   { name: 'contract', setup: [join(ROOT, 'scripts', 'typecheck.sh'), join(SETUP, 'fastapi.sh')], command: ['bun', 'test', 'tests/contract'], minutes: 10 },
-  { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'test', 'tests/integration'], minutes: 35 },
+  // Two files at once, each in its own bun test (scripts/run-files.ts): its files mostly wait on real time.
+  { name: 'integration', setup: setupScripts((f) => !['kernel.sh', 'fastapi.sh', 'arm64.sh', 'container.sh'].includes(f)), command: ['bun', 'run', 'scripts/run-files.ts', 'tests/integration'], minutes: 35 },
   // The VM's files run with --timeout 60000 (tests/kernel/run.ts).
   { name: 'kernel', setup: setupScripts((f) => f === 'kernel.sh'), command: ['bun', 'run', 'tests/kernel/run.ts'], minutes: 35, testTimeoutMs: (file) => (file.startsWith('tests/kernel/vm/') ? 60_000 : 5_000) },
   // The ABI checks and a slice of the contract tier (tests/arm64/slice.ts: the files that reach native
@@ -185,12 +186,16 @@ function startBuild(build: Build, minutes: number, background: boolean): BuildJo
 async function run(command: string[], minutes: number, env: Record<string, string> = {}): Promise<{ code: number; output: string; timedOut: boolean }> {
   const child = Bun.spawn(command, { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...env, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` } })
   let timedOut = false
+  let kill: ReturnType<typeof setTimeout> | undefined
+  // TERM first, so a runner of its own (scripts/run-files.ts) stops its files and names them; KILL 10 s later.
   const timer = setTimeout(() => {
     timedOut = true
-    child.kill(9)
+    child.kill('SIGTERM')
+    kill = setTimeout(() => child.kill(9), 10_000)
   }, minutes * 60_000)
   const output = await echoAndCollect(child)
   clearTimeout(timer)
+  clearTimeout(kill)
   return { code: child.exitCode ?? 1, output, timedOut }
 }
 
@@ -219,12 +224,18 @@ if (import.meta.main) {
   // A setup script that passed once in this run is not run again for a later tier (they are idempotent
   // installers; gstreamer.sh and fastapi.sh serve two tiers each).
   const setUp = new Set<string>()
+  /** Seconds spent in setup scripts (installs) so far, so each tier's line says its installs apart. */
+  let setupSeconds = 0
   const runSetup = async (scripts: string[]): Promise<string> => {
     for (const script of scripts) {
       if (setUp.has(script)) continue
       const limit = stepLimit(SETUP_MINUTES, elapsedMinutes(), budget)
       if (limit.minutes <= 0) return `FAILED: no time left of the ${budget}-minute budget`
+      const setupStarted = Date.now()
       const r = await run(['bash', script], limit.minutes)
+      const took = Math.round((Date.now() - setupStarted) / 1000)
+      setupSeconds += took
+      console.log(`setup ${script.replace(ROOT + '/', '')}: ${took} s`)
       if (r.code !== 0) return `FAILED: setup ${script.replace(ROOT + '/', '')} exited ${r.code}${r.timedOut ? ` (timed out after ${fmt(limit.minutes)} minutes)` : ''}`
       setUp.add(script)
     }
@@ -263,6 +274,7 @@ if (import.meta.main) {
   for (const tier of tiers) {
     console.log(`\n=== ${tier.name} tier ===`)
     const started = Date.now()
+    const setupBefore = setupSeconds
     const noTimeLeft = `FAILED: no time left of the ${budget}-minute budget`
     let verdict = await runSetup(tier.setup)
     await startEarlyBuilds(tier.name)
@@ -313,14 +325,14 @@ if (import.meta.main) {
       failed += 1
       failures.push(`  ${tier.name}: ${verdict}`)
     }
-    summary.push(`${tier.name.padEnd(12)} ${verdict.replace(/; the last lines of [^]*$/, '')} (${Math.round((Date.now() - started) / 1000)} s${note})`)
+    summary.push(`${tier.name.padEnd(12)} ${verdict.replace(/; the last lines of [^]*$/, '')} (${Math.round((Date.now() - started) / 1000)} s, setups ${setupSeconds - setupBefore} s${note})`)
   }
 
   console.log('\n=== summary ===')
   for (const line of summary) console.log(line)
   if (warnings.length) console.log(`${warnings.length} tests used more than half their timeout:\n${warnings.map((w) => `  ${w}`).join('\n')}`)
   if (failures.length) console.log(`failed, by file:\n${failures.join('\n')}`)
-  console.log(`took ${fmt(elapsedMinutes())} of the ${budget}-minute budget`)
+  console.log(`took ${fmt(elapsedMinutes())} of the ${budget}-minute budget, of which setups (installs) ${fmt(setupSeconds / 60)} minutes`)
   console.log(`${passed} passed, ${failed} failed`)
   process.exit(failed ? 1 : 0)
 }

@@ -3,7 +3,8 @@
 // time through the run's budget; every failure is named with its file (hooks, timeouts, errors between
 // tests, a killed file, a tier stopped at its limit), read from outputs bun test printed
 // (fixtures/bun-output: failures.txt came from the files in failures.sources.txt); the slowest files and
-// tests and the tests past half their timeout; the per-file leak check (tests/per-file.preload.ts).
+// tests and the tests past half their timeout; the per-file leak check (tests/per-file.preload.ts); a
+// directory's files run several at once (scripts/run-files.ts), each output whole and every failure named.
 import { describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -12,6 +13,7 @@ import { BUDGET_MINUTES, buildNote, buildVerdict, SETUP_MINUTES, stepLimit, tier
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
 import { ARM64_SLICE } from '../arm64/slice'
 import { BUN, tempDir, until } from '../helpers'
+import { jobsFrom } from '../../scripts/run-files'
 
 const uncut = { minutes: 10, cut: false, own: 10, budget: BUDGET_MINUTES }
 
@@ -346,4 +348,63 @@ describe('the per-file leak check (tests/per-file.preload.ts)', () => {
     expect(r.code).toBe(0)
     expect(readBunOutput(r.output).fileMs.get('fake.test.ts')).toBeGreaterThan(250)
   }, 60_000)
+})
+
+describe('files run several at once (scripts/run-files.ts, the integration tier)', () => {
+  const RUN_FILES = join(import.meta.dir, '..', '..', 'scripts', 'run-files.ts')
+  /** A directory of fake test files, by name and body. */
+  const fakeDir = (files: Record<string, string>) => {
+    const dir = tempDir('periscope-run-files-')
+    for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), `import { expect, test } from 'bun:test'\n${body}\n`)
+    return dir
+  }
+
+  test('each file whole under its own header, the totals last, every failure named with its file, exit 1', () => {
+    const dir = fakeDir({
+      'a.test.ts': "test('a passes', async () => { await Bun.sleep(200) })",
+      'b.test.ts': "test('b fails', () => expect(1).toBe(2))\ntest('b passes', async () => { await Bun.sleep(100) })",
+      'c.test.ts': "throw new Error('c cannot load')",
+    })
+    // Not echoed: its fake failures would read as this tier's own.
+    const child = Bun.spawnSync([BUN, 'run', RUN_FILES, dir, '--jobs', '2'], { env: { ...process.env, NO_COLOR: '1' } })
+    const output = `${child.stdout.toString()}${child.stderr.toString()}`
+    expect(child.exitCode).toBe(1)
+    expect(testCounts(output)).toEqual({ passed: 2, failed: 2 })
+    // In the order the files ended, which varies: compared by file.
+    const failures = failedTests(output).map((f) => ({ file: f.file.split('/').at(-1), test: f.test, reason: f.reason })).sort((x, y) => x.file!.localeCompare(y.file!))
+    expect(failures).toEqual([
+      { file: 'b.test.ts', test: 'b fails', reason: 'expect(received).toBe(expected)' },
+      { file: 'c.test.ts', test: OUTSIDE, reason: 'c cannot load' },
+    ])
+    // Never interleaved: between a file's header and its totals, no other file's header.
+    for (const f of ['a.test.ts', 'b.test.ts']) {
+      const from = output.search(new RegExp(`^\\S*${f}:$`, 'm'))
+      const block = output.slice(from, output.indexOf('Ran ', from))
+      expect(block.match(/^\S+\.test\.ts:$/gm)).toHaveLength(1)
+    }
+  }, 60_000)
+
+  test("SIGTERM (the tier's limit): the files running are stopped and named, with what they printed", async () => {
+    const dir = fakeDir({ 'slow.test.ts': "test('waits', async () => { console.log('started waiting'); await Bun.sleep(30_000) }, 60_000)" })
+    const child = Bun.spawn([BUN, 'run', RUN_FILES, dir, '--jobs', '1'], { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, NO_COLOR: '1' } })
+    let seen = ''
+    const reading = (async () => {
+      for await (const chunk of child.stdout as unknown as AsyncIterable<Uint8Array>) seen += new TextDecoder().decode(chunk)
+    })()
+    // Its bun test has started (a file's output is held until it ends): then the limit.
+    await until('the file running', async () => (await Bun.$`pgrep -P ${child.pid} -f slow.test.ts`.nothrow().quiet()).exitCode === 0, (ok) => ok, 20_000)
+    child.kill('SIGTERM')
+    await child.exited
+    await reading
+    expect(child.exitCode).toBe(143)
+    expect(failedTests(seen)).toEqual([expect.objectContaining({ file: expect.stringMatching(/slow\.test\.ts$/), test: "(stopped at the tier's limit while this file ran)" })])
+    expect(seen).toContain('started waiting')
+  }, 60_000)
+
+  test('--jobs and PERISCOPE_TEST_JOBS: a whole number from 1 to 16, 2 by default', () => {
+    expect(jobsFrom([], undefined)).toBe(2)
+    expect(jobsFrom([], '3')).toBe(3)
+    expect(jobsFrom(['dir', '--jobs', '1'], '3')).toBe(1)
+    for (const bad of ['0', '17', '1.5', 'two', '']) expect(() => jobsFrom([], bad)).toThrow('must be a whole number from 1 to 16')
+  })
 })
