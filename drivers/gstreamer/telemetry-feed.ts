@@ -56,6 +56,9 @@ export class TelemetryFeed {
   private target: Target | null = null
   private readonly ssrc = (Math.random() * 0x1_0000_0000) >>> 0
   private seq = (Math.random() * 0x10000) & 0xffff
+  /** Sends not yet out, and whether the feed was closed meanwhile (the socket then closes after them). */
+  private sending = 0
+  private closed = false
 
   constructor(private readonly telemetry: RecordingTelemetry, log: Logger) {
     let warned = false
@@ -137,22 +140,44 @@ export class TelemetryFeed {
     const vehicle = date === undefined ? source.current() : source.at(date)
     date ??= Date.now()
     const text = Buffer.from(formatTelemetryText({ vehicle, stream: this.telemetry.streamState(), utc: new Date(date) }), 'utf8')
-    if (!target.clock) return void this.socket.send(text, target.port, '127.0.0.1')
+    if (!target.clock) return this.send(text, target.port)
     // RTP (marker: each cue is a whole buffer) and rtpgstpay's 8-byte header, all zero: no inline caps
     // (the child's caps carry them), not a fragment.
     const payload = new Uint8Array(8 + text.length)
     payload.set(text, 8)
     this.seq = (this.seq + 1) & 0xffff
     const ts = target.clock.ts + Math.round((at - target.clock.at) * CLOCK_PER_MS)
-    this.socket.send(rtpPacket(TELEMETRY_PT, this.seq, ts, this.ssrc, payload, true), target.port, '127.0.0.1')
+    this.send(rtpPacket(TELEMETRY_PT, this.seq, ts, this.ssrc, payload, true), target.port)
   }
 
+  /** Sends are queued until the socket is bound, and closing it drops what is queued: it closes once they are out. */
+  private send(packet: Uint8Array, port: number): void {
+    const socket = this.socket!
+    this.sending++
+    socket.send(packet, port, '127.0.0.1', () => {
+      if (--this.sending === 0 && this.closed) socket.close()
+    })
+  }
+
+  /**
+   * Ends the feed. The video fed until now is in the file: on a file's clock, the beats due by now whose
+   * timers have not fired yet (a busy event loop) go first, or the file's last frames would show no cue.
+   */
   close(): void {
+    if (this.target?.clock) {
+      const now = performance.now()
+      const toDate = Date.now() - now
+      for (let due = this.beatAt + TEXT_INTERVAL_MS; due <= now && now - due <= LATE_MS; due += TEXT_INTERVAL_MS) {
+        this.sendAt(due, due + toDate)
+        this.beatAt = due
+      }
+    }
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
     this.unsubscribe()
+    this.closed = true
     try {
-      this.socket?.close()
+      if (this.sending === 0) this.socket?.close()
     } catch {}
     this.socket = null
   }

@@ -100,3 +100,28 @@ test('a stalled event loop leaves no gap: the beats missed follow at once, each 
     socket.close()
   }
 })
+
+test('closed while the event loop was held (a recording stopped on a loaded machine): the beats due by then go first, so the file\'s last frames have their cue', async () => {
+  const source = new TelemetrySource()
+  const cues: number[] = []
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  socket.on('message', (m) => cues.push(m.readUInt32BE(4)))
+  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  try {
+    source.heartbeat(false, 'MANUAL')
+    const firstAt = performance.now()
+    feed.toRtp(socket.address().port, 0, firstAt)
+    Bun.sleepSync(3 * TEXT_INTERVAL_MS + 100) // the loop held: three beats due, none sent
+    const closedAt = performance.now()
+    feed.close() // the recording stops now
+    await until('the cues sent at the close', async () => cues.length, (n) => n >= 4, 5000)
+    const ticks = cues.map((ts) => ts / 90)
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i]! - ticks[i - 1]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
+    // The last cue (250 ms long in the file) reaches past the moment of the close.
+    expect(ticks.at(-1)! + TEXT_INTERVAL_MS).toBeGreaterThan(closedAt - firstAt)
+  } finally {
+    feed.close()
+    socket.close()
+  }
+})
