@@ -13,7 +13,7 @@ import { BUDGET_MINUTES, buildNote, buildVerdict, SETUP_MINUTES, stepLimit, tier
 import { partFailure, selectVmTests, sumCounts, VM_TEST_FILES } from '../kernel/select'
 import { ARM64_SLICE } from '../arm64/slice'
 import { BUN, tempDir, until } from '../helpers'
-import { jobsFrom } from '../../scripts/run-files'
+import { jobsFrom, otherRunners } from '../../scripts/run-files'
 
 const uncut = { minutes: 10, cut: false, own: 10, budget: BUDGET_MINUTES }
 
@@ -385,20 +385,38 @@ describe('files run several at once (scripts/run-files.ts, the integration tier)
   }, 60_000)
 
   test("SIGTERM (the tier's limit): the files running are stopped and named, with what they printed", async () => {
-    const dir = fakeDir({ 'slow.test.ts': "test('waits', async () => { console.log('started waiting'); await Bun.sleep(30_000) }, 60_000)" })
+    const dir = fakeDir({ 'slow.test.ts': "test('waits', async () => { console.log('started waiting'); await Bun.write(import.meta.dir + '/started', ''); await Bun.sleep(30_000) }, 60_000)" })
     const child = Bun.spawn([BUN, 'run', RUN_FILES, dir, '--jobs', '1'], { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, NO_COLOR: '1' } })
     let seen = ''
     const reading = (async () => {
       for await (const chunk of child.stdout as unknown as AsyncIterable<Uint8Array>) seen += new TextDecoder().decode(chunk)
     })()
-    // Its bun test has started (a file's output is held until it ends): then the limit.
-    await until('the file running', async () => (await Bun.$`pgrep -P ${child.pid} -f slow.test.ts`.nothrow().quiet()).exitCode === 0, (ok) => ok, 20_000)
+    // Its test has started and printed (a file's output is held until it ends): then the limit.
+    await until('the file running', async () => existsSync(join(dir, 'started')), (ok) => ok, 20_000)
     child.kill('SIGTERM')
     await child.exited
     await reading
     expect(child.exitCode).toBe(143)
     expect(failedTests(seen)).toEqual([expect.objectContaining({ file: expect.stringMatching(/slow\.test\.ts$/), test: "(stopped at the tier's limit while this file ran)" })])
     expect(seen).toContain('started waiting')
+  }, 60_000)
+
+  test('beside another suite\'s runner the files go one at a time', async () => {
+    // Each file notes when it ran (its own clock readings, printed).
+    const body = (name: string) => `test('${name}', async () => { const from = Date.now(); await Bun.sleep(500); console.log('ran ${name}', from, Date.now()) })`
+    const dir = fakeDir({ 'x.test.ts': body('x'), 'y.test.ts': body('y') })
+    // Another suite's runner, as /proc shows it (its command line names the script).
+    const other = Bun.spawn(['bash', '-c', 'sleep 60; exit 0', 'scripts/run-files.ts']) // not exec'd into sleep: bash stays
+    try {
+      await until('the other runner seen', async () => otherRunners(), (pids) => pids.includes(other.pid), 5000)
+      const r = Bun.spawnSync([BUN, 'run', RUN_FILES, dir, '--jobs', '2'], { env: { ...process.env, NO_COLOR: '1' } })
+      expect(r.exitCode).toBe(0)
+      const [first, second] = [...`${r.stdout}${r.stderr}`.matchAll(/ran (\w) (\d+) (\d+)/g)].map((m) => ({ from: Number(m[2]), to: Number(m[3]) })).sort((a, b) => a.from - b.from)
+      expect(second!.from).toBeGreaterThanOrEqual(first!.to)
+    } finally {
+      other.kill()
+      await other.exited
+    }
   }, 60_000)
 
   test('--jobs and PERISCOPE_TEST_JOBS: a whole number from 1 to 16, 2 by default', () => {
