@@ -32,14 +32,17 @@ export function jobsFrom(args: string[], env: string | undefined): number {
   return n
 }
 
-/** Other processes on this machine running this script (another suite's tier), by their command line in /proc: their pids. */
+/** What a job past the first waits for: another suite's runner of this script, or a container image being built (scripts/container/build.sh, in the background of `npm test`). */
+const BUSY = ['scripts/run-files.ts', 'scripts/container/build.sh']
+
+/** Other processes on this machine that keep a second job waiting (see BUSY), by their command line in /proc: their pids. */
 export function otherRunners(self = process.pid): number[] {
   const pids: number[] = []
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || Number(pid) === self) continue
     try {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (args.some((a) => a.endsWith('scripts/run-files.ts'))) pids.push(Number(pid))
+      if (args.some((a) => BUSY.some((b) => a.endsWith(b)))) pids.push(Number(pid))
     } catch {} // gone meanwhile
   }
   return pids
@@ -113,9 +116,10 @@ if (import.meta.main) {
   })
 
   // The first worker always runs; the others take a next file only while no other suite's runner runs
-  // on the machine (two clones' `npm test` side by side): two suites then run one file each, the load
-  // their tests were made to pass under, not four at once on 2 cores (load 10-11: a recording's sound
-  // ended 0.8 s after its lagging video, a telemetry cue after its last frames).
+  // on the machine (two clones' `npm test` side by side) and no container image is being built: two
+  // suites then run one file each, the load their tests were made to pass under, not four at once on 2
+  // cores (load 10-11: a recording's sound ended 0.8 s after its lagging video, a telemetry cue after
+  // its last frames, a segment's sound 0.7 s past its video).
   const worker = async (index: number) => {
     for (;;) {
       while (index > 0 && !stopping && queue.length && otherRunners().length > 0) await Bun.sleep(1000)

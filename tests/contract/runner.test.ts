@@ -401,12 +401,12 @@ describe('files run several at once (scripts/run-files.ts, the integration tier)
     expect(seen).toContain('started waiting')
   }, 60_000)
 
-  test('beside another suite\'s runner the files go one at a time', async () => {
+  test.each(['scripts/run-files.ts', 'scripts/container/build.sh'])('beside %s (another suite\'s runner, an image being built) the files go one at a time', async (busy) => {
     // Each file notes when it ran (its own clock readings, printed).
     const body = (name: string) => `test('${name}', async () => { const from = Date.now(); await Bun.sleep(500); console.log('ran ${name}', from, Date.now()) })`
     const dir = fakeDir({ 'x.test.ts': body('x'), 'y.test.ts': body('y') })
-    // Another suite's runner, as /proc shows it (its command line names the script).
-    const other = Bun.spawn(['bash', '-c', 'sleep 60; exit 0', 'scripts/run-files.ts']) // not exec'd into sleep: bash stays
+    // As /proc shows it (its command line names the script).
+    const other = Bun.spawn(['bash', '-c', 'sleep 60; exit 0', busy]) // not exec'd into sleep: bash stays
     try {
       await until('the other runner seen', async () => otherRunners(), (pids) => pids.includes(other.pid), 5000)
       const r = Bun.spawnSync([BUN, 'run', RUN_FILES, dir, '--jobs', '2'], { env: { ...process.env, NO_COLOR: '1' } })
