@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'puppeteer-core'
 import { launchBrowser, openPage } from './browser'
+import { until } from '../helpers'
 import { startService, type Service } from './service.helpers'
 
 export const ARTIFACTS = join(import.meta.dir, '../../.tmp/artifacts/console')
@@ -189,4 +190,18 @@ export async function firstPictures(shown: () => Promise<PreviewPictures>, from:
     await Bun.sleep(50)
   }
   return back
+}
+
+/**
+ * Streams `bus` in `encode` at its smallest size, 15 fps where offered, over UDP to `port` on the
+ * service's own loopback, and waits until it runs.
+ */
+export async function streamSmallest(service: Pick<Service, 'call'>, bus: string, encode: 'H264' | 'MJPG', port: number): Promise<void> {
+  const device = async () => ((await service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
+  const d = await device()
+  const size = d.cameras.flatMap((cam: any) => cam.formats[encode] ?? []).sort((a: any, b: any) => a.width - b.width)[0]
+  const interval = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
+  const r = await service.call('POST', '/api/devices/configure_stream', { bus_info: bus, stream_type: 'UDP', encode_type: encode, stream_format: { width: size.width, height: size.height, interval }, enabled: true, endpoints: [{ host: '127.0.0.1', port }] })
+  if (r.status !== 200) throw new Error(`configure_stream ${bus} ${encode}: ${r.status} ${JSON.stringify(r.body)}`)
+  await until(`${bus} streaming ${encode}`, device, (x) => x?.stream_status?.state === 'running', 20_000)
 }

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { launchBrowser } from './browser'
-import { countPreviewPictures, firstPictures, openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { countPreviewPictures, firstPictures, openConsole, streamSmallest, waitInPage, type ConsoleSession } from './console.helpers'
 import { requireGStreamer, requireRtspClients, RestartingViewer } from './gstreamer.helpers'
 import { startNmLab, type NmLab } from './nm/lab'
 import { startServiceInLab, type LabService } from './nm/service'
@@ -62,21 +62,9 @@ afterAll(async () => {
   await lab?.stop()
 })
 
-const device = async (bus: string) => ((await service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
-
-/** Streams `bus` in `encode` at its smallest size, 15 fps where offered, to a port on the vehicle's own loopback. */
-async function stream(bus: string, encode: 'H264' | 'MJPG', port: number): Promise<void> {
-  const d = await device(bus)
-  const size = d.cameras.flatMap((cam: any) => cam.formats[encode] ?? []).sort((a: any, b: any) => a.width - b.width)[0]
-  const interval = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
-  const r = await service.call('POST', '/api/devices/configure_stream', { bus_info: bus, stream_type: 'UDP', encode_type: encode, stream_format: { width: size.width, height: size.height, interval }, enabled: true, endpoints: [{ host: '127.0.0.1', port }] })
-  expect(r.status, JSON.stringify(r.body)).toBe(200)
-  await until(`${bus} streaming ${encode}`, () => device(bus), (x) => x?.stream_status?.state === 'running', 20_000)
-}
-
 test('an address change nobody confirms: every viewer is cut off, and plays again within 5 s of the rollback bringing the address back, no reload', async () => {
-  await stream(EHD, 'H264', 47_030)
-  await stream(WEBCAM, 'MJPG', 47_040)
+  await streamSmallest(service, EHD, 'H264', 47_030)
+  await streamSmallest(service, WEBCAM, 'MJPG', 47_040)
   await c.open('cameras')
   const whep = `[data-device="${EHD}"] [data-preview="whep"]`
   const mjpeg = `[data-device="${WEBCAM}"] [data-preview="mjpeg"]`

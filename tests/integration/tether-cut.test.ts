@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { until } from '../helpers'
 import { launchBrowser } from './browser'
-import { countPreviewPictures, firstPictures, openConsole, waitInPage, type ConsoleSession } from './console.helpers'
+import { countPreviewPictures, firstPictures, openConsole, streamSmallest, waitInPage, type ConsoleSession } from './console.helpers'
 import { requireGStreamer, requireRtspClients, RestartingViewer } from './gstreamer.helpers'
 import { startServiceInNamespace, type LabService } from './nm/service'
 import { makeTether, type Tether } from './nm/tether'
@@ -39,21 +39,9 @@ afterAll(async () => {
   await tether?.remove()
 })
 
-const device = async (bus: string) => ((await service.call('GET', '/api/devices')).body as any[]).find((d) => d.bus_info === bus)
-
-/** Streams `bus` in `encode` at its smallest size, 15 fps where offered, to a port on the vehicle's own loopback. */
-async function stream(bus: string, encode: 'H264' | 'MJPG', port: number): Promise<void> {
-  const d = await device(bus)
-  const size = d.cameras.flatMap((cam: any) => cam.formats[encode] ?? []).sort((a: any, b: any) => a.width - b.width)[0]
-  const interval = size.intervals.find((i: any) => i.denominator / i.numerator === 15) ?? size.intervals[0]
-  const r = await service.call('POST', '/api/devices/configure_stream', { bus_info: bus, stream_type: 'UDP', encode_type: encode, stream_format: { width: size.width, height: size.height, interval }, enabled: true, endpoints: [{ host: '127.0.0.1', port }] })
-  expect(r.status, JSON.stringify(r.body)).toBe(200)
-  await until(`${bus} streaming ${encode}`, () => device(bus), (x) => x?.stream_status?.state === 'running', 20_000)
-}
-
 test('the tether down for 10 s: both previews are marked frozen, and they and a QGroundControl-like RTSP viewer play again within 5 s of it coming back, no reload', async () => {
-  await stream(EHD, 'H264', 47_010)
-  await stream(WEBCAM, 'MJPG', 47_020)
+  await streamSmallest(service, EHD, 'H264', 47_010)
+  await streamSmallest(service, WEBCAM, 'MJPG', 47_020)
   await c.open('cameras')
   const whep = `[data-device="${EHD}"] [data-preview="whep"]`
   const mjpeg = `[data-device="${WEBCAM}"] [data-preview="mjpeg"]`
