@@ -123,24 +123,29 @@ test("the loopback card is listed: a capture device with its ALSA name, no USB p
 
 test('a capture side another process holds: the sound says which; it starts once that process let go', async () => {
   holder = spawn('gst-launch-1.0', ['alsasrc', 'device=hw:Loopback,1,0', '!', 'audio/x-raw,rate=48000,channels=2', '!', 'fakesink'], { stdio: 'ignore' })
-  expect((await service.post('/api/audio/attach', { bus_info: BUS, source: SOURCE, rate: 48000 })).status).toBe(200)
-  const rtpPort = freePort()
-  endpoint = await RtpCounter.open(rtpPort)
-  const r = await service.post('/api/devices/configure_stream', {
-    bus_info: BUS,
-    stream_type: 'UDP',
-    encode_type: 'SOFTWARE_H264',
-    stream_format: { width: 320, height: 180, interval: { numerator: 1, denominator: 5 } },
-    enabled: true,
-    endpoints: [{ host: '127.0.0.1', port: rtpPort }],
-  })
-  expect(r.status).toBe(200)
-  const busy = await until('the sound naming the holder', async () => {
-    const s = await sound()
-    return s?.error?.includes(`gst-launch-1.0 (pid ${holder!.pid})`) && s
-  }, 120_000)
-  expect(busy.state).toBe('backoff')
-  holder.kill('SIGKILL')
+  // A failure here lets the capture side go too, or every later test would wait on this holder.
+  try {
+    const attach = await service.post('/api/audio/attach', { bus_info: BUS, source: SOURCE, rate: 48000 })
+    expect({ status: attach.status, body: await attach.text() }).toMatchObject({ status: 200 })
+    const rtpPort = freePort()
+    endpoint = await RtpCounter.open(rtpPort)
+    const r = await service.post('/api/devices/configure_stream', {
+      bus_info: BUS,
+      stream_type: 'UDP',
+      encode_type: 'SOFTWARE_H264',
+      stream_format: { width: 320, height: 180, interval: { numerator: 1, denominator: 5 } },
+      enabled: true,
+      endpoints: [{ host: '127.0.0.1', port: rtpPort }],
+    })
+    expect({ status: r.status, body: await r.text() }).toMatchObject({ status: 200 })
+    const busy = await until('the sound naming the holder', async () => {
+      const s = await sound()
+      return s?.error?.includes(`gst-launch-1.0 (pid ${holder!.pid})`) && s
+    }, 120_000)
+    expect(busy).toMatchObject({ state: 'backoff' })
+  } finally {
+    holder.kill('SIGKILL')
+  }
   await until('the sound running once the holder let go', async () => (await sound())?.state === 'running', 120_000)
 }, 300_000)
 
