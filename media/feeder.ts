@@ -9,7 +9,7 @@ import type { ReaderEnd, Reading, StreamHub } from '../core/types'
 import { MediaHub } from './hub'
 import { HOLD_BYTES } from './queue'
 import { compressedGroup, RtpContinuity, startsKeyFrame, timestampOf, type MediaEncoding as TrackEncoding } from './rtp'
-import { SoundTimeline } from './sound'
+import { SoundBehindVideo, SoundTimeline } from './sound'
 
 export interface FeedOptions {
   /** The reader's name (log, metrics): 'recorder', 'rtsp', 'mjpeg'. */
@@ -39,6 +39,12 @@ export interface FeedOptions {
    */
   soundSince?: number
   /**
+   * feedSound, continuous, a hub with video: the sound goes no further than the leader's video has come
+   * (sound.ts SoundBehindVideo), and a cut moves it at the key frame's moment (SoundFeed.cutAt): a file's
+   * sound then ends with its video, and sits beside its picture, however late the camera's encoder is.
+   */
+  behindVideo?: boolean
+  /**
    * Called once with the RTP timestamp (as the hub received it) of the first packet the feed takes, held
    * or sent: a file's other tracks start at its first frame (the recorder).
    */
@@ -63,6 +69,16 @@ export interface Feed extends Reading {
    * with its RTP timestamp as the hub received it. A later call replaces a retarget not yet done.
    */
   retarget(port: number, switched?: (timestamp: number) => void): void
+}
+
+/** A file's sound feed (feedSound with behindVideo): moved at the video's cut rather than at once. */
+export interface SoundFeed extends Feed {
+  /** The leader's feed was asked to move: the sound made after the video's newest frame waits for the cut. */
+  cutAsked(): void
+  /** The leader moved at its key frame stamped `timestamp`: the sound made before that frame goes where it went, the rest to `port`. */
+  cutAt(port: number, timestamp: number): void
+  /** The cut asked for is not made. */
+  cutDropped(): void
 }
 
 /**
@@ -167,15 +183,20 @@ export class LoopbackFeeder {
    * every track): one RTP timeline whatever happens upstream, and it never stops while the reading lasts:
    * when the hub's sound does (its source detached, its child gone) silence fills in (sound.ts SoundTimeline).
    */
-  feedSound(hub: StreamHub, port: number | null, options: FeedOptions): Feed {
+  feedSound(hub: StreamHub, port: number | null, options: FeedOptions): SoundFeed {
     const destination = new Destination(port, 'OPUS', (packet, to) => void this.socket?.send(packet, to, '127.0.0.1'))
     const moves = {
       retarget: (to: number, switched?: (timestamp: number) => void) => destination.retarget(to, switched),
       open: (to: number) => destination.open(to),
     }
     const send = (packet: Uint8Array) => destination.send(packet)
-    if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), moves)
-    const timeline = new SoundTimeline(send)
+    const atOnce = { cutAsked() {}, cutAt: (to: number) => destination.retarget(to), cutDropped() {} }
+    if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), moves, atOnce)
+    // Moments on performance.now()'s clock: when the hub's frame or sound packet was made.
+    const made = (epoch: number | null) => (epoch === null ? null : epoch - performance.timeOrigin)
+    const video = options.behindVideo && hub instanceof MediaHub && hub.members > 0 ? hub : null
+    const hold = video ? new SoundBehindVideo(send) : null
+    const timeline = new SoundTimeline(hold ? (packet, at) => hold.packet(packet, at) : send)
     timeline.start()
     // Sent now and the reader added in this same turn: none lost or sent twice where they meet.
     if (options.soundSince !== undefined && hub instanceof MediaHub) timeline.replay(options.soundSince, hub.preRecordedSound(options.soundSince))
@@ -183,7 +204,20 @@ export class LoopbackFeeder {
       timeline.stop()
       options.ended?.(end)
     }
-    const reading = hub.readSound({ name: options.name, packet: (packet) => timeline.packet(packet), ended })
+    const reading = hub.readSound({
+      name: options.name,
+      packet: (packet) => timeline.packet(packet, (video && packet.length >= 12 ? made(video.soundCapturedAt(timestampOf(packet))) : null) ?? undefined),
+      ended,
+    })
+    // The leader's frames, as they come: how far the sound may go.
+    const frames = video?.read(0, {
+      name: `${options.name}-sound-clock`,
+      from: 'now',
+      packet: (packet) => {
+        const at = packet.length >= 12 ? made(video.capturedAt(0, timestampOf(packet))) : null
+        if (at !== null) hold!.video(at)
+      },
+    })
     return {
       get dropped() {
         return reading.dropped
@@ -191,8 +225,16 @@ export class LoopbackFeeder {
       close() {
         timeline.stop()
         reading.close()
+        frames?.close()
       },
       ...moves,
+      cutAsked: () => hold?.cutAsked(),
+      cutAt: (to: number, timestamp: number) => {
+        const at = video && made(video.capturedAt(0, timestamp))
+        if (hold && at !== null) hold.cutAt(at, () => destination.retarget(to))
+        else destination.retarget(to)
+      },
+      cutDropped: () => hold?.cutDropped(),
     }
   }
 

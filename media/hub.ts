@@ -271,6 +271,8 @@ export class MediaHub implements StreamHub {
   private lastLeaderAt = -1
   /** Per member, when its frames were made (capture-clock.ts). */
   private readonly captureClocks: CaptureClock[]
+  /** When the sound's packets were made (its one timeline: plugins/audio restamps it). */
+  private readonly soundClock = new CaptureClock(48_000)
   /** Per member, the loopback port the child sends to (after listen()). */
   ports: number[] = []
 
@@ -434,6 +436,7 @@ export class MediaHub implements StreamHub {
     this.soundOn = true
     this.soundSent.bytes += packet.length
     this.soundSent.packets++
+    if (packet.length >= 12) this.soundClock.arrived(ssrcOf(packet), timestampOf(packet), performance.timeOrigin + performance.now())
     const ring = this.soundRing
     if (ring) {
       // As far back as the video's groups of pictures may reach, trimmed once a second.
@@ -476,6 +479,11 @@ export class MediaHub implements StreamHub {
     const clock = this.captureClocks[member]
     if (!clock) throw new RangeError(`member ${member} of ${this.members}`)
     return clock.capturedAt(ts)
+  }
+
+  /** When the sound's packet stamped `ts` was made (ms since the Unix epoch); null before any. */
+  soundCapturedAt(ts: number): number | null {
+    return this.soundClock.capturedAt(ts)
   }
 
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */

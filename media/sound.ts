@@ -36,7 +36,11 @@ export class SoundTimeline {
   private filling = false
   private readonly ticks = new LateTicks(LATE_TICK_MS)
 
-  constructor(private readonly send: (packet: Uint8Array) => void, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    /** Each packet out, with its moment (performance.now()'s clock): when it came, or where silence stands. */
+    private readonly send: (packet: Uint8Array, at: number) => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.lastAt = now()
   }
 
@@ -71,9 +75,10 @@ export class SoundTimeline {
     const ssrc = view.getUint32(8)
     const ts = view.getUint32(4)
     if (ssrc !== this.childSsrc) {
-      // A new child: its first packet goes on at "now" on our clock.
+      // A new child: its first packet goes on at its moment on our clock, never over the last one sent
+      // (a moment is when the packet was made, which can be a little before the silence sent last).
       this.childSsrc = ssrc
-      this.offset = (this.expectedTs(at) - ts) >>> 0
+      this.offset = (this.expectedTs(Math.max(at, this.lastAt + FRAME_MS)) - ts) >>> 0
     }
     const out = new Uint8Array(packet)
     const o = new DataView(out.buffer)
@@ -83,7 +88,7 @@ export class SoundTimeline {
     o.setUint32(8, this.ssrc)
     this.lastAt = at
     this.filling = false
-    this.send(out)
+    this.send(out, at)
   }
 
   /**
@@ -110,7 +115,7 @@ export class SoundTimeline {
   private silence(): void {
     this.ts = (this.ts + (OPUS_CLOCK * FRAME_MS) / 1000) >>> 0
     this.lastAt += FRAME_MS
-    this.send(rtpPacket(PT, this.nextSeq(), this.ts, this.ssrc, OPUS_SILENCE))
+    this.send(rtpPacket(PT, this.nextSeq(), this.ts, this.ssrc, OPUS_SILENCE), this.lastAt)
   }
 
   private expectedTs(at: number): number {
@@ -120,5 +125,73 @@ export class SoundTimeline {
   private nextSeq(): number {
     this.seq = (this.seq + 1) & 0xffff
     return this.seq
+  }
+}
+
+/**
+ * The longest a file's sound waits for its video (SoundBehindVideo): past it, a camera that is away or
+ * stalled does not stop the sound (the muxer waits for every track).
+ */
+export const HOLD_BEHIND_VIDEO_MS = 5000
+
+/**
+ * A file's sound let out no further than its video has come: a packet goes once the leader's newest
+ * frame was made at or after the packet's moment (both on performance.now()'s clock: hub.capturedAt).
+ * A camera's encoder lagging under load delivers its frames late while the sound comes on time: sent as
+ * it came, a segment's sound ran past its last frame by the lag (0.7 s on a loaded machine) and sat that
+ * much late of its picture. A cut (the recorder's next segment) moves the sound at the key frame's
+ * moment: what was made before it goes to the old file, the rest to the new one.
+ */
+export class SoundBehindVideo {
+  private held: { at: number; packet: Uint8Array }[] = []
+  private videoAt = -Infinity
+  /** A cut asked for and not made: nothing goes past where the video was then. */
+  private cap = Infinity
+
+  constructor(
+    private readonly send: (packet: Uint8Array) => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A packet of sound made at `at`. */
+  packet(packet: Uint8Array, at: number): void {
+    this.held.push({ at, packet })
+    this.release()
+  }
+
+  /** The leader's newest frame was made at `at`. */
+  video(at: number): void {
+    if (at > this.videoAt) this.videoAt = at
+    this.release()
+  }
+
+  /** A cut is asked for: its key frame, and so its moment, comes later. */
+  cutAsked(): void {
+    this.cap = this.videoAt
+  }
+
+  /** The cut is at `at`: the sound made before it goes where the sound went so far, then `move()`, then the rest as the video comes. */
+  cutAt(at: number, move: () => void): void {
+    this.sendWhile((p) => p.at < at)
+    move()
+    this.cutDropped()
+  }
+
+  /** The cut asked for is not made. */
+  cutDropped(): void {
+    this.cap = Infinity
+    this.release()
+  }
+
+  private release(): void {
+    const bound = Math.min(this.videoAt, this.cap)
+    const stale = this.now() - HOLD_BEHIND_VIDEO_MS
+    this.sendWhile((p) => p.at <= bound || p.at < stale)
+  }
+
+  private sendWhile(ready: (p: { at: number }) => boolean): void {
+    let n = 0
+    while (n < this.held.length && ready(this.held[n]!)) this.send(this.held[n++]!.packet)
+    if (n) this.held.splice(0, n)
   }
 }

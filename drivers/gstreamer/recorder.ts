@@ -16,7 +16,7 @@ import type { Subprocess } from 'bun'
 import type { Logger } from '../../core/log'
 import type { DeviceRecording, Reading, StreamHub } from '../../core/types'
 import { endChild, pumpLines, spawnChild } from '../../media/children'
-import { type Feed, freeLoopbackPorts, LoopbackFeeder } from '../../media/feeder'
+import { type Feed, freeLoopbackPorts, LoopbackFeeder, type SoundFeed } from '../../media/feeder'
 import { MediaHub } from '../../media/hub'
 import { segmentCuts } from '../../media/segment-cuts'
 import { ssrcOf, startsKeyFrame, timestampOf } from '../../media/rtp'
@@ -107,7 +107,7 @@ export class Recorder {
   error: string | null = null
   private feeder: LoopbackFeeder | null = null
   private feeds: Feed[] = []
-  private soundFeed: Feed | null = null
+  private soundFeed: SoundFeed | null = null
   private text: TelemetryFeed | null = null
   /** The file has the vehicle's telemetry as a text track (an autopilot was on the link when it started). */
   readonly withTelemetry: boolean
@@ -276,7 +276,7 @@ export class Recorder {
       // buffer keeps the sound of its seconds; otherwise it begins then), so the tracks start together.
       void firstFrame.promise.then((ts) => {
         if (this.stopping || this.ended) return
-        this.readings.push((this.soundFeed = feeder.feedSound(hub, null, { name: 'recorder', continuous: true, soundSince: this.arrivalOf(ts) })))
+        this.readings.push((this.soundFeed = feeder.feedSound(hub, null, { name: 'recorder', continuous: true, behindVideo: true, soundSince: this.madeAt(ts) })))
         if (this.current?.listening && this.current.soundPort) this.soundFeed.open(this.current.soundPort)
       })
     }
@@ -335,6 +335,13 @@ export class Recorder {
       if (current) syncToDisk(current.path, this.options.log)
       if (++ticks % (1000 / SYNC_INTERVAL_MS) === 0) this.spec.onProgress(this)
     }, SYNC_INTERVAL_MS)
+  }
+
+  /** When the leader's frame stamped `ts` was made (performance.now()): a file's sound starts with its first frame's picture. */
+  private madeAt(ts: number): number {
+    const { hub } = this.spec
+    const made = hub instanceof MediaHub ? hub.capturedAt(0, ts) : null
+    return made === null ? this.arrivalOf(ts) : made - performance.timeOrigin
   }
 
   /** When the leader's frame stamped `ts` came (performance.now()): a file's text starts at its first frame's moment. */
@@ -401,9 +408,10 @@ export class Recorder {
   private cut(next: Segment): void {
     this.cutting = true
     const [leader, ...followers] = this.feeds
+    this.soundFeed?.cutAsked()
     leader!.retarget(next.ports[0]!, (keyTs) => {
       const at = performance.now()
-      if (this.stopping || this.ended || this.next !== next) return
+      if (this.stopping || this.ended || this.next !== next) return void this.soundFeed?.cutDropped()
       const old = this.current!
       this.next = null
       this.cutting = false
@@ -411,7 +419,8 @@ export class Recorder {
       this.segments.push(next)
       this.segmentStartTs = keyTs
       segmentCuts.total++
-      if (next.soundPort) this.soundFeed?.retarget(next.soundPort)
+      if (next.soundPort) this.soundFeed?.cutAt(next.soundPort, keyTs)
+      else this.soundFeed?.cutDropped()
       if (next.textPort !== undefined) this.text?.toRtp(next.textPort, keyTs, this.arrivalOf(keyTs))
       let waiting = followers.length
       const moved = Promise.withResolvers<void>()
@@ -467,6 +476,7 @@ export class Recorder {
       if (this.cutting) {
         // The leader was about to move to it: it stays (a retarget to the current child replaces the pending one).
         this.feeds[0]?.retarget(this.current!.ports[0]!)
+        this.soundFeed?.cutDropped()
         this.cutting = false
       }
       this.prepareAfter = performance.now() + PREPARE_RETRY_MS

@@ -11,7 +11,8 @@ import { buildRecorderPipeline, FAT_SEGMENT_BYTES, matroskaFileTokens, matroskaS
 import { LoopbackFeeder } from '../../media/feeder'
 import { MediaHub, PRE_RECORD_MAX_BYTES, PreRecordRing } from '../../media/hub'
 import { Relay } from '../../media/relay'
-import { RtpContinuity } from '../../media/rtp'
+import { RtpContinuity, rtpPacket } from '../../media/rtp'
+import { OPUS_SILENCE } from '../../media/sound'
 
 test('segment names: <stem>_seg001.mkv …, read back to their recording; a stem is free only when neither file nor segments exist', () => {
   expect(segmentFileName('cam_2026-11-25_18-30-00', 1, 'mkv')).toBe('cam_2026-11-25_18-30-00_seg001.mkv')
@@ -154,6 +155,65 @@ for (const relay of [true, false]) {
     }
   })
 }
+
+/**
+ * A segment's sound moves at its key frame's moment (feeder.ts SoundFeed.cutAt), not when that frame
+ * came: the camera's encoder holds 0.6 s of frames and then delivers them at once (a loaded machine),
+ * while the sound comes on time. The old file gets the sound made before its next key frame and none
+ * after; the new one the sound up to its newest frame, and none made after the video stopped coming.
+ */
+test("a segment's sound is cut at its key frame's moment, not when the late frame came; none goes past the video", async () => {
+  const log = createLogger('error')
+  const hub = new MediaHub({ encoding: 'H264', width: 320, height: 240, fps: 30, members: ['cam'], log, relay: false })
+  const receivers = await Promise.all([0, 1].map(() => receiverSocket()))
+  const feeder = new LoopbackFeeder(log)
+  try {
+    const feed = feeder.feedSound(hub, receivers[0]!.port, { name: 'recorder', continuous: true, behindVideo: true })
+    const frameMs = 1000 / 30
+    const KEY = 15
+    const LAST = 35 // the last frame delivered: the video stops coming there, the sound goes on
+    let sounds = 0
+    let frames = 0
+    let asked = false
+    const deliver = () => hub.receive(0, h264(frames, frames, { key: frames++ % KEY === 0 }))
+    const t0 = performance.now()
+    while (performance.now() - t0 < 1400) {
+      const now = performance.now() - t0
+      while (sounds * 20 <= now) hub.sendSound(rtpPacket(111, sounds, sounds++ * 960, 5, OPUS_SILENCE))
+      if (!asked && now >= 12 * frameMs) {
+        feed.cutAsked() // the recorder asks for the cut; its key frame is late
+        asked = true
+      }
+      if (frames >= 10 && frames <= 27) {
+        // Frames 10 to 27 held by the encoder, delivered at once at frame 27's time; the relay's thread
+        // reports the switch at the key frame once it sent it.
+        if (now >= 27 * frameMs) {
+          while (frames <= 27) deliver()
+          await Bun.sleep(0)
+          feed.cutAt(receivers[1]!.port, KEY * 3000)
+        }
+      } else if (frames <= LAST && frames * frameMs <= now) deliver()
+      await Bun.sleep(2)
+    }
+    // When each sound packet was made, on the clock the feed used; the key frame's and the last frame's moments.
+    const made = (epoch: number | null) => epoch! - performance.timeOrigin
+    const moments = Array.from({ length: sounds }, (_, i) => made(hub.soundCapturedAt(i * 960)))
+    const [cut, end] = [made(hub.capturedAt(0, KEY * 3000)), made(hub.capturedAt(0, LAST * 3000))]
+    const old = moments.filter((m) => m < cut).length
+    const next = moments.filter((m) => m >= cut && m <= end).length
+    await waitUntil(() => receivers[0]!.seqs.length >= old - 1 && receivers[1]!.seqs.length >= next - 1)
+    await Bun.sleep(50) // what would come past the video, sent as it came, would be here by now
+    // Within a packet each way: the clock's anchor moves by a millisecond or two as the test runs.
+    expect(Math.abs(receivers[0]!.seqs.length - old), `old file: ${receivers[0]!.seqs.length} packets, ${old} made before the key frame`).toBeLessThanOrEqual(1)
+    expect(Math.abs(receivers[1]!.seqs.length - next), `new file: ${receivers[1]!.seqs.length} packets, ${next} made up to the last frame`).toBeLessThanOrEqual(1)
+    expect(sounds - old - next).toBeGreaterThan(5) // made after the last frame: held, never sent
+    feed.close()
+  } finally {
+    feeder.close()
+    for (const r of receivers) r.close()
+    hub.close()
+  }
+})
 
 /** A loopback UDP socket noting the RTP sequence numbers it receives. */
 async function receiverSocket(): Promise<{ port: number; seqs: number[]; close(): void }> {

@@ -1,8 +1,8 @@
 // The stream's sound as its hub's readers get it (media/sound.ts): one SSRC and unbroken sequence numbers
 // across restarts of the sound's child, timestamps that follow the clock, and Opus silence while no sound
-// comes — but not for a moment's delay of the event loop.
+// comes — but not for a moment's delay of the event loop. A file's sound held behind its video (SoundBehindVideo).
 import { expect, test } from 'bun:test'
-import { FRAME_MS, LATE_TICK_MS, OPUS_SILENCE, SILENCE_AFTER_MS, SoundTimeline } from '../../media/sound'
+import { FRAME_MS, HOLD_BEHIND_VIDEO_MS, LATE_TICK_MS, OPUS_SILENCE, SILENCE_AFTER_MS, SoundBehindVideo, SoundTimeline } from '../../media/sound'
 
 function rtp(seq: number, ts: number, ssrc: number): Uint8Array {
   const out = new Uint8Array(12 + 10).fill(7)
@@ -119,4 +119,36 @@ test('an event loop stalled past SILENCE_AFTER_MS: the late tick fills nothing, 
     timeline.fill()
   }
   expect(sent.map(header).filter((h) => h.silence).length, 'silence once the child is really gone').toBeGreaterThan(0)
+})
+
+test("behind the video: a packet goes once a frame made at or after it came; a cut splits at the key frame's moment; a camera away lets the sound go on after HOLD_BEHIND_VIDEO_MS", () => {
+  let now = 0
+  const out: string[] = []
+  let port = 'a'
+  const hold = new SoundBehindVideo((p) => out.push(`${port}${p[0]}`), () => now)
+  const packet = (n: number) => new Uint8Array([n])
+  for (let n = 0; n < 5; n++) hold.packet(packet(n), n * 20)
+  expect(out).toEqual([]) // no frame yet
+  hold.video(40)
+  expect(out).toEqual(['a0', 'a1', 'a2'])
+  hold.cutAsked()
+  hold.video(80) // the burst, seen before the cut is reported: nothing past where the video was when asked
+  expect(out).toEqual(['a0', 'a1', 'a2'])
+  hold.cutAt(70, () => (port = 'b'))
+  expect(out).toEqual(['a0', 'a1', 'a2', 'a3', 'b4'])
+  // A cut asked for and dropped: the sound goes on with the video.
+  hold.cutAsked()
+  hold.packet(packet(5), 100)
+  hold.video(120)
+  expect(out.at(-1)).toBe('b4')
+  hold.cutDropped()
+  expect(out.at(-1)).toBe('b5')
+  // The camera away: held up to HOLD_BEHIND_VIDEO_MS, then sent anyway.
+  hold.packet(packet(6), 140)
+  now = 140 + HOLD_BEHIND_VIDEO_MS - 1
+  hold.packet(packet(7), now)
+  expect(out.at(-1)).toBe('b5')
+  now += 2
+  hold.packet(packet(8), now)
+  expect(out.at(-1)).toBe('b6')
 })

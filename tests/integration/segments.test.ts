@@ -7,7 +7,7 @@
 // recording, and renames, keeps and deletes them together. ffprobe/ffmpeg are the judges.
 import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { createLogger } from '../../core/log'
 import { type SegmentLimits } from '../../drivers/gstreamer/pipeline'
 import { Recorder } from '../../drivers/gstreamer/recorder'
@@ -15,7 +15,7 @@ import { segmentCuts } from '../../media/segment-cuts'
 import { MediaHub } from '../../media/hub'
 import { RecordingStore } from '../../drivers/storage/recordings'
 import { until } from '../helpers'
-import { alive, freePort, packetTimes, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
+import { alive, freePort, gstChildrenOf, packetTimes, requireGStreamer, segmentFile, simulatedJob, tempDir, testStreamer, waitFor } from './gstreamer.helpers'
 import { decodedFrames, expectFiniteSegments, FAT, firstKeyFrame, FPS, names, playsAlone } from './segments.helpers'
 import { startService } from './service.helpers'
 
@@ -190,6 +190,60 @@ test("a recording made while streaming with sound, in 2 s segments: each segment
       expect(playsAlone(f)).toBe('')
     }
   } finally {
+    await service.kill()
+  }
+}, 180_000)
+
+test("the camera's encoder late at the cuts (its child stopped 0.7 s of every 1.3, as a loaded machine starves it): each segment's sound still ends with its video and starts with it", async () => {
+  const service = await startService({ args: ['--record-segment-seconds', '2'] })
+  let stalls: ReturnType<typeof setInterval> | undefined
+  let camera = 0
+  try {
+    const { call } = service
+    const devices = (await call('GET', '/api/devices')).body as any[]
+    const device = devices.find((d) => d.cameras?.some((c: any) => c.formats?.H264))
+    const size = device.cameras.find((c: any) => c.formats?.H264).formats.H264.at(-1)
+    const configured = await call('POST', '/api/devices/configure_stream', { bus_info: device.bus_info, stream_type: 'UDP', stream_format: { width: size.width, height: size.height, interval: size.intervals[0] }, encode_type: 'H264', enabled: true, endpoints: [{ host: '127.0.0.1', port: freePort() }] })
+    expect(configured.status).toBe(200)
+    await until('the sound running', () => call('GET', '/api/audio/streams'), (r) => r.body?.find((a: any) => a.bus_info === device.bus_info)?.state === 'running', 30_000)
+    camera = await until('the camera child', async () => gstChildrenOf(service.proc.pid)[0] ?? 0, (pid) => pid > 0, 10_000)
+    expect((await call('POST', '/api/devices/start_recording', { bus_info: device.bus_info })).status).toBe(200)
+    // The camera's frames held 0.7 s, then delivered at once with their own timestamps: its live source
+    // catches up, as an encoder starved by a loaded machine does. Out of step with the 1 s groups of
+    // pictures, so a segment's last key frame comes later or sooner than its first (sent as it came, the
+    // sound ran past or short of the video by the difference).
+    stalls = setInterval(() => {
+      try {
+        process.kill(camera, 'SIGSTOP')
+        setTimeout(() => {
+          try {
+            process.kill(camera, 'SIGCONT')
+          } catch {}
+        }, 700)
+      } catch {}
+    }, 1300)
+    const dir = join(service.dataDir, 'recordings')
+    await waitFor('a fifth segment', () => readdirSync(dir).some((f) => f.endsWith('_seg005.mkv')), 60_000, 200)
+    clearInterval(stalls)
+    expect((await call('POST', '/api/devices/stop_recording', { bus_info: device.bus_info })).status).toBe(200)
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mkv')).sort().map((f) => join(dir, f))
+    expect(files.length).toBeGreaterThanOrEqual(5)
+    const ends: string[] = []
+    for (const f of files.slice(0, -1)) {
+      const [video, sound] = [packetTimes(f, 'v:0'), packetTimes(f, 'a:0')]
+      ends.push(`${basename(f)}: start ${(sound[0]! - video[0]!).toFixed(3)} s, end ${(Math.max(...sound) - Math.max(...video)).toFixed(3)} s`)
+    }
+    console.log(`sound against video with the encoder late at the cuts:\n  ${ends.join('\n  ')}`)
+    for (const f of files.slice(0, -1)) {
+      const [video, sound] = [packetTimes(f, 'v:0'), packetTimes(f, 'a:0')]
+      expect(Math.abs(sound[0]! - video[0]!), `${basename(f)}: the sound's start`).toBeLessThan(0.1)
+      expect(Math.abs(Math.max(...sound) - Math.max(...video)), `${basename(f)}: the sound's end`).toBeLessThan(0.1)
+    }
+  } finally {
+    clearInterval(stalls)
+    try {
+      if (camera) process.kill(camera, 'SIGCONT')
+    } catch {}
     await service.kill()
   }
 }, 180_000)
