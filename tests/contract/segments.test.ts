@@ -201,11 +201,12 @@ test("a segment's sound is cut at its key frame's moment, not when the late fram
     const [cut, end] = [made(hub.capturedAt(0, KEY * 3000)), made(hub.capturedAt(0, LAST * 3000))]
     const old = moments.filter((m) => m < cut).length
     const next = moments.filter((m) => m >= cut && m <= end).length
-    await waitUntil(() => receivers[0]!.seqs.length >= old - 1 && receivers[1]!.seqs.length >= next - 1)
+    await waitUntil(() => receivers[0]!.seqs.length >= old - 3 && receivers[1]!.seqs.length >= next - 3)
     await Bun.sleep(50) // what would come past the video, sent as it came, would be here by now
-    // Within a packet each way: the clock's anchor moves by a millisecond or two as the test runs.
-    expect(Math.abs(receivers[0]!.seqs.length - old), `old file: ${receivers[0]!.seqs.length} packets, ${old} made before the key frame`).toBeLessThanOrEqual(1)
-    expect(Math.abs(receivers[1]!.seqs.length - next), `new file: ${receivers[1]!.seqs.length} packets, ${next} made up to the last frame`).toBeLessThanOrEqual(1)
+    // Within 3 packets (60 ms) each way: the clocks' anchors (the quickest packet so far) can move as the
+    // test runs, by more on a loaded machine. Sent as it came, the old file got 20 more and the new 9 fewer.
+    expect(Math.abs(receivers[0]!.seqs.length - old), `old file: ${receivers[0]!.seqs.length} packets, ${old} made before the key frame`).toBeLessThanOrEqual(3)
+    expect(Math.abs(receivers[1]!.seqs.length - next), `new file: ${receivers[1]!.seqs.length} packets, ${next} made up to the last frame`).toBeLessThanOrEqual(3)
     expect(sounds - old - next).toBeGreaterThan(5) // made after the last frame: held, never sent
     feed.close()
   } finally {
