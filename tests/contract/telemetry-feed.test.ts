@@ -10,16 +10,24 @@ import { TELEMETRY_PT } from '../../drivers/gstreamer/pipeline'
 import { TEXT_INTERVAL_MS, TelemetryFeed } from '../../drivers/gstreamer/telemetry-feed'
 import { until } from '../helpers'
 
+/** A loopback socket standing for the recorder's child: each cue with its RTP timestamp, payload type, marker, text and when it came. */
+async function childSocket() {
+  const cues: { ts: number; pt: number; marker: boolean; text: string; at: number }[] = []
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  socket.on('message', (m) => cues.push({ ts: m.readUInt32BE(4), pt: m[1]! & 0x7f, marker: (m[1]! & 0x80) !== 0, text: m.subarray(20).toString('utf8'), at: performance.now() }))
+  return { socket, cues }
+}
+
+const feedOf = (source: TelemetrySource) => new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+
 test('toRtp: the seconds before now at once, each cue on the clock of its moment with the telemetry of then; then live', async () => {
   const source = new TelemetrySource()
   const realNow = Date.now
   let shift = -1010 // the history is written just over a second ago
   Date.now = () => realNow() + shift
-  const cues: { ts: number; pt: number; marker: boolean; text: string }[] = []
-  const socket = createSocket('udp4')
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
-  socket.on('message', (m) => cues.push({ ts: m.readUInt32BE(4), pt: m[1]! & 0x7f, marker: (m[1]! & 0x80) !== 0, text: m.subarray(20).toString('utf8') }))
-  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  const { socket, cues } = await childSocket()
+  const feed = feedOf(source)
   try {
     source.heartbeat(false, 'MANUAL') // 1010 ms ago: before the first frame
     shift = -400
@@ -57,11 +65,8 @@ test('toRtp: the seconds before now at once, each cue on the clock of its moment
 
 test('live: a change is sent at once and starts the beat again, so every cue after it is a whole beat from the one before', async () => {
   const source = new TelemetrySource()
-  const cues: { ts: number; text: string; at: number }[] = []
-  const socket = createSocket('udp4')
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
-  socket.on('message', (m) => cues.push({ ts: m.readUInt32BE(4), text: m.subarray(20).toString('utf8'), at: performance.now() }))
-  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  const { socket, cues } = await childSocket()
+  const feed = feedOf(source)
   try {
     source.heartbeat(false, 'MANUAL')
     const firstTs = 1000
@@ -85,17 +90,14 @@ test('live: a change is sent at once and starts the beat again, so every cue aft
 
 test('a stalled event loop leaves no gap: the beats missed follow at once, each stamped on its beat', async () => {
   const source = new TelemetrySource()
-  const cues: number[] = []
-  const socket = createSocket('udp4')
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
-  socket.on('message', (m) => cues.push(m.readUInt32BE(4)))
-  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  const { socket, cues } = await childSocket()
+  const feed = feedOf(source)
   try {
     source.heartbeat(false, 'MANUAL')
     feed.toRtp(socket.address().port, 0, performance.now())
     Bun.sleepSync(3 * TEXT_INTERVAL_MS + 100) // the loop held: three beats missed
     await until('the missed beats and one more', async () => cues.length, (n) => n >= 6, 5000)
-    const ticks = cues.map((ts) => ts / 90)
+    const ticks = cues.map((c) => c.ts / 90)
     for (let i = 1; i < 6; i++) expect(ticks[i]! - ticks[i - 1]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
   } finally {
     feed.close()
@@ -105,11 +107,8 @@ test('a stalled event loop leaves no gap: the beats missed follow at once, each 
 
 test('closed while the event loop was held (a recording stopped on a loaded machine): the beats due by then go first, so the file\'s last frames have their cue', async () => {
   const source = new TelemetrySource()
-  const cues: number[] = []
-  const socket = createSocket('udp4')
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
-  socket.on('message', (m) => cues.push(m.readUInt32BE(4)))
-  const feed = new TelemetryFeed({ source, streamState: () => 'running' }, createLogger('error'))
+  const { socket, cues } = await childSocket()
+  const feed = feedOf(source)
   try {
     source.heartbeat(false, 'MANUAL')
     const firstAt = performance.now()
@@ -118,7 +117,7 @@ test('closed while the event loop was held (a recording stopped on a loaded mach
     const closedAt = performance.now()
     feed.close() // the recording stops now
     await until('the cues sent at the close', async () => cues.length, (n) => n >= 4, 5000)
-    const ticks = cues.map((ts) => ts / 90)
+    const ticks = cues.map((c) => c.ts / 90)
     for (let i = 1; i < ticks.length; i++) expect(ticks[i]! - ticks[i - 1]!).toBeCloseTo(TEXT_INTERVAL_MS, 1)
     // The last cue (250 ms long in the file) reaches past the moment of the close.
     expect(ticks.at(-1)! + TEXT_INTERVAL_MS).toBeGreaterThan(closedAt - firstAt)
