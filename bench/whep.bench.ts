@@ -76,7 +76,9 @@ async function startService(root: string, name: string, alsoTo: number[] = []) {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const proc = Bun.spawn(
-    [process.execPath, ...(PROFILE && root === ROOT ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${PROFILE}`] : []), join(root, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--rtsp-port', '0', '--log-level', 'error'],
+    [process.execPath, ...(PROFILE && root === ROOT ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${PROFILE}`] : []), join(root, 'core/main.ts'), '--host', '127.0.0.1', '--port', String(port), '--data-dir', mkdtempSync(join(tmpdir(), 'periscope-whep-bench-')), '--simulate', 'default', '--rtsp-port', '0', '--log-level', 'error',
+      // Every viewer here is one client (loopback), which may hold half of --max-viewers: room for all.
+      '--max-viewers', String(Math.max(8, 2 * Math.max(...VIEWERS)))],
     { cwd: root, stdout: 'ignore', stderr: 'inherit' },
   )
   const keyFrames: number[] = []
