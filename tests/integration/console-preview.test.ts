@@ -199,7 +199,15 @@ describe('with --max-viewers 1', () => {
   }, 90_000)
 
   test('a reload gives the WebRTC place back as the page goes (and the next page makes sure): with --max-viewers 1 the reloaded card plays again, not snapshots', async () => {
-    const framesDecoded = () => waitInPage(c.page, 'WebRTC frames decoded in the exploreHD preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000)
+    // A failure says what the card showed, what the page was refused and what the service counted
+    // (a pair of suites once saw no frame in 20 s here, with nothing else to go on).
+    const framesDecoded = () =>
+      waitInPage(c.page, 'WebRTC frames decoded in the exploreHD preview', () => Number((globalThis as any).document.querySelector('[data-device="usb-0000:00:14.0-1"] [data-preview="whep"]')?.getAttribute('data-frames-decoded')) > 0, 20_000).catch(async (e) => {
+        const shown = await c.page.$eval(card(EHD), (el: any) => [...el.querySelectorAll('[data-preview]')].map((p: any) => `${p.getAttribute('data-preview')}${p.hasAttribute('data-frozen') ? ' (frozen)' : ''}: ${p.textContent.trim().slice(0, 120)}`).join(' | ')).catch(() => 'no card')
+        const whepRefusals = c.refusals.filter((r) => r.url.includes('/whep')).map((r) => `${r.method} ${r.status}`)
+        const stream = (await device(EHD))?.stream_status
+        throw new Error(`${(e as Error).message}\n  the card: ${shown}\n  WHEP refusals: ${whepRefusals.join(', ') || 'none'}; the service's WHEP viewers: ${await viewers(EHD, 'whep')}; the stream: ${stream?.state} ${stream?.last_error ?? ''}`)
+      })
     const refused = () => c.refusals.filter((r) => r.url.endsWith('/whep') && r.status === 503).length
     const refusedBefore = refused() // the first test's own
     try {
