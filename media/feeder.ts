@@ -192,8 +192,6 @@ export class LoopbackFeeder {
     const send = (packet: Uint8Array) => destination.send(packet)
     const atOnce = { cutAsked() {}, cutAt: (to: number) => destination.retarget(to), cutDropped() {} }
     if (!options.continuous) return Object.assign(hub.readSound({ name: options.name, packet: send, ended: options.ended }), moves, atOnce)
-    // Moments on performance.now()'s clock: when the hub's frame or sound packet was made.
-    const made = (epoch: number | null) => (epoch === null ? null : epoch - performance.timeOrigin)
     const video = options.behindVideo && hub instanceof MediaHub && hub.members > 0 ? hub : null
     const hold = video ? new SoundBehindVideo(send) : null
     const timeline = new SoundTimeline(hold ? (packet, at) => hold.packet(packet, at) : send)
@@ -206,7 +204,7 @@ export class LoopbackFeeder {
     }
     const reading = hub.readSound({
       name: options.name,
-      packet: (packet) => timeline.packet(packet, (video && packet.length >= 12 ? made(video.soundCapturedAt(timestampOf(packet))) : null) ?? undefined),
+      packet: (packet) => timeline.packet(packet, (video && packet.length >= 12 ? video.soundMadeAt(timestampOf(packet)) : null) ?? undefined),
       ended,
     })
     // The leader's frames, as they come: how far the sound may go.
@@ -214,7 +212,7 @@ export class LoopbackFeeder {
       name: `${options.name}-sound-clock`,
       from: 'now',
       packet: (packet) => {
-        const at = packet.length >= 12 ? made(video.capturedAt(0, timestampOf(packet))) : null
+        const at = packet.length >= 12 ? video.madeAt(0, timestampOf(packet)) : null
         if (at !== null) hold!.video(at)
       },
     })
@@ -230,7 +228,7 @@ export class LoopbackFeeder {
       ...moves,
       cutAsked: () => hold?.cutAsked(),
       cutAt: (to: number, timestamp: number) => {
-        const at = video && made(video.capturedAt(0, timestamp))
+        const at = video?.madeAt(0, timestamp) ?? null
         if (hold && at !== null) hold.cutAt(at, () => destination.retarget(to))
         else destination.retarget(to)
       },

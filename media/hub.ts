@@ -481,9 +481,16 @@ export class MediaHub implements StreamHub {
     return clock.capturedAt(ts)
   }
 
-  /** When the sound's packet stamped `ts` was made (ms since the Unix epoch); null before any. */
-  soundCapturedAt(ts: number): number | null {
-    return this.soundClock.capturedAt(ts)
+  /** capturedAt on performance.now()'s clock, the one the feeds and the recorder keep time in. */
+  madeAt(member: number, ts: number): number | null {
+    const at = this.capturedAt(member, ts)
+    return at === null ? null : at - performance.timeOrigin
+  }
+
+  /** When (performance.now()) the sound's packet stamped `ts` was made; null before any. */
+  soundMadeAt(ts: number): number | null {
+    const at = this.soundClock.capturedAt(ts)
+    return at === null ? null : at - performance.timeOrigin
   }
 
   /** Whether this hub keeps a pre-record buffer (--pre-record-seconds). */

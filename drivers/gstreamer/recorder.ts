@@ -340,8 +340,7 @@ export class Recorder {
   /** When the leader's frame stamped `ts` was made (performance.now()): a file's sound starts with its first frame's picture. */
   private madeAt(ts: number): number {
     const { hub } = this.spec
-    const made = hub instanceof MediaHub ? hub.capturedAt(0, ts) : null
-    return made === null ? this.arrivalOf(ts) : made - performance.timeOrigin
+    return (hub instanceof MediaHub ? hub.madeAt(0, ts) : null) ?? this.arrivalOf(ts)
   }
 
   /** When the leader's frame stamped `ts` came (performance.now()): a file's text starts at its first frame's moment. */

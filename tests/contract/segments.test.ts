@@ -196,9 +196,8 @@ test("a segment's sound is cut at its key frame's moment, not when the late fram
       await Bun.sleep(2)
     }
     // When each sound packet was made, on the clock the feed used; the key frame's and the last frame's moments.
-    const made = (epoch: number | null) => epoch! - performance.timeOrigin
-    const moments = Array.from({ length: sounds }, (_, i) => made(hub.soundCapturedAt(i * 960)))
-    const [cut, end] = [made(hub.capturedAt(0, KEY * 3000)), made(hub.capturedAt(0, LAST * 3000))]
+    const moments = Array.from({ length: sounds }, (_, i) => hub.soundMadeAt(i * 960)!)
+    const [cut, end] = [hub.madeAt(0, KEY * 3000)!, hub.madeAt(0, LAST * 3000)!]
     const old = moments.filter((m) => m < cut).length
     const next = moments.filter((m) => m >= cut && m <= end).length
     await waitUntil(() => receivers[0]!.seqs.length >= old - 3 && receivers[1]!.seqs.length >= next - 3)

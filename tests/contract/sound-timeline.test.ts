@@ -152,3 +152,17 @@ test("behind the video: a packet goes once a frame made at or after it came; a c
   hold.packet(packet(8), now)
   expect(out.at(-1)).toBe('b6')
 })
+
+test('a new child whose first packet was made a little before the silence sent last follows that silence by one frame, never over it', () => {
+  let now = 1000
+  const sent: Uint8Array[] = []
+  const timeline = new SoundTimeline((p) => sent.push(p), () => now)
+  timeline.packet(rtp(1, 5000, 0xaaaa), now)
+  now += SILENCE_AFTER_MS + 3 * FRAME_MS
+  timeline.fill() // silence up to now
+  const last = header(sent.at(-1)!)
+  expect(last.silence).toBe(true)
+  // The new child's first packet, made 30 ms before now (its moment, not its arrival).
+  timeline.packet(rtp(7, 123, 0xbbbb), now - 30)
+  expect(header(sent.at(-1)!).ts).toBe((last.ts + 960) >>> 0)
+})
